@@ -1,0 +1,73 @@
+"""Graph datasets, feature schemas, Dirichlet partitions and auxiliary-set scenarios.
+
+Every dataset is registered by name in :data:`fedgraph_sim.registry.datasets`; any TU dataset
+not listed loads as ``tu:NAME``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from functools import partial
+
+from fedgraph_sim import registry
+from fedgraph_sim.data import store
+from fedgraph_sim.data.auxiliary import adapt_width, auxiliary_graphs, erdos_renyi_graphs
+from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs
+from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES, load_moleculenet
+from fedgraph_sim.data.partition import dirichlet_partition
+from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema, single_block_schema
+from fedgraph_sim.data.synthetic import make_synthetic
+from fedgraph_sim.data.tu import TU_NAMES, load_tu
+from fedgraph_sim.errors import ConfigError
+
+registry.datasets.add("synthetic", make_synthetic)
+for _name in TU_NAMES:
+    registry.datasets.add(_name, partial(load_tu, _name))
+for _key, _name in MOLECULENET_NAMES.items():
+    registry.datasets.add(_name, partial(load_moleculenet, _key))
+
+
+def _loader(name: str):
+    if name.lower().startswith("tu:"):
+        return partial(load_tu, name.split(":", 1)[1])
+    try:
+        return registry.datasets.get(name)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (or tu:NAME for any TU dataset)") from None
+
+
+def load_dataset(name: str, *, max_nodes: int | None = None, **options) -> GraphDataset:
+    """Load a dataset by name; ``options`` go to its loader (``task`` for MoleculeNet,
+    ``num_graphs``/``min_nodes``/``max_nodes``/``seed`` for ``synthetic``)."""
+    loader = _loader(name)
+    accepted = inspect.signature(loader).parameters
+    for key in options:
+        if key not in accepted:
+            valid = ", ".join(p for p in accepted if p != "name") or "none"
+            raise ConfigError(f"data.{key}: not an option of dataset {name}; valid options: {valid}")
+    if max_nodes is not None and max_nodes < 1:
+        raise ConfigError(f"data.max_nodes: must be >= 1 (got {max_nodes})")
+    return drop_large_graphs(loader(**options), max_nodes)
+
+
+def available_datasets() -> list[str]:
+    """Names that load without a download: synthetic plus those with raw files or a cache."""
+    names = ["synthetic"]
+    candidates = [("tu", n, n) for n in TU_NAMES]
+    candidates += [("moleculenet", key, disp) for key, disp in MOLECULENET_NAMES.items()]
+    root = store.data_root()
+    if root is not None and (root / "tu").is_dir():
+        extra = sorted(p.name for p in (root / "tu").iterdir() if p.name not in TU_NAMES)
+        candidates += [("tu", n, f"tu:{n}") for n in extra]
+    for family, folder, display in candidates:
+        cached = (store.cache_root() / family / folder / "processed").is_dir()
+        if store.raw_source(family, folder) is not None or cached:
+            names.append(display)
+    return names
+
+
+__all__ = [
+    "FeatureBlock", "FeatureSchema", "GraphDataset", "adapt_width", "auxiliary_graphs",
+    "available_datasets", "dirichlet_partition", "drop_large_graphs", "erdos_renyi_graphs",
+    "load_dataset", "make_synthetic", "single_block_schema",
+]

@@ -1,0 +1,75 @@
+"""The attacker's auxiliary graphs, as named scenarios (DESIGN.md "Data").
+
+- ``same``: graphs from the victim's distribution the attacker holds (a held-out partition,
+  e.g. the attacker's own client data in GraphDLG's Table 1).
+- ``dataset:NAME``: another dataset's graphs, features zero-padded or truncated to the victim's
+  width (GraphDLG Table 4 / Fig. 3).
+- ``random:er``: Erdos-Renyi G(n, p) graphs with continuous N(0,1) (``normal``) or U[-1,1]
+  (``uniform``) features (GraphDLG Table 3); n is uniform over the victim dataset's node-count
+  range and the count matches the real auxiliary set (1000 if there is none).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import dense_to_sparse
+
+from fedgraph_sim.data.dataset import GraphDataset
+from fedgraph_sim.errors import ConfigError, require
+
+SCENARIOS = ("same", "dataset:NAME", "random:er")
+ER_FEATURES = ("normal", "uniform")
+
+
+def adapt_width(x: torch.Tensor, width: int) -> torch.Tensor:
+    """Zero-pad or truncate feature columns to ``width``."""
+    if x.size(1) >= width:
+        return x[:, :width]
+    return torch.cat([x, x.new_zeros(x.size(0), width - x.size(1))], dim=1)
+
+
+def erdos_renyi_graphs(count: int, node_range: tuple[int, int], width: int, p: float,
+                       features: str, seed: int) -> list[Data]:
+    require(0 < p < 1, "aux.p", f"edge probability must be in (0, 1) (got {p})")
+    require(features in ER_FEATURES, "aux.features",
+            f"unknown feature distribution '{features}'; valid: {', '.join(ER_FEATURES)}")
+    gen = torch.Generator().manual_seed(seed)
+    low, high = node_range
+    graphs = []
+    for i in range(count):
+        n = int(torch.randint(low, high + 1, (1,), generator=gen))
+        upper = torch.triu(torch.rand(n, n, generator=gen) < p, diagonal=1).float()
+        edge_index, _ = dense_to_sparse(upper + upper.t())
+        if features == "normal":
+            x = torch.randn(n, width, generator=gen)
+        else:
+            x = torch.rand(n, width, generator=gen) * 2 - 1
+        graphs.append(Data(x=x, edge_index=edge_index, num_nodes=n, graph_id=i))
+    return graphs
+
+
+def auxiliary_graphs(scenario: str, victim: GraphDataset, *,
+                     holdout: Sequence[int] | None = None, seed: int = 0,
+                     p: float = 0.1, features: str = "normal",
+                     num_graphs: int | None = None, max_nodes: int | None = None) -> list[Data]:
+    """The graphs the configured scenario grants the attacker (features at the victim's width)."""
+    if scenario == "same":
+        require(holdout is not None, "aux.scenario", "'same' needs a held-out partition")
+        return [victim.graphs[int(i)] for i in holdout]
+    if scenario.startswith("dataset:"):
+        from fedgraph_sim.data import load_dataset  # local: the package imports this module
+
+        other = load_dataset(scenario.split(":", 1)[1], max_nodes=max_nodes)
+        width = victim.num_features
+        return [Data(x=adapt_width(g.x, width), edge_index=g.edge_index, y=g.y,
+                     num_nodes=g.num_nodes, graph_id=g.graph_id) for g in other.graphs]
+    if scenario == "random:er":
+        sizes = [g.num_nodes for g in victim.graphs]
+        count = num_graphs or (len(holdout) if holdout is not None else 1000)
+        high = min(max(sizes), max_nodes) if max_nodes else max(sizes)
+        return erdos_renyi_graphs(count, (min(sizes), high), victim.num_features, p, features, seed)
+    raise ConfigError(f"aux.scenario: unknown scenario '{scenario}'; valid: {', '.join(SCENARIOS)}")

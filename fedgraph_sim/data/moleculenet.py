@@ -1,0 +1,105 @@
+"""MoleculeNet (Wu et al. 2018) through PyG's ``MoleculeNet``, with an explicit feature schema.
+
+PyG gives 9 integer atom features per node (``torch_geometric.utils.smiles.x_map``). We one-hot
+encode each into its own block, in this order and with these widths:
+
+=====================  =====  ===============================================
+block                  width  values
+=====================  =====  ===============================================
+atomic_num             119    0 .. 118 (the node type)
+chirality              9      RDKit ChiralType names
+degree                 11     0 .. 10
+formal_charge          12     -5 .. 6
+num_hs                 9      0 .. 8
+num_radical_electrons  5      0 .. 4
+hybridization          8      RDKit HybridizationType names
+is_aromatic            2      False, True
+is_in_ring             2      False, True
+=====================  =====  ===============================================
+
+Total width 177. Labels: one task is chosen (``task``: index or column name, default the first);
+graphs whose label is missing (NaN) are dropped. Regression sets (ESOL, FreeSolv, Lipo) become
+binary classification by splitting at the task's median, recorded in ``meta["label_rule"]``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.datasets import MoleculeNet
+from torch_geometric.utils.smiles import x_map
+
+from fedgraph_sim.data import store
+from fedgraph_sim.data.dataset import GraphDataset, split_in_memory
+from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
+from fedgraph_sim.errors import ConfigError
+
+SCHEMA = FeatureSchema(
+    tuple(FeatureBlock(name, tuple(values)) for name, values in x_map.items()),
+    type_block="atomic_num",
+)
+REGRESSION = {"esol", "freesolv", "lipo"}
+# PyG's key -> display name; PCBA/MUV/ToxCast load too when their raw files exist.
+MOLECULENET_NAMES = {key: spec[0] for key, spec in MoleculeNet.names.items()}
+MOLECULENET_NAMES["lipo"] = "Lipo"
+
+
+def task_names(raw_csv) -> list[str]:
+    """Column names of the label columns, read from the raw CSV header at PyG's indices."""
+    key = raw_csv.parent.parent.name
+    header = raw_csv.read_text().split("\n", 1)[0].split(",")
+    target = MoleculeNet.names[key][4]
+    picked = header[target] if isinstance(target, slice) else [header[target]]
+    return [name.strip().strip('"') for name in picked]
+
+
+def _resolve_task(task, names: list[str], dataset: str) -> int:
+    if task is None:
+        return 0
+    if isinstance(task, int) or (isinstance(task, str) and task.lstrip("-").isdigit()):
+        index = int(task)
+        if 0 <= index < len(names):
+            return index
+    elif task in names:
+        return names.index(task)
+    raise ConfigError(f"data.task: '{task}' is not a task of {dataset}; valid: 0..{len(names) - 1} "
+                      f"or one of {', '.join(names)}")
+
+
+def load_moleculenet(name: str, task=None) -> GraphDataset:
+    key = name.lower()
+    root = store.prepare("moleculenet", key)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PyG warns once per SMILES RDKit rejects
+            pyg = MoleculeNet(str(root), name=MOLECULENET_NAMES[key])
+    except Exception as exc:
+        raise store.missing_data_error(name, "moleculenet", key, exc) from None
+    raw_csv = root / key / "raw" / pyg.raw_file_names
+    names = task_names(raw_csv)
+    index = _resolve_task(task, names, MOLECULENET_NAMES[key])
+
+    y_all = pyg._data.y.view(len(pyg), -1)[:, index]
+    x_all = SCHEMA.encode(pyg._data.x)  # one-hot once for the whole dataset, then slice
+    meta = {"pyg_graphs": len(pyg), "task": names[index], "num_tasks": len(names)}
+    if key in REGRESSION:
+        finite = y_all[~torch.isnan(y_all)]
+        threshold = float(finite.median())
+        meta["label_rule"] = f"{names[index]} > median ({threshold:.4g})"
+    graphs, dropped = [], 0
+    node_ptr = pyg.slices["x"]
+    for i, (n, _, edge_index, _) in enumerate(split_in_memory(pyg)):
+        value = float(y_all[i])
+        if math.isnan(value):
+            dropped += 1
+            continue
+        label = int(value > threshold) if key in REGRESSION else int(value)
+        graphs.append(Data(x=x_all[node_ptr[i]:node_ptr[i + 1]], edge_index=edge_index,
+                           y=torch.tensor([label]), num_nodes=n, graph_id=i,
+                           smiles=pyg._data.smiles[i]))
+    meta["dropped_missing_label"] = dropped
+    return GraphDataset(name=MOLECULENET_NAMES[key], graphs=graphs, num_classes=2,
+                        schema=SCHEMA, source="moleculenet", meta=meta)

@@ -1,0 +1,18 @@
+"""The one error type users see.
+
+Anything a user can get wrong (a name, a number, a missing data folder) raises
+:class:`ConfigError` with a single line that names the key, says why, and lists the valid choices.
+Entry points print that line and exit with code 2; they never show a traceback for it.
+"""
+
+
+class ConfigError(ValueError):
+    """Bad input, reported as one line and exit code 2 by every entry point."""
+
+    exit_code = 2
+
+
+def require(condition: bool, key: str, reason: str) -> None:
+    """Raise ``ConfigError("<key>: <reason>")`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(f"{key}: {reason}")

@@ -1,0 +1,71 @@
+"""Name lookup for the pluggable pieces (datasets, models, attacks, defenses).
+
+One :class:`Registry` class; one instance per kind. Modules register themselves at import, and the
+package ``__init__`` files import those modules explicitly, so registration never depends on
+import order elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from fedgraph_sim.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A name -> object map whose failed lookups list the valid names."""
+
+    def __init__(self, kind: str, *, case_sensitive: bool = False) -> None:
+        self.kind = kind
+        self._case_sensitive = case_sensitive
+        self._items: dict[str, T] = {}
+        self._display: dict[str, str] = {}
+
+    def _key(self, name: str) -> str:
+        return name if self._case_sensitive else name.lower()
+
+    def add(self, name: str, obj: T) -> T:
+        key = self._key(name)
+        if key in self._items:
+            raise ValueError(f"{self.kind} '{name}' is registered twice")
+        self._items[key] = obj
+        self._display[key] = name
+        return obj
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator form of :meth:`add`."""
+        return lambda obj: self.add(name, obj)
+
+    def get(self, name: str) -> T:
+        try:
+            return self._items[self._key(name)]
+        except (KeyError, AttributeError):
+            raise ConfigError(
+                f"unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())}"
+            ) from None
+
+    def canonical(self, name: str) -> str:
+        """The registered spelling of ``name`` (raises like :meth:`get`)."""
+        self.get(name)
+        return self._display[self._key(name)]
+
+    def names(self) -> list[str]:
+        return [self._display[k] for k in self._items]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._key(name) in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+datasets: Registry = Registry("dataset")
+models: Registry = Registry("model")
+attacks: Registry = Registry("attack")
+defenses: Registry = Registry("defense")

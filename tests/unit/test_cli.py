@@ -1,0 +1,33 @@
+import json
+
+from fedgraph_sim.cli import main
+
+
+def test_info_json_synthetic(capsys):
+    assert main(["info", "synthetic", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["graphs"] == 200 and info["classes"] == 2 and info["feature_width"] == 4
+    assert info["schema"]["blocks"][0]["values"] == ["C", "N", "O", "F"]
+
+
+def test_datasets_json_lists_synthetic(capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("FEDGRAPH_DATA_ROOT", raising=False)
+    monkeypatch.setenv("FEDGRAPH_CACHE", str(tmp_path))
+    assert main(["datasets", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["synthetic"]
+    assert {"graphs", "classes", "feature_width", "mean_nodes", "max_nodes"} <= set(rows[0])
+
+
+def test_unknown_dataset_is_one_line_and_exit_2(capsys):
+    assert main(["info", "NOPE"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown dataset 'NOPE'; valid datasets: synthetic" in err[0]
+
+
+def test_missing_data_offline_names_the_root(capsys, monkeypatch, tmp_path, offline):
+    monkeypatch.delenv("FEDGRAPH_DATA_ROOT", raising=False)
+    monkeypatch.setenv("FEDGRAPH_CACHE", str(tmp_path))
+    assert main(["info", "MUTAG"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: dataset MUTAG: not available offline (FEDGRAPH_DATA_ROOT is not set)")

@@ -1,0 +1,86 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.metrics import aggregate, graph_metrics, matched_alignment
+
+# A 3-node path 0-1-2 with hand-computed scores (see the comments for the arithmetic).
+A = torch.tensor([[0., 1, 0], [1, 0, 1], [0, 1, 0]])
+S = torch.tensor([[0.1, 0.8, 0.6], [0.8, 0.3, 0.4], [0.6, 0.4, 0.2]])
+X = torch.tensor([[1., 0], [0, 1], [1, 0]])
+X_HAT = torch.tensor([[0.8, 0.1], [0.3, 0.2], [0.4, 0.9]])
+
+
+def test_full_entry_set_by_hand():
+    m = graph_metrics(X_HAT, S, X, A)
+    # positives 0.8,0.8,0.4,0.4 vs negatives 0.1,0.6,0.3,0.6,0.2: 16 of 20 pairs ordered right
+    assert m["adj_auc"] == pytest.approx(16 / 20)
+    # thresholds 0.8 (P=1, R=.5), 0.6 (P=.5, R=.5), 0.4 (P=4/6, R=1)
+    assert m["adj_ap"] == pytest.approx(0.5 * 1 + 0.5 * 4 / 6)
+    # correct at (0,0) (0,1) (1,0) (1,1) (2,2)
+    assert m["edge_accuracy"] == pytest.approx(5 / 9)
+    # argmax 0,0,1 vs 0,1,0
+    assert m["node_type_accuracy"] == pytest.approx(1 / 3)
+    assert m["feature_mse"] == pytest.approx((.04 + .01 + .09 + .64 + .36 + .81) / 6)
+    assert m["structure_skipped"] == 0
+
+
+def test_upper_offdiag_entry_set_by_hand():
+    m = graph_metrics(X_HAT, S, X, A, entries="upper_offdiag")
+    assert m["adj_auc"] == pytest.approx(0.5)  # 0.8 > 0.6 but 0.4 < 0.6
+    assert m["adj_ap"] == pytest.approx(0.5 + 0.5 * 2 / 3)
+    assert m["edge_accuracy"] == pytest.approx(1 / 3)
+
+
+def test_one_class_entry_set_is_skipped_and_counted():
+    empty = torch.zeros(2, 2)
+    m = graph_metrics(torch.eye(2), torch.full((2, 2), 0.2), torch.eye(2), empty)
+    assert math.isnan(m["adj_auc"]) and math.isnan(m["adj_ap"])
+    assert m["structure_skipped"] == 1
+    assert m["edge_accuracy"] == 1.0  # accuracy stays defined: all four entries below 0.5
+    rows = [m, graph_metrics(X_HAT, S, X, A)]
+    agg = aggregate(rows, "adj_auc")
+    assert agg == {"mean": pytest.approx(0.8), "std": 0.0, "count": 1, "skipped": 1}
+
+
+def test_aggregate_mean_std_count():
+    agg = aggregate([{"m": 1.0}, {"m": 3.0}, {"m": float("nan")}, {}], "m")
+    assert agg == {"mean": 2.0, "std": 1.0, "count": 2, "skipped": 2}
+
+
+def test_matched_alignment_undoes_a_permutation():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(5, 4, generator=gen)
+    adj = torch.tensor([[0, 1, 0, 0, 1], [1, 0, 1, 0, 0], [0, 1, 0, 1, 0], [0, 0, 1, 0, 1],
+                        [1, 0, 0, 1, 0]], dtype=torch.float)
+    perm = torch.tensor([3, 0, 4, 1, 2])
+    x_hat, adj_hat = x[perm], adj[perm][:, perm]
+    ident = graph_metrics(x_hat, adj_hat, x, adj)
+    matched = graph_metrics(x_hat, adj_hat, x, adj, alignment="matched")
+    assert matched["feature_mse"] == pytest.approx(0.0)
+    assert matched["adj_auc"] == pytest.approx(1.0) and matched["edge_accuracy"] == 1.0
+    assert ident["feature_mse"] > 0.01
+    order = matched_alignment(x_hat.numpy(), x.numpy())
+    assert np.array_equal(perm.numpy()[order], np.arange(5))
+
+
+def test_reconstruction_size_mismatch_is_cut_or_padded():
+    # Larger reconstruction: only the true-n block counts.
+    big = torch.zeros(5, 5)
+    big[:3, :3] = A
+    m = graph_metrics(torch.cat([X, torch.ones(2, 2)]), big, X, A)
+    assert m["adj_auc"] == 1.0 and m["feature_mse"] == 0.0
+    # Smaller reconstruction: missing nodes count as zero features and zero scores.
+    m = graph_metrics(X[:2], A[:2, :2], X, A)
+    assert m["feature_mse"] == pytest.approx(1 / 6)
+    assert m["edge_accuracy"] == pytest.approx(7 / 9)
+
+
+def test_bad_names_raise():
+    with pytest.raises(ConfigError, match="metrics.alignment"):
+        graph_metrics(X, A, X, A, alignment="greedy")
+    with pytest.raises(ConfigError, match="metrics.entries"):
+        graph_metrics(X, A, X, A, entries="lower")
