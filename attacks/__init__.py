@@ -1,0 +1,12 @@
+"""Gradient-inversion attacks. Importing this package registers every attack by name.
+
+Attacks import ``fedgraph_sim`` only, never ``clients`` or ``fedgraph_sim.audit``: they see what
+the server sees (tests/unit/test_threat_boundary.py).
+"""
+
+from attacks import dlg, idlg, inverting_gradients, random_guess  # noqa: F401  (registration)
+from attacks.base import (Attack, AttackContext, AttackTimeout, Budget, Reconstruction,
+                          Requirements, build_attack, register)
+
+__all__ = ["Attack", "AttackContext", "AttackTimeout", "Budget", "Reconstruction", "Requirements",
+           "build_attack", "register"]

@@ -15,7 +15,7 @@ X_HAT = torch.tensor([[0.8, 0.1], [0.3, 0.2], [0.4, 0.9]])
 
 
 def test_full_entry_set_by_hand():
-    m = graph_metrics(X_HAT, S, X, A)
+    m = graph_metrics(X_HAT, S, X, A, entries="full")
     # positives 0.8,0.8,0.4,0.4 vs negatives 0.1,0.6,0.3,0.6,0.2: 16 of 20 pairs ordered right
     assert m["adj_auc"] == pytest.approx(16 / 20)
     # thresholds 0.8 (P=1, R=.5), 0.6 (P=.5, R=.5), 0.4 (P=4/6, R=1)
@@ -29,7 +29,7 @@ def test_full_entry_set_by_hand():
 
 
 def test_upper_offdiag_entry_set_by_hand():
-    m = graph_metrics(X_HAT, S, X, A, entries="upper_offdiag")
+    m = graph_metrics(X_HAT, S, X, A)  # the default entry set
     assert m["adj_auc"] == pytest.approx(0.5)  # 0.8 > 0.6 but 0.4 < 0.6
     assert m["adj_ap"] == pytest.approx(0.5 + 0.5 * 2 / 3)
     assert m["edge_accuracy"] == pytest.approx(1 / 3)
@@ -37,11 +37,11 @@ def test_upper_offdiag_entry_set_by_hand():
 
 def test_one_class_entry_set_is_skipped_and_counted():
     empty = torch.zeros(2, 2)
-    m = graph_metrics(torch.eye(2), torch.full((2, 2), 0.2), torch.eye(2), empty)
+    m = graph_metrics(torch.eye(2), torch.full((2, 2), 0.2), torch.eye(2), empty, entries="full")
     assert math.isnan(m["adj_auc"]) and math.isnan(m["adj_ap"])
     assert m["structure_skipped"] == 1
     assert m["edge_accuracy"] == 1.0  # accuracy stays defined: all four entries below 0.5
-    rows = [m, graph_metrics(X_HAT, S, X, A)]
+    rows = [m, graph_metrics(X_HAT, S, X, A, entries="full")]
     agg = aggregate(rows, "adj_auc")
     assert agg == {"mean": pytest.approx(0.8), "std": 0.0, "count": 1, "skipped": 1}
 
@@ -71,10 +71,10 @@ def test_reconstruction_size_mismatch_is_cut_or_padded():
     # Larger reconstruction: only the true-n block counts.
     big = torch.zeros(5, 5)
     big[:3, :3] = A
-    m = graph_metrics(torch.cat([X, torch.ones(2, 2)]), big, X, A)
+    m = graph_metrics(torch.cat([X, torch.ones(2, 2)]), big, X, A, entries="full")
     assert m["adj_auc"] == 1.0 and m["feature_mse"] == 0.0
     # Smaller reconstruction: missing nodes count as zero features and zero scores.
-    m = graph_metrics(X[:2], A[:2, :2], X, A)
+    m = graph_metrics(X[:2], A[:2, :2], X, A, entries="full")
     assert m["feature_mse"] == pytest.approx(1 / 6)
     assert m["edge_accuracy"] == pytest.approx(7 / 9)
 

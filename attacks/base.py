@@ -1,0 +1,117 @@
+"""The attack interface: what an attack receives, what it returns, what it requires.
+
+An attack sees exactly an :class:`~fedgraph_sim.threat.ObservedUpdate` and an
+:class:`~fedgraph_sim.threat.AttackerKnowledge` (DESIGN.md "Threat boundary"), plus an
+:class:`AttackContext` with its seeded RNG, its time budget and a progress callback. It returns
+one :class:`Reconstruction` per graph it claims to recover. It declares its
+:class:`Requirements`; the runner records ``not_applicable`` instead of running it wrongly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+import torch
+
+from fedgraph_sim import registry
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+
+
+@dataclass(frozen=True)
+class Requirements:
+    exact_gradient: bool = False  # needs the exact gradient of one batch (FedSGD)
+    node_count: bool = False  # needs the node-count hint
+    aux_graphs: bool = False  # needs auxiliary graphs
+    single_graph: bool = False  # needs batch size 1
+
+
+@dataclass
+class Reconstruction:
+    """One recovered graph: features ``x [n, F]``, adjacency scores ``adj [n, n]`` in [0, 1]
+    (symmetric, zero diagonal), the node count it assumed and its label guess."""
+
+    x: torch.Tensor
+    adj: torch.Tensor
+    num_nodes: int
+    label: int | None = None
+    info: dict = field(default_factory=dict)
+
+
+class AttackTimeout(RuntimeError):
+    """Raised by :meth:`Budget.check` when an attack's time budget is spent."""
+
+
+class Budget:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def expired(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def check(self) -> None:
+        if self.expired():
+            raise AttackTimeout(f"time budget of {self.seconds:g} s spent")
+
+
+@dataclass
+class AttackContext:
+    seed: int
+    budget: Budget
+    progress: Callable[[int, int], None] = lambda done, total: None
+
+    def generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.seed)
+
+
+class Attack(ABC):
+    """Subclasses set ``name``, ``paper``, ``requires`` and a ``Params`` dataclass of defaults,
+    and implement :meth:`reconstruct`."""
+
+    name: ClassVar[str]
+    paper: ClassVar[str]
+    requires: ClassVar[Requirements] = Requirements()
+
+    @dataclass
+    class Params:
+        pass
+
+    def __init__(self, **params: Any) -> None:
+        valid = {f.name for f in dataclasses.fields(self.Params)}
+        for key in params:
+            if key not in valid:
+                raise ConfigError(f"attack.params.{self.name}.{key}: not a parameter of "
+                                  f"{self.name}; valid: {', '.join(sorted(valid)) or 'none'}")
+        self.params = self.Params(**params)
+
+    def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        """Why this attack cannot run on this update under this threat model, or None."""
+        req = self.requires
+        if req.exact_gradient and not update.exact:
+            return f"needs the exact gradient of one batch; got {update.kind} after {update.local_steps} local steps"
+        if req.node_count and knowledge.node_counts is None:
+            return "needs the node-count hint (threat.node_count=true)"
+        if req.aux_graphs and not knowledge.aux_graphs:
+            return "needs auxiliary graphs"
+        if req.single_graph and update.batch_size != 1:
+            return f"needs batch size 1; got {update.batch_size}"
+        return None
+
+    @abstractmethod
+    def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
+                    ctx: AttackContext) -> list[Reconstruction]:
+        ...
+
+
+def register(cls: type[Attack]) -> type[Attack]:
+    registry.attacks.add(cls.name, cls)
+    return cls
+
+
+def build_attack(name: str, params: dict | None = None) -> Attack:
+    return registry.attacks.get(name)(**(params or {}))

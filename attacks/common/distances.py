@@ -1,0 +1,27 @@
+"""Gradient distances over all parameter tensors.
+
+- ``l2``: ``sum_l ||g_hat_l - g_l||^2`` (DLG, Zhu et al. 2019; iDLG, Zhao et al. 2020).
+- ``cosine``: ``1 - <g_hat, g> / (||g_hat|| ||g||)`` with all layers concatenated (Inverting
+  Gradients, Geiping et al. 2020).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+
+def l2_distance(dummy: Sequence[Tensor], target: Sequence[Tensor]) -> Tensor:
+    return sum(((a - b) ** 2).sum() for a, b in zip(dummy, target))
+
+
+def cosine_distance(dummy: Sequence[Tensor], target: Sequence[Tensor]) -> Tensor:
+    dot = sum((a * b).sum() for a, b in zip(dummy, target))
+    norm_a = torch.sqrt(sum((a * a).sum() for a in dummy))
+    norm_b = torch.sqrt(sum((b * b).sum() for b in target))
+    return 1 - dot / (norm_a * norm_b).clamp(min=1e-12)
+
+
+DISTANCES = {"l2": l2_distance, "cosine": cosine_distance}

@@ -1,0 +1,53 @@
+"""Local training inside a client: FedSGD (one batch, exact gradient) and FedAvg (local SGD)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch_geometric.data import Batch, Data
+
+from fedgraph_sim.models import GraphClassifier
+
+
+def batch_rng(seed: int, round: int, client_key: int) -> np.random.Generator:
+    """The batch sampler of one (seed, round, client): reproducible, independent across clients."""
+    return np.random.default_rng([seed, round, client_key])
+
+
+def sample_batches(indices: np.ndarray, batch_size: int, steps: int,
+                   rng: np.random.Generator) -> list[np.ndarray]:
+    """``steps`` batches drawn without replacement within a batch (with, across batches)."""
+    size = min(batch_size, len(indices))
+    return [np.sort(rng.choice(indices, size=size, replace=False)) for _ in range(steps)]
+
+
+def loss_on(model: GraphClassifier, graphs: Sequence[Data]) -> torch.Tensor:
+    batch = Batch.from_data_list(list(graphs))
+    logits = model(batch.x, batch.edge_index, batch.batch)
+    return torch.nn.functional.cross_entropy(logits, batch.y.view(-1))
+
+
+def fedsgd_gradient(model: GraphClassifier, graphs: Sequence[Data]) -> tuple[dict[str, torch.Tensor], float]:
+    """The exact gradient of the mean cross-entropy over ``graphs``, by parameter name."""
+    model.train()
+    params = dict(model.named_parameters())
+    loss = loss_on(model, graphs)
+    grads = torch.autograd.grad(loss, list(params.values()))
+    return {n: g.detach() for n, g in zip(params, grads)}, loss.item()
+
+
+def fedavg_weights(model: GraphClassifier, batches: Sequence[Sequence[Data]],
+                   lr: float) -> tuple[dict[str, torch.Tensor], float]:
+    """Plain SGD (no momentum, no weight decay) over ``batches``; returns the new weights."""
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for graphs in batches:
+        opt.zero_grad()
+        loss = loss_on(model, graphs)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return {n: t.detach().clone() for n, t in model.state_dict().items()}, float(np.mean(losses))

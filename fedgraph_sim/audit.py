@@ -1,0 +1,53 @@
+"""Ground truth behind each update, written by clients and read only by the evaluator.
+
+Layout: ``<run>/audit/round_<r>/client_<k>.pt`` holding the exact graphs of the batch(es) the
+client trained on. Attacks never import this module (a test enforces it); the attack runner opens
+a record only after an attack has returned, except for the per-graph hints (node count, label)
+that the threat config grants explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch_geometric.data import Data
+
+
+@dataclass
+class AuditRecord:
+    round: int
+    client_key: int
+    graphs: list[Data]  # in batch order; for FedAvg, the batches of all local steps in order
+    steps: int
+
+
+class AuditStore:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.root = Path(run_dir) / "audit"
+
+    def _path(self, round: int, client_key: int) -> Path:
+        return self.root / f"round_{round}" / f"client_{client_key}.pt"
+
+    def write(self, record: AuditRecord) -> None:
+        path = self._path(record.round, record.client_key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        graphs = [dict(x=g.x, edge_index=g.edge_index, y=g.y, num_nodes=g.num_nodes,
+                       graph_id=int(g.graph_id)) for g in record.graphs]
+        tmp = path.with_suffix(".tmp")
+        torch.save({"graphs": graphs, "steps": record.steps}, tmp)
+        tmp.replace(path)  # atomic: a reader never sees half a record
+
+    def read(self, round: int, client_key: int) -> AuditRecord:
+        blob = torch.load(self._path(round, client_key), weights_only=False)
+        graphs = [Data(**g) for g in blob["graphs"]]
+        return AuditRecord(round, client_key, graphs, blob["steps"])
+
+    def hints(self, round: int, client_key: int, *, node_count: bool, label: bool) -> dict:
+        """Only the granted hint fields of a record (the explicit, configured channel)."""
+        record = self.read(round, client_key)
+        return {
+            "node_counts": [g.num_nodes for g in record.graphs] if node_count else None,
+            "labels": [int(g.y.view(-1)[0]) for g in record.graphs] if label else None,
+        }

@@ -1,0 +1,29 @@
+"""Terminal tables from result rows (markdown and figures arrive with the sweep report)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.table import Table
+
+from fedgraph_sim.metrics import METRICS
+
+SHORT = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc": "AUC",
+         "adj_ap": "AP", "edge_accuracy": "edge ACC"}
+
+
+def _cell(mean: float, std: float) -> str:
+    return "-" if math.isnan(mean) else f"{mean:.3f} ± {std:.3f}"
+
+
+def summary_table(summary: list[dict], title: str = "attack results") -> Table:
+    table = Table(title=title)
+    for column in ("attack", "defense", "alignment", "graphs"):
+        table.add_column(column, no_wrap=True)
+    for metric in METRICS:
+        table.add_column(SHORT[metric], justify="right", no_wrap=True)
+    for entry in summary:
+        graphs = str(entry["graphs"]) + (f" ({entry['failed']} failed)" if entry["failed"] else "")
+        table.add_row(entry["attack"], entry["defense"], entry["alignment"], graphs,
+                      *(_cell(entry[f"{m}_mean"], entry[f"{m}_std"]) for m in METRICS))
+    return table

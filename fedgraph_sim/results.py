@@ -1,0 +1,113 @@
+"""Run directories and result rows.
+
+``runs/<timestamp>-<name>/``: ``config.yaml`` (resolved, with library versions and seed),
+``results.jsonl`` (one row per attack x client x round x graph, flushed as written),
+``summary.csv`` (mean and std per attack, defense and alignment), ``audit/``, ``log.txt``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import threading
+import time
+from collections import defaultdict
+from importlib import metadata
+from pathlib import Path
+from typing import Iterable
+
+from fedgraph_sim.metrics import ALIGNMENTS, METRICS, aggregate
+
+SUMMARY_KEYS = ("attack", "defense", "alignment")
+
+
+def library_versions() -> dict[str, str]:
+    out = {}
+    for name in ("fedgraph_sim", "torch", "torch_geometric", "flwr", "opacus", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def new_run_dir(base: str | Path, name: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(base) / f"{stamp}-{name}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path(base) / f"{stamp}-{name}-{suffix}"
+    path.mkdir(parents=True)
+    return path
+
+
+def metric_column(alignment: str, metric: str) -> str:
+    return f"{alignment}_{metric}"
+
+
+class ResultWriter:
+    """Appends rows to ``results.jsonl``, flushing each one (a killed run loses nothing)."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / "results.jsonl"
+        self._lock = threading.Lock()
+
+    def write(self, row: dict) -> None:
+        line = json.dumps(row, default=_jsonable, allow_nan=True)
+        with self._lock, self.path.open("a") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+
+
+def _jsonable(value):
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def read_rows(run_dir: str | Path) -> list[dict]:
+    path = Path(run_dir) / "results.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summarize(rows: Iterable[dict]) -> list[dict]:
+    """Mean, std and count of every metric per (attack, defense, alignment), over ``ok`` rows;
+    other statuses are counted per attack."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        key = (row["attack"], row.get("defense", "none"))
+        statuses[key][row["status"]] += 1
+        if row["status"] == "ok":
+            groups[key].append(row)
+    out = []
+    for (attack, defense), status in statuses.items():
+        for alignment in ALIGNMENTS:
+            entry = {"attack": attack, "defense": defense, "alignment": alignment,
+                     "graphs": status.get("ok", 0),
+                     "failed": sum(v for k, v in status.items() if k != "ok")}
+            for metric in METRICS:
+                agg = aggregate(groups[(attack, defense)], metric_column(alignment, metric))
+                entry[f"{metric}_mean"] = agg["mean"]
+                entry[f"{metric}_std"] = agg["std"]
+                entry[f"{metric}_count"] = agg["count"]
+            out.append(entry)
+    return out
+
+
+def write_summary(run_dir: str | Path, summary: list[dict]) -> Path:
+    path = Path(run_dir) / "summary.csv"
+    if not summary:
+        path.write_text("")
+        return path
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(summary[0]))
+        writer.writeheader()
+        for entry in summary:
+            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
+                             for k, v in entry.items()})
+    return path

@@ -1,0 +1,90 @@
+"""The case under audit, kept apart from the attack (as breaching does): which graphs each client
+holds, what the attacker's auxiliary set is, and what is held out for testing the global model.
+
+Every process (client actors, the server) rebuilds the same scenario from the config and seed,
+so no private data ever travels in a Flower message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from fedgraph_sim.config import RunConfig
+from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, load_dataset
+from fedgraph_sim.errors import require
+from fedgraph_sim.threat import AttackerKnowledge
+
+
+@dataclass
+class Scenario:
+    dataset: GraphDataset
+    clients: list[np.ndarray]  # dataset indices per client (partition-id order)
+    aux: np.ndarray  # dataset indices of the holdout auxiliary split (may be empty)
+    test: np.ndarray  # dataset indices held out to test the global model (may be empty)
+
+
+def _stratified_take(labels: np.ndarray, pool: np.ndarray, fraction: float,
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``pool`` into (taken, rest) with about ``fraction`` of each class taken."""
+    taken = []
+    for c in np.unique(labels[pool]):
+        members = rng.permutation(pool[labels[pool] == c])
+        taken.extend(members[: int(round(fraction * len(members)))].tolist())
+    taken = np.sort(np.array(taken, dtype=np.int64))
+    return taken, np.setdiff1d(pool, taken)
+
+
+def load_config_dataset(config: RunConfig) -> GraphDataset:
+    options = dict(config.data.options)
+    if config.data.task is not None:
+        options["task"] = config.data.task
+    return load_dataset(config.data.dataset, max_nodes=config.data.max_nodes, **options)
+
+
+def build_scenario(config: RunConfig) -> Scenario:
+    dataset = load_config_dataset(config)
+    labels = dataset.labels
+    rng = np.random.default_rng(config.seed)
+    pool = np.arange(len(dataset))
+    test = np.array([], dtype=np.int64)
+    if config.data.test_fraction > 0:
+        test, pool = _stratified_take(labels, pool, config.data.test_fraction, rng)
+    aux = np.array([], dtype=np.int64)
+    if config.aux.scenario == "same" and config.aux.source == "holdout":
+        aux, pool = _stratified_take(labels, pool, config.aux.fraction, rng)
+    require(len(pool) >= config.federation.num_clients, "federation.num_clients",
+            f"{config.federation.num_clients} clients but only {len(pool)} graphs remain after "
+            "the test and auxiliary splits")
+    parts = dirichlet_partition(labels[pool], config.federation.num_clients, config.partition.alpha,
+                                min_partition_size=config.partition.min_partition_size,
+                                seed=config.seed)
+    return Scenario(dataset, [pool[p] for p in parts], aux, test)
+
+
+@lru_cache(maxsize=4)
+def cached_scenario(config_json: str) -> Scenario:
+    """Per-process cache: client actors are reused across rounds and clients."""
+    return build_scenario(RunConfig.model_validate_json(config_json))
+
+
+def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowledge:
+    """What the configured threat model grants (hints are added per update)."""
+    ds = scenario.dataset
+    aux_cfg = config.aux
+    if aux_cfg.scenario == "same":
+        if aux_cfg.source == "holdout":
+            holdout = scenario.aux
+        else:
+            holdout = scenario.clients[int(aux_cfg.source.split(":")[1])]
+    else:
+        holdout = scenario.aux if len(scenario.aux) else None
+    graphs = auxiliary_graphs(aux_cfg.scenario, ds, holdout=holdout, seed=config.seed, p=aux_cfg.p,
+                              features=aux_cfg.features, num_graphs=aux_cfg.num_graphs,
+                              max_nodes=config.data.max_nodes)
+    scenario_name = aux_cfg.scenario if aux_cfg.scenario != "same" else f"same:{aux_cfg.source}"
+    return AttackerKnowledge(model=config.model.model_dump(), num_features=ds.num_features,
+                             num_classes=ds.num_classes, schema=ds.schema,
+                             aux_graphs=tuple(graphs), aux_scenario=scenario_name)

@@ -1,0 +1,140 @@
+"""Composition root: build the Flower apps from a validated config and run Flower's simulation
+engine (Ray, one process per client actor).
+
+This is the one module of ``fedgraph_sim`` that imports ``clients``, ``server`` and ``attacks``
+(lazily, inside functions): it wires them together; the rest of the library stays independent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedgraph_sim.config import RunConfig, load_config, to_yaml
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.results import library_versions, new_run_dir, read_rows, summarize, write_summary
+from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+
+log = logging.getLogger("fedgraph_sim")
+
+FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
+              "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0"}
+
+
+class Session:
+    """Everything the server side needs, built and validated before anything is written."""
+
+    def __init__(self, config: RunConfig, run_dir: Path | None = None, progress=None) -> None:
+        import attacks  # noqa: F401  (registers the attacks)
+        from attacks.base import build_attack
+        from clients.defenses import build_defenses
+
+        self.config, self.progress = config, progress
+        build_defenses(config.defenses)
+        self.attacks = {name: build_attack(name, config.attack.params.get(name))
+                        for name in config.attack.names}
+        for name in config.attack.params:
+            if name not in config.attack.names:
+                raise ConfigError(f"attack.params.{name}: '{name}' is not in attack.names")
+        self.scenario = build_scenario(config)
+        self.knowledge = attacker_knowledge(config, self.scenario)
+        self.run_dir = None
+        self.runner = None
+        self.rounds_task = None
+        if run_dir is not None:
+            self.open(run_dir)
+
+    def open(self, run_dir: Path) -> None:
+        from server.attack_runner import AttackRunner
+
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        versions = {"versions": library_versions()}
+        (self.run_dir / "config.yaml").write_text(to_yaml(self.config, versions))
+        self.runner = AttackRunner(self.config, self.run_dir, self.knowledge, self.attacks, self.progress)
+        if self.progress is not None:
+            self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
+
+    def observer(self, updates) -> None:
+        self.runner(updates)
+        if self.rounds_task is not None:
+            self.progress.advance(self.rounds_task)
+
+    def finish(self, timings: dict) -> list[dict]:
+        summary = summarize(read_rows(self.run_dir))
+        write_summary(self.run_dir, summary)
+        return summary
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    summary: list[dict]
+    timings: dict = field(default_factory=dict)
+
+
+def _log_to_file(run_dir: Path) -> logging.Handler:
+    handler = logging.FileHandler(run_dir / "log.txt")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    for name in ("fedgraph_sim", "flwr"):
+        logging.getLogger(name).addHandler(handler)
+    flwr_logger = logging.getLogger("flwr")
+    flwr_logger.propagate = False
+    for h in flwr_logger.handlers:
+        if h is not handler:
+            h.setLevel(logging.ERROR)  # Flower's console chatter (and its run_simulation
+            # deprecation note) goes to log.txt only; errors still reach the terminal
+    return handler
+
+
+def run(config: RunConfig, progress=None, session: Session | None = None) -> RunResult:
+    """Run one federation with the configured attacks; returns the run directory and summary."""
+    from flwr.simulation import run_simulation
+
+    from clients.app import make_client_app
+    from server.app import make_server_app, make_strategy
+
+    for key, value in FLOWER_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("FLWR_HOME", str(Path(config.output.dir).resolve() / ".flwr"))
+    start = time.time()
+    session = session or Session(config, progress=progress)
+    run_dir = new_run_dir(config.output.dir, config.name)
+    handler = _log_to_file(run_dir)
+    try:
+        session.open(run_dir)
+        strategy = make_strategy(config, session.observer)
+        ds = session.scenario.dataset
+        server_app = make_server_app(config, ds.num_features, ds.num_classes, strategy)
+        client_app = make_client_app(config, run_dir)
+        run_simulation(server_app=server_app, client_app=client_app,
+                       num_supernodes=config.federation.num_clients,
+                       backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
+                                                            "num_gpus": 0.0},
+                                       "init_args": {"log_to_driver": False}})
+        end = time.time()
+        t = strategy.timings
+        # The round trip (configure -> all replies) holds Ray's actor start-up in round 1, the
+        # messaging, and the clients' own compute; the clients report the latter.
+        timings = {"setup": (t["first_configure"] or end) - start,
+                   "ray_and_messaging": t["round_trip"] - t["client_compute"],
+                   "client_training": t["client_compute"], "attacks": t["attacks"],
+                   "total": end - start}
+        summary = session.finish(timings)
+        log.info("timings: %s", timings)
+        return RunResult(run_dir, summary, timings)
+    finally:
+        for name in ("fedgraph_sim", "flwr"):
+            logging.getLogger(name).removeHandler(handler)
+        handler.close()
+
+
+def config_from_run_config(run_config: dict) -> tuple[RunConfig, Path]:
+    """``flwr run .``: the config file and run directory come from ``[tool.flwr.app.config]``."""
+    config = load_config(run_config.get("config-file") or None,
+                         [o for o in str(run_config.get("overrides", "")).split() if o])
+    run_dir = Path(str(run_config.get("run-dir") or Path(config.output.dir) / "flwr-app"))
+    return config, run_dir

@@ -1,0 +1,87 @@
+"""The wire types between the honest-but-curious server and the attacks (DESIGN.md "Threat
+boundary"). An attack receives exactly these two objects and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from fedgraph_sim.data.schema import FeatureSchema
+from fedgraph_sim.models import GraphClassifier
+
+
+@dataclass(frozen=True)
+class ObservedUpdate:
+    """One client reply as the server sees it.
+
+    ``global_weights`` are the arrays the server sent; ``returned`` what came back: gradients
+    in FedSGD (``kind="gradient"``), new weights in FedAvg (``kind="weights"``). ``gradient`` is
+    derived once, in float64: the returned gradient itself, or ``(W_sent - W_back) / (lr *
+    local_steps)`` for weights, which is exact only for one plain SGD step (``exact`` says which).
+    ``lr``, ``local_steps`` and ``batch_size`` are the training settings the server configured.
+    """
+
+    round: int
+    client_key: int
+    global_weights: dict[str, np.ndarray]
+    returned: dict[str, np.ndarray]
+    kind: Literal["gradient", "weights"]
+    num_examples: int
+    metrics: dict[str, float]
+    lr: float
+    local_steps: int
+    batch_size: int
+    gradient: dict[str, torch.Tensor] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind == "gradient":
+            grad = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in self.returned.items()}
+        else:
+            scale = self.lr * self.local_steps
+            grad = {k: torch.from_numpy((np.asarray(self.global_weights[k], np.float64)
+                                         - np.asarray(self.returned[k], np.float64)) / scale)
+                    for k in self.returned}
+        object.__setattr__(self, "gradient", grad)
+
+    @property
+    def exact(self) -> bool:
+        """True when ``gradient`` is the exact gradient of one batch (FedSGD, or one SGD step)."""
+        return self.kind == "gradient" or self.local_steps == 1
+
+
+@dataclass(frozen=True)
+class AttackerKnowledge:
+    """What the threat model grants beyond the update.
+
+    ``model`` holds the architecture keyword arguments of :class:`GraphClassifier` (the server
+    built the model). ``aux_graphs`` are the auxiliary graphs of the configured scenario.
+    ``node_counts`` and ``labels`` are per-graph hints for the update at hand, present only when
+    the threat config grants them (and then recorded in every result row).
+    """
+
+    model: dict
+    num_features: int
+    num_classes: int
+    schema: FeatureSchema
+    aux_graphs: tuple[Data, ...] = ()
+    aux_scenario: str = "none"
+    node_counts: tuple[int, ...] | None = None
+    labels: tuple[int, ...] | None = None
+
+    def with_hints(self, node_counts=None, labels=None) -> "AttackerKnowledge":
+        return replace(self, node_counts=None if node_counts is None else tuple(node_counts),
+                       labels=None if labels is None else tuple(labels))
+
+    def build_model(self, weights: dict[str, np.ndarray] | None = None,
+                    dtype: torch.dtype = torch.float32) -> GraphClassifier:
+        """The attacked architecture, loaded with ``weights`` (e.g. the round's global arrays)."""
+        model = GraphClassifier(self.num_features, self.num_classes, **self.model)
+        if weights is not None:
+            state = {k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()}
+            model.load_state_dict(state)
+        return model.to(dtype).eval()

@@ -1,0 +1,130 @@
+"""Runs the configured attacks on observed updates, scores them, and writes result rows.
+
+For every selected update and attack: check the attack's requirements (``not_applicable`` row if
+unmet), run it with a seeded context and a time budget, then, only after it has returned, open the
+audit record and score each reconstruction against the graph it claims to recover. Exceptions,
+NaNs and spent budgets become ``error``, ``nan`` and ``timeout`` rows; the round goes on. Rows are
+appended (and flushed) as they are produced.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from typing import Iterable
+
+import torch
+from torch_geometric.utils import to_dense_adj
+
+from attacks.base import Attack, AttackContext, AttackTimeout, Budget, Reconstruction
+from fedgraph_sim.audit import AuditStore
+from fedgraph_sim.config import RunConfig, defense_label
+from fedgraph_sim.metrics import ALIGNMENTS, graph_metrics
+from fedgraph_sim.results import ResultWriter, metric_column
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+
+
+def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
+    return (seed * 1_000_003 + round * 10_007 + client_key * 101 + zlib.crc32(attack.encode())) % 2**62
+
+
+def _is_finite(rec: Reconstruction) -> bool:
+    return bool(torch.isfinite(rec.x).all() and torch.isfinite(rec.adj).all())
+
+
+class AttackRunner:
+    def __init__(self, config: RunConfig, run_dir, knowledge: AttackerKnowledge,
+                 attacks: dict[str, Attack], progress=None) -> None:
+        self.config, self.knowledge, self.attacks = config, knowledge, attacks
+        self.audit = AuditStore(run_dir)
+        self.writer = ResultWriter(run_dir)
+        self.progress = progress  # a rich Progress, or None
+        self.rows_written = 0
+
+    def selected(self, update: ObservedUpdate) -> bool:
+        sel = self.config.attack
+        return ((sel.rounds == "all" or update.round in sel.rounds)
+                and (sel.clients == "all" or update.client_key in sel.clients))
+
+    def __call__(self, updates: Iterable[ObservedUpdate]) -> None:
+        for update in updates:
+            if not self.selected(update):
+                continue
+            threat = self.config.threat
+            hints = self.audit.hints(update.round, update.client_key,
+                                     node_count=threat.node_count, label=threat.label)
+            knowledge = self.knowledge.with_hints(**hints)
+            for name, attack in self.attacks.items():
+                for row in self.run_one(name, attack, update, knowledge):
+                    self.writer.write(row)
+                    self.rows_written += 1
+
+    def run_one(self, name: str, attack: Attack, update: ObservedUpdate,
+                knowledge: AttackerKnowledge) -> list[dict]:
+        budget = Budget(self.config.attack.time_budget)
+        status, message, recs = "ok", "", []
+        task = None
+        if self.progress is not None:
+            task = self.progress.add_task(f"{name} r{update.round} c{update.client_key}", total=None)
+        ctx = AttackContext(seed=attack_seed(self.config.seed, update.round, update.client_key, name),
+                            budget=budget, progress=self._progress_fn(task))
+        start = time.perf_counter()
+        reason = attack.not_applicable(update, knowledge)
+        if reason:
+            status, message = "not_applicable", reason
+        else:
+            try:
+                recs = attack.reconstruct(update, knowledge, ctx)
+                if budget.expired():
+                    status, message = "timeout", f"returned after its {budget.seconds:g} s budget"
+                elif not all(_is_finite(r) for r in recs):
+                    status, message = "nan", "reconstruction contains NaN or inf"
+            except AttackTimeout as exc:
+                status, message = "timeout", str(exc)
+            except Exception as exc:  # an attack bug must not stop the round
+                status, message = "error", f"{type(exc).__name__}: {exc}".splitlines()[0]
+        seconds = time.perf_counter() - start
+        if task is not None:
+            self.progress.remove_task(task)
+        return self.score(name, update, knowledge, status, message, recs, seconds)
+
+    def _progress_fn(self, task):
+        if task is None:
+            return lambda done, total: None
+        return lambda done, total: self.progress.update(task, completed=done, total=total)
+
+    def score(self, name: str, update: ObservedUpdate, knowledge: AttackerKnowledge, status: str,
+              message: str, recs: list[Reconstruction], seconds: float) -> list[dict]:
+        record = self.audit.read(update.round, update.client_key)  # only after the attack returned
+        graphs = record.graphs[: self.config.attack.max_graphs]
+        rows = []
+        for i, graph in enumerate(graphs):
+            row = {
+                "run": self.config.name, "round": update.round, "client": update.client_key,
+                "batch_index": i, "graph_id": int(graph.graph_id), "num_nodes": graph.num_nodes,
+                "attack": name, "defense": defense_label(self.config.defenses),
+                "status": status, "message": message, "seconds": seconds / max(len(graphs), 1),
+                "update_kind": update.kind, "exact_gradient": update.exact,
+                "batch_size": update.batch_size, "aux": knowledge.aux_scenario,
+                "hint_node_count": knowledge.node_counts is not None,
+                "hint_label": knowledge.labels is not None,
+                "label_true": int(graph.y.view(-1)[0]),
+            }
+            if status == "ok" and i >= len(recs):
+                row.update(status="error", message=f"attack returned {len(recs)} graphs for {len(graphs)}")
+            if row["status"] == "ok":
+                rec = recs[i]
+                row["label_guess"] = rec.label
+                row["label_correct"] = None if rec.label is None else int(rec.label == row["label_true"])
+                adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
+                for alignment in ALIGNMENTS:
+                    scores = graph_metrics(rec.x, rec.adj, graph.x, adj, alignment=alignment,
+                                           type_slice=knowledge.schema.type_slice,
+                                           entries=self.config.metrics.entries)
+                    for metric, value in scores.items():
+                        row[metric_column(alignment, metric)] = value
+                row.update({f"info_{k}": v for k, v in rec.info.items()
+                            if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))})
+            rows.append(row)
+        return rows

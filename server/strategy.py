@@ -1,0 +1,76 @@
+"""The curious strategy: Flower's FedAvg, plus an eye on every reply.
+
+``CuriousFedAvg`` remembers the global arrays it sends (``configure_train``), turns each reply
+into an :class:`~fedgraph_sim.threat.ObservedUpdate` and hands it to an observer (the attack
+runner) in ``aggregate_train``, then aggregates exactly as ``FedAvg`` does. In FedSGD mode the
+replies are gradients, so the aggregate is the mean gradient and the new global model is
+``W - lr * mean_gradient``; in FedAvg mode the aggregate is the new global model itself.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import FedAvg
+
+from fedgraph_sim.threat import ObservedUpdate
+
+Observer = Callable[[list[ObservedUpdate]], None]
+
+
+class CuriousFedAvg(FedAvg):
+    def __init__(self, *, lr: float, local_steps: int, batch_size: int,
+                 observer: Observer | None = None, **fedavg_kwargs) -> None:
+        fedavg_kwargs.setdefault("fraction_evaluate", 0.0)
+        super().__init__(**fedavg_kwargs)
+        self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
+        self.observer = observer
+        self._sent: dict[int, dict[str, np.ndarray]] = {}
+        self.timings = {"first_configure": 0.0, "round_trip": 0.0, "client_compute": 0.0, "attacks": 0.0}
+        self._configured_at = 0.0
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                        grid: Grid) -> Iterable[Message]:
+        self._sent[server_round] = {k: v.numpy().copy() for k, v in arrays.items()}
+        config["lr"], config["local-steps"], config["batch-size"] = self.lr, self.local_steps, self.batch_size
+        self._configured_at = time.time()
+        if not self.timings["first_configure"]:
+            self.timings["first_configure"] = self._configured_at
+        return super().configure_train(server_round, arrays, config, grid)
+
+    def observe(self, server_round: int, replies: list[Message]) -> list[ObservedUpdate]:
+        sent = self._sent[server_round]
+        kind = "gradient" if self.local_steps == 1 else "weights"
+        updates = []
+        for reply in replies:
+            if reply.has_error():
+                continue
+            metrics = dict(reply.content["metrics"])
+            updates.append(ObservedUpdate(
+                round=server_round, client_key=int(metrics["partition-id"]), global_weights=sent,
+                returned={k: v.numpy() for k, v in reply.content["arrays"].items()}, kind=kind,
+                num_examples=int(metrics["num-examples"]), metrics=metrics, lr=self.lr,
+                local_steps=self.local_steps, batch_size=self.batch_size))
+        return sorted(updates, key=lambda u: u.client_key)
+
+    def aggregate_train(self, server_round: int,
+                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        replies = list(replies)
+        self.timings["round_trip"] += time.time() - self._configured_at
+        # Actors train in parallel: a round's compute is its slowest client's.
+        self.timings["client_compute"] += max(
+            (float(r.content["metrics"]["train-seconds"]) for r in replies if not r.has_error()), default=0.0)
+        if self.observer is not None:
+            start = time.time()
+            self.observer(self.observe(server_round, replies))
+            self.timings["attacks"] += time.time() - start
+        arrays, metrics = super().aggregate_train(server_round, replies)
+        if arrays is not None and self.local_steps == 1:
+            sent = self._sent[server_round]
+            arrays = ArrayRecord({k: Array(np.asarray(sent[k] - self.lr * v.numpy(), dtype=sent[k].dtype))
+                                  for k, v in arrays.items()})
+        return arrays, metrics
