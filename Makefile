@@ -12,12 +12,20 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-.PHONY: run test bench
+.PHONY: run test bench flwr-run
 run: $(VENV)/.installed
-	$(PY) -m fedgraph_sim demo
+	$(PY) experiments/run_round.py
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_foundation.py
+	$(PY) benchmarks/bench_round.py
+
+# The same apps through Flower's CLI (a local SuperLink with the simulation engine). The SuperLink
+# stays up after the run and installs the app's dependencies into its own runtime env the first
+# time; stop it with `pkill -f flower-superlink`.
+flwr-run: $(VENV)/.installed
+	mkdir -p .flwr && test -f .flwr/config.toml || cp experiments/flwr_config.toml .flwr/config.toml
+	FLWR_HOME=$(CURDIR)/.flwr PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/flwr run . --stream

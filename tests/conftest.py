@@ -31,3 +31,12 @@ def offline(monkeypatch):
 def _seed():
     torch.manual_seed(0)
     os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
+
+
+@pytest.fixture
+def flower_task(monkeypatch):
+    """Building Messages outside a Flower runtime needs the process' task identity."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for attr in ("_run_id", "_node_id", "_task_id"):
+        monkeypatch.setattr(TaskIdentity, attr, 1)

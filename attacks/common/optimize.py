@@ -89,5 +89,5 @@ def adam(variables: list[Tensor], objective: Callable[[], Tensor], ctx: AttackCo
             with torch.no_grad():
                 project()
         ctx.progress(step + 1, iterations)
-    best.offer(float(objective()))  # the final iterate was never scored inside the loop
+    best.offer(objective().item())  # the final iterate was never scored inside the loop
     return best.restore()

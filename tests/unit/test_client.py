@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
+
+from clients.app import train_reply
+from clients.training import batch_rng, fedsgd_gradient, sample_batches
+from fedgraph_sim.audit import AuditStore
+from fedgraph_sim.config import load_config
+from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.threat import ObservedUpdate
+
+pytestmark = pytest.mark.usefixtures("flower_task")
+
+
+def instruction(model, round_=1, lr=0.01, steps=1, batch=1):
+    config = ConfigRecord({"server-round": round_, "lr": lr, "local-steps": steps, "batch-size": batch})
+    content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "config": config})
+    return Message(content=content, dst_node_id=1, message_type="train")
+
+
+def reply_for(tmp_path, overrides=(), **kw):
+    config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2", *overrides])
+    torch.manual_seed(0)
+    model = GraphClassifier(4, 2)
+    msg = instruction(model, **kw)
+    reply = train_reply(msg, 1, config.model_dump_json(), tmp_path)
+    return config, model, msg, reply
+
+
+def test_fedsgd_server_gradient_equals_client_gradient(tmp_path):
+    _, model, msg, reply = reply_for(tmp_path, batch=2)
+    sent = {k: v.numpy() for k, v in msg.content["arrays"].items()}
+    update = ObservedUpdate(round=1, client_key=1, global_weights=sent,
+                            returned={k: v.numpy() for k, v in reply.content["arrays"].items()},
+                            kind="gradient", num_examples=2, metrics={}, lr=0.01, local_steps=1,
+                            batch_size=2)
+    record = AuditStore(tmp_path).read(1, 1)
+    assert len(record.graphs) == 2
+    truth, _ = fedsgd_gradient(model.double(), [g.clone().apply(lambda t: t.double() if t.is_floating_point() else t)
+                                                for g in record.graphs])
+    assert set(update.gradient) == set(truth)
+    for name, grad in truth.items():
+        assert update.gradient[name].dtype == torch.float64
+        assert torch.allclose(update.gradient[name], grad, atol=1e-6), name
+    assert reply.content["metrics"]["num-examples"] == 2
+    assert reply.content["metrics"]["partition-id"] == 1
+
+
+def test_fedavg_returns_weights_and_the_derived_gradient_is_approximate(tmp_path):
+    _, model, msg, reply = reply_for(tmp_path, steps=3)
+    sent = {k: v.numpy() for k, v in msg.content["arrays"].items()}
+    back = {k: v.numpy() for k, v in reply.content["arrays"].items()}
+    assert any(not np.allclose(sent[k], back[k]) for k in sent)
+    update = ObservedUpdate(round=1, client_key=1, global_weights=sent, returned=back,
+                            kind="weights", num_examples=1, metrics={}, lr=0.01, local_steps=3,
+                            batch_size=1)
+    assert not update.exact
+    assert len(AuditStore(tmp_path).read(1, 1).graphs) == 3
+
+
+def test_batches_are_seeded_per_round_and_client():
+    idx = np.arange(100)
+    a = sample_batches(idx, 4, 2, batch_rng(0, 1, 3))
+    b = sample_batches(idx, 4, 2, batch_rng(0, 1, 3))
+    c = sample_batches(idx, 4, 2, batch_rng(0, 2, 3))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def test_empty_partition_raises(tmp_path, monkeypatch):
+    import clients.app as app
+
+    config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2"])
+    scenario = app.cached_scenario(config.model_dump_json())
+    monkeypatch.setattr(scenario, "clients", [scenario.clients[0], np.array([], dtype=np.int64)])
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError, match="empty partition"):
+        train_reply(instruction(GraphClassifier(4, 2)), 1, config.model_dump_json(), tmp_path)

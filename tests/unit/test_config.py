@@ -1,0 +1,44 @@
+import pytest
+
+from fedgraph_sim.config import DEFAULT_CONFIG, load_config
+from fedgraph_sim.errors import ConfigError
+
+
+def test_default_config_matches_the_issue():
+    c = load_config()
+    assert (c.data.dataset, c.federation.num_clients, c.partition.alpha) == ("MUTAG", 4, 1.0)
+    assert (c.model.conv, c.model.layers, c.model.hidden) == ("gcn", 2, 16)
+    assert (c.train.batch_size, c.train.mode, c.federation.rounds) == (1, "fedsgd", 1)
+    assert c.attack.names == ["random", "dlg", "idlg", "inverting_gradients"]
+    assert c.attack.clients == "all"
+
+
+def test_dotted_overrides_are_parsed_as_yaml():
+    c = load_config(DEFAULT_CONFIG, ["federation.rounds=3", "attack.names=[random,dlg]",
+                                     "attack.clients=[0, 2]", "data.dataset=synthetic",
+                                     "attack.params.dlg.iterations=5"])
+    assert c.federation.rounds == 3 and c.attack.names == ["random", "dlg"]
+    assert c.attack.clients == [0, 2] and c.attack.params["dlg"]["iterations"] == 5
+    assert load_config(None, ["train.local_steps=3"]).train.mode == "fedavg"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("federation.rounds=two", r"^federation.rounds: .*\(got 'two'\)$"),
+    ("federation.nope=1", r"^federation.nope: no such config key; valid keys here: num_clients"),
+    ("nope.x=1", r"^nope: no such config key"),
+    ("attack.rounds=[2]", r"^attack.rounds: round 2 is out of range 1..1$"),
+    ("attack.clients=[4]", r"^attack.clients: client 4 is out of range 0..3$"),
+    ("partition.alpha=0", r"^partition.alpha: "),
+    ("model.hidden=0", r"^model.hidden: "),
+    ("model.conv=gin", r"unknown model 'gin'; valid models: gcn, gat, sage"),
+    ("aux.source=client:9", r"^aux.source: "),
+    ("federation.rounds", r"overrides are dotted key=value pairs"),
+])
+def test_bad_input_names_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="--config: no such file"):
+        load_config(tmp_path / "none.yaml")

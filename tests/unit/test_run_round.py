@@ -1,0 +1,37 @@
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_round.py"
+spec = importlib.util.spec_from_file_location("run_round", SCRIPT)
+run_round = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run_round)
+
+
+def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
+    code = run_round.main(["--dry-run", "data.dataset=synthetic", "federation.rounds=2",
+                           f"output.dir={tmp_path}"])
+    assert code == 0
+    resolved = yaml.safe_load(capsys.readouterr().out)
+    assert resolved["federation"]["rounds"] == 2 and resolved["data"]["dataset"] == "synthetic"
+    assert list(tmp_path.iterdir()) == []  # a dry run writes nothing
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("federation.rounds=x", "federation.rounds:"),
+    ("attack.names=[dlg,nope]", "unknown attack 'nope'; valid attacks:"),
+    ("data.dataset=nope", "unknown dataset 'nope'; valid datasets: synthetic"),
+    ("defenses=[{name: nope}]", "defenses.0.name: unknown defense 'nope'"),
+    ("attack.clients=[7]", "attack.clients: client 7 is out of range 0..3"),
+    ("attack.params.dlg.iters=3", "attack.params.dlg.iters: not a parameter of dlg"),
+    ("attack.params.glg.alpha=3", "attack.params.glg: 'glg' is not in attack.names"),
+    ("model.pool=median", "model.pool:"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, override, expected):
+    code = run_round.main(["data.dataset=synthetic", override, f"output.dir={tmp_path}"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0]
+    assert list(tmp_path.iterdir()) == []

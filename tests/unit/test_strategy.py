@@ -1,0 +1,61 @@
+import pytest
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.serverapp.strategy import FedAvg
+
+from server.strategy import CuriousFedAvg
+
+pytestmark = pytest.mark.usefixtures("flower_task")
+
+
+class FakeGrid:
+    def get_node_ids(self):
+        return [11, 12, 13]
+
+
+def replies(rng):
+    sent = Message(RecordDict({"config": ConfigRecord({})}), dst_node_id=11, message_type="train")
+    out = []
+    for pid, n in enumerate((1, 3, 2)):
+        arrays = ArrayRecord({"w": Array(rng.normal(size=(3, 2)).astype(np.float32)),
+                              "b": Array(rng.normal(size=2).astype(np.float32))})
+        metrics = MetricRecord({"num-examples": n, "partition-id": pid, "loss": 0.5, "train-seconds": 0.1})
+        out.append(Message(RecordDict({"arrays": arrays, "metrics": metrics}), reply_to=sent))
+    return out
+
+
+def global_arrays():
+    return ArrayRecord({"w": Array(np.ones((3, 2), np.float32)), "b": Array(np.zeros(2, np.float32))})
+
+
+def test_fedavg_mode_aggregates_exactly_like_fedavg():
+    seen = []
+    curious = CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1, observer=seen.extend,
+                            min_train_nodes=3, min_available_nodes=3)
+    curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
+    ours, metrics = curious.aggregate_train(1, replies(np.random.default_rng(0)))
+    plain, plain_metrics = FedAvg(min_train_nodes=3, min_available_nodes=3).aggregate_train(
+        1, replies(np.random.default_rng(0)))
+    for key in plain:
+        assert np.array_equal(ours[key].numpy(), plain[key].numpy())
+    assert dict(metrics) == dict(plain_metrics)
+    assert [u.client_key for u in seen] == [0, 1, 2]
+    assert seen[0].kind == "weights" and not seen[0].exact
+
+
+def test_fedsgd_mode_steps_the_global_model_with_fedavgs_mean_gradient():
+    seen = []
+    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1, observer=seen.extend,
+                            min_train_nodes=3, min_available_nodes=3)
+    messages = list(curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid()))
+    config = messages[0].content["config"]
+    assert (config["lr"], config["local-steps"], config["batch-size"]) == (0.1, 1, 1)
+    ours, _ = curious.aggregate_train(1, replies(np.random.default_rng(0)))
+    plain, _ = FedAvg(min_train_nodes=3, min_available_nodes=3).aggregate_train(
+        1, replies(np.random.default_rng(0)))
+    sent = global_arrays()
+    for key in plain:
+        expected = sent[key].numpy() - 0.1 * plain[key].numpy()
+        assert np.allclose(ours[key].numpy(), expected, atol=1e-7)
+    assert seen[1].gradient["w"].dtype.is_floating_point and seen[1].exact
+    np.testing.assert_array_equal(seen[1].global_weights["w"], np.ones((3, 2)))
