@@ -4,7 +4,7 @@ Attacks import ``fedgraph_sim`` only, never ``clients`` or ``fedgraph_sim.audit`
 the server sees (tests/unit/test_threat_boundary.py).
 """
 
-from attacks import dlg, idlg, inverting_gradients, random_guess  # noqa: F401  (registration)
+from attacks import dlg, graphdlg, idlg, inverting_gradients, priors, random_guess  # noqa: F401
 from attacks.base import (Attack, AttackContext, AttackTimeout, Budget, Reconstruction,
                           Requirements, build_attack, register)
 

@@ -16,7 +16,7 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
 from clients.defenses import build_defenses
-from clients.training import batch_rng, fedavg_weights, fedsgd_gradient, sample_batches
+from clients.training import batch_rng, epoch_batches, fedavg_weights, fedsgd_gradient, sample_batches
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import GraphClassifier
@@ -37,8 +37,11 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
     ds = scenario.dataset
     model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    rng = batch_rng(config.seed, round_, partition_id)
-    batches = [[ds.graphs[i] for i in b] for b in sample_batches(indices, batch_size, steps, rng)]
+    if config.train.sampling == "epoch":
+        chosen = epoch_batches(indices, batch_size, steps, round_, config.seed, partition_id)
+    else:
+        chosen = sample_batches(indices, batch_size, steps, batch_rng(config.seed, round_, partition_id))
+    batches = [[ds.graphs[i] for i in b] for b in chosen]
     if steps == 1:
         update, loss = fedsgd_gradient(model, batches[0])
     else:

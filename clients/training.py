@@ -23,6 +23,21 @@ def sample_batches(indices: np.ndarray, batch_size: int, steps: int,
     return [np.sort(rng.choice(indices, size=size, replace=False)) for _ in range(steps)]
 
 
+def epoch_batches(indices: np.ndarray, batch_size: int, steps: int, round: int, seed: int,
+                  client_key: int) -> list[np.ndarray]:
+    """The batches of ``round`` (1-based) when the client walks seeded per-epoch permutations of
+    its partition: round r, step t takes the next ``batch_size`` positions of that walk."""
+    size = min(batch_size, len(indices))
+    out = []
+    for t in range(steps):
+        first = ((round - 1) * steps + t) * size
+        positions = range(first, first + size)
+        batch = [np.random.default_rng([seed, client_key, p // len(indices)]).permutation(indices)[p % len(indices)]
+                 for p in positions]
+        out.append(np.sort(np.array(batch)))
+    return out
+
+
 def loss_on(model: GraphClassifier, graphs: Sequence[Data]) -> torch.Tensor:
     batch = Batch.from_data_list(list(graphs))
     logits = model(batch.x, batch.edge_index, batch.batch)

@@ -44,6 +44,10 @@ class TrainConfig(Section):
     batch_size: int = Field(1, ge=1)
     local_steps: int = Field(1, ge=1)  # 1 = FedSGD (gradient replies); > 1 = FedAvg (weights)
     lr: float = Field(0.01, gt=0)
+    # random: each batch drawn afresh from a seeded RNG per (seed, round, client);
+    # epoch: a seeded permutation per (seed, client, epoch) walked round by round, so successive
+    # rounds use different graphs until the partition is exhausted
+    sampling: Literal["random", "epoch"] = "random"
 
     @property
     def mode(self) -> Literal["fedsgd", "fedavg"]:
@@ -78,8 +82,11 @@ class AttackConfig(Section):
     rounds: list[int] | Literal["all"] = "all"
     clients: list[int] | Literal["all"] = "all"
     max_graphs: int | None = Field(None, ge=1)  # per update
+    limit: dict[str, int] = {}  # at most this many attacked updates per attack over the run
     time_budget: float = Field(120.0, gt=0)  # seconds per attack call
-    params: dict[str, dict[str, Any]] = {}  # per-attack overrides, e.g. {dlg: {iterations: 300}}
+    # Per-attack parameters, e.g. {dlg: {iterations: 300}}. "name@label" runs a variant of an
+    # attack under its own row name, e.g. graphdlg@refine with {refine_features: true}.
+    params: dict[str, dict[str, Any]] = {}
 
 
 class MetricsConfig(Section):

@@ -34,7 +34,7 @@ class Session:
 
         self.config, self.progress = config, progress
         build_defenses(config.defenses)
-        self.attacks = {name: build_attack(name, config.attack.params.get(name))
+        self.attacks = {name: build_attack(name.split("@")[0], config.attack.params.get(name))
                         for name in config.attack.names}
         for name in config.attack.params:
             if name not in config.attack.names:

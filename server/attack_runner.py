@@ -41,6 +41,7 @@ class AttackRunner:
         self.writer = ResultWriter(run_dir)
         self.progress = progress  # a rich Progress, or None
         self.rows_written = 0
+        self.updates_attacked: dict[str, int] = {}
 
     def selected(self, update: ObservedUpdate) -> bool:
         sel = self.config.attack
@@ -48,17 +49,30 @@ class AttackRunner:
                 and (sel.clients == "all" or update.client_key in sel.clients))
 
     def __call__(self, updates: Iterable[ObservedUpdate]) -> None:
+        updates = [u for u in updates if self.selected(u)]
+        for name, attack in self.attacks.items():
+            # Per-round work (e.g. GraphDLG's decoder training) sees the round's updates at once.
+            prepare = getattr(attack, "prepare", None)
+            if prepare is not None and updates and not self._limit_reached(name):
+                seed = attack_seed(self.config.seed, updates[0].round, -1, name)
+                prepare(updates, self.knowledge,
+                        AttackContext(seed=seed, budget=Budget(self.config.attack.time_budget)))
         for update in updates:
-            if not self.selected(update):
-                continue
             threat = self.config.threat
             hints = self.audit.hints(update.round, update.client_key,
                                      node_count=threat.node_count, label=threat.label)
             knowledge = self.knowledge.with_hints(**hints)
             for name, attack in self.attacks.items():
+                if self._limit_reached(name):
+                    continue
+                self.updates_attacked[name] = self.updates_attacked.get(name, 0) + 1
                 for row in self.run_one(name, attack, update, knowledge):
                     self.writer.write(row)
                     self.rows_written += 1
+
+    def _limit_reached(self, name: str) -> bool:
+        limit = self.config.attack.limit.get(name)
+        return limit is not None and self.updates_attacked.get(name, 0) >= limit
 
     def run_one(self, name: str, attack: Attack, update: ObservedUpdate,
                 knowledge: AttackerKnowledge) -> list[dict]:
@@ -98,6 +112,8 @@ class AttackRunner:
               message: str, recs: list[Reconstruction], seconds: float) -> list[dict]:
         record = self.audit.read(update.round, update.client_key)  # only after the attack returned
         graphs = record.graphs[: self.config.attack.max_graphs]
+        if len(recs) == 1 and recs[0].info.get("batch_embedding"):
+            recs = recs * len(graphs)  # one graph decoded from a batch: scored against each
         rows = []
         for i, graph in enumerate(graphs):
             row = {

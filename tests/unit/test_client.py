@@ -77,3 +77,15 @@ def test_empty_partition_raises(tmp_path, monkeypatch):
     torch.manual_seed(0)
     with pytest.raises(RuntimeError, match="empty partition"):
         train_reply(instruction(GraphClassifier(4, 2)), 1, config.model_dump_json(), tmp_path)
+
+
+def test_epoch_sampling_covers_the_partition_before_repeating():
+    from clients.training import epoch_batches
+
+    idx = np.arange(10, 20)
+    seen = [int(epoch_batches(idx, 1, 1, r, seed=0, client_key=0)[0][0]) for r in range(1, 11)]
+    assert sorted(seen) == list(range(10, 20))
+    again = [int(epoch_batches(idx, 1, 1, r, seed=0, client_key=0)[0][0]) for r in range(1, 11)]
+    assert seen == again
+    batches = epoch_batches(idx, 4, 2, 1, seed=0, client_key=0)
+    assert len(batches) == 2 and all(len(b) == 4 for b in batches)

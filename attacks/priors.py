@@ -1,0 +1,76 @@
+"""Gradient-free priors: what an attacker gets from the auxiliary graphs alone.
+
+GraphDLG's numbers mean little without these (spec section 7): TU files list bonded atoms at
+nearby indices, so the mean auxiliary adjacency already scores high identity-order AUC, and one
+node type (carbon) dominates molecules, so "every node is the majority type" already scores high
+node-type accuracy.
+
+- ``majority_type``: every node gets the auxiliary set's most frequent node type (one-hot) and
+  no edge is predicted (all scores 0: AUC 0.5, edge accuracy = 1 - density).
+- ``aux_mean_adjacency``: edge scores are the mean auxiliary adjacency (zero-padded to the largest
+  auxiliary graph), cropped to n; features are the auxiliary node-type frequencies, the same for
+  every node (so their argmax is the majority type too).
+
+Threat model: auxiliary graphs and the node count; the gradient is ignored. No parameters.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch_geometric.utils import to_dense_adj
+
+from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+
+
+def type_frequencies(knowledge: AttackerKnowledge) -> torch.Tensor:
+    x = torch.cat([g.x.float() for g in knowledge.aux_graphs])
+    return x.mean(0)
+
+
+def mean_adjacency(knowledge: AttackerKnowledge) -> torch.Tensor:
+    n_max = max(g.num_nodes for g in knowledge.aux_graphs)
+    total = torch.zeros(n_max, n_max)
+    for g in knowledge.aux_graphs:
+        n = g.num_nodes
+        total[:n, :n] += to_dense_adj(g.edge_index, max_num_nodes=n)[0]
+    return total / len(knowledge.aux_graphs)
+
+
+def _crop(matrix: torch.Tensor, n: int) -> torch.Tensor:
+    out = torch.zeros(n, n)
+    k = min(n, matrix.size(0))
+    out[:k, :k] = matrix[:k, :k]
+    return out.fill_diagonal_(0)
+
+
+@register
+class MajorityType(Attack):
+    name = "majority_type"
+    paper = "gradient-free prior (GraphDLG spec section 7)"
+    requires = Requirements(node_count=True, aux_graphs=True)
+
+    def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
+                    ctx: AttackContext) -> list[Reconstruction]:
+        freq = type_frequencies(knowledge)
+        onehot = torch.zeros_like(freq)
+        type_slice = knowledge.schema.type_slice
+        onehot[type_slice.start + int(freq[type_slice].argmax())] = 1
+        for name, s in knowledge.schema.slices().items():  # other blocks: their own mode
+            if name != knowledge.schema.type_block:
+                onehot[s.start + int(freq[s].argmax())] = 1
+        return [Reconstruction(x=onehot.repeat(n, 1), adj=torch.zeros(n, n), num_nodes=n)
+                for n in knowledge.node_counts]
+
+
+@register
+class AuxMeanAdjacency(Attack):
+    name = "aux_mean_adjacency"
+    paper = "gradient-free prior (GraphDLG spec section 3)"
+    requires = Requirements(node_count=True, aux_graphs=True)
+
+    def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
+                    ctx: AttackContext) -> list[Reconstruction]:
+        freq, prior = type_frequencies(knowledge), mean_adjacency(knowledge)
+        return [Reconstruction(x=freq.repeat(n, 1), adj=_crop(prior, n), num_nodes=n)
+                for n in knowledge.node_counts]
