@@ -27,6 +27,7 @@ class DataConfig(Section):
     max_nodes: int | None = Field(None, ge=1)
     options: dict[str, Any] = {}  # loader options, e.g. synthetic's num_graphs
     test_fraction: float = Field(0.0, ge=0.0, lt=1.0)  # held-out split for the global model
+    node_order: Literal["original", "shuffled", "canonical"] = "original"  # data/order.py
 
 
 class PartitionConfig(Section):

@@ -7,13 +7,14 @@ so no private data ever travels in a Flower message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, load_dataset
+from fedgraph_sim.data.order import reorder
 from fedgraph_sim.errors import require
 from fedgraph_sim.threat import AttackerKnowledge
 
@@ -41,7 +42,8 @@ def load_config_dataset(config: RunConfig) -> GraphDataset:
     options = dict(config.data.options)
     if config.data.task is not None:
         options["task"] = config.data.task
-    return load_dataset(config.data.dataset, max_nodes=config.data.max_nodes, **options)
+    dataset = load_dataset(config.data.dataset, max_nodes=config.data.max_nodes, **options)
+    return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))
 
 
 def build_scenario(config: RunConfig) -> Scenario:
@@ -83,7 +85,7 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
         holdout = scenario.aux if len(scenario.aux) else None
     graphs = auxiliary_graphs(aux_cfg.scenario, ds, holdout=holdout, seed=config.seed, p=aux_cfg.p,
                               features=aux_cfg.features, num_graphs=aux_cfg.num_graphs,
-                              max_nodes=config.data.max_nodes)
+                              max_nodes=config.data.max_nodes, node_order=config.data.node_order)
     scenario_name = aux_cfg.scenario if aux_cfg.scenario != "same" else f"same:{aux_cfg.source}"
     return AttackerKnowledge(model=config.model.model_dump(), num_features=ds.num_features,
                              num_classes=ds.num_classes, schema=ds.schema,

@@ -125,6 +125,7 @@ class AttackRunner:
                 "batch_size": update.batch_size, "aux": knowledge.aux_scenario,
                 "hint_node_count": knowledge.node_counts is not None,
                 "hint_label": knowledge.labels is not None,
+                "node_order": self.config.data.node_order,
                 "label_true": int(graph.y.view(-1)[0]),
             }
             if status == "ok" and i >= len(recs):

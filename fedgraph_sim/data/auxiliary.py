@@ -55,18 +55,21 @@ def erdos_renyi_graphs(count: int, node_range: tuple[int, int], width: int, p: f
 def auxiliary_graphs(scenario: str, victim: GraphDataset, *,
                      holdout: Sequence[int] | None = None, seed: int = 0,
                      p: float = 0.1, features: str = "normal",
-                     num_graphs: int | None = None, max_nodes: int | None = None) -> list[Data]:
+                     num_graphs: int | None = None, max_nodes: int | None = None,
+                     node_order: str = "original") -> list[Data]:
     """The graphs the configured scenario grants the attacker (features at the victim's width)."""
     if scenario == "same":
         require(holdout is not None, "aux.scenario", "'same' needs a held-out partition")
         return [victim.graphs[int(i)] for i in holdout]
     if scenario.startswith("dataset:"):
         from fedgraph_sim.data import load_dataset  # local: the package imports this module
+        from fedgraph_sim.data.order import reorder
 
         other = load_dataset(scenario.split(":", 1)[1], max_nodes=max_nodes)
         width = victim.num_features
         return [Data(x=adapt_width(g.x, width), edge_index=g.edge_index, y=g.y,
-                     num_nodes=g.num_nodes, graph_id=g.graph_id) for g in other.graphs]
+                     num_nodes=g.num_nodes, graph_id=g.graph_id)
+                for g in reorder(other.graphs, node_order, seed)]
     if scenario == "random:er":
         sizes = [g.num_nodes for g in victim.graphs]
         count = num_graphs or (len(holdout) if holdout is not None else 1000)

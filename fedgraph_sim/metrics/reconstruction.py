@@ -55,6 +55,9 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, type_slice: slice | None = None,
             f"unknown entry set '{entries}'; valid: {', '.join(ENTRY_SETS)}")
     x_hat, adj_hat, x, adj = _np(x_hat), _np(adj_hat), _np(x), _np(adj)
     n = x.shape[0]
+    size = max(x_hat.shape[0], adj_hat.shape[0])  # a reconstruction may be short in one part
+    x_hat = np.pad(x_hat, ((0, size - x_hat.shape[0]), (0, 0)))
+    adj_hat = np.pad(adj_hat, ((0, size - adj_hat.shape[0]), (0, size - adj_hat.shape[1])))
     if alignment == "identity":
         order = identity_alignment(x_hat.shape[0], n)
     else:
