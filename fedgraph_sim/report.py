@@ -9,11 +9,15 @@ from rich.table import Table
 from fedgraph_sim.metrics import METRICS
 
 SHORT = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc": "AUC",
-         "adj_ap": "AP", "edge_accuracy": "edge ACC"}
+         "adj_ap": "AP", "edge_accuracy": "edge ACC", "degree_distance": "deg dist",
+         "spectral_distance": "spec dist"}
 
 
-def _cell(mean: float, std: float) -> str:
-    return "-" if math.isnan(mean) else f"{mean:.3f} ± {std:.3f}"
+def _cell(mean: float, std: float, gain: float = float("nan")) -> str:
+    if math.isnan(mean):
+        return "-"
+    text = f"{mean:.3f} ± {std:.3f}"
+    return text if math.isnan(gain) else f"{text} ({gain:+.3f})"
 
 
 def summary_table(summary: list[dict], title: str = "attack results") -> Table:
@@ -25,5 +29,9 @@ def summary_table(summary: list[dict], title: str = "attack results") -> Table:
     for entry in summary:
         graphs = str(entry["graphs"]) + (f" ({entry['failed']} failed)" if entry["failed"] else "")
         table.add_row(entry["attack"], entry["defense"], entry["alignment"], graphs,
-                      *(_cell(entry[f"{m}_mean"], entry[f"{m}_std"]) for m in METRICS))
+                      *(_cell(entry[f"{m}_mean"], entry[f"{m}_std"], entry.get(f"gain_{m}_mean", math.nan))
+                        for m in METRICS))
+    table.caption = ("(+x.xxx): information gain, the mean difference from the gradient-free prior "
+                     "on the same graphs (majority_type for features and types, aux_mean_adjacency "
+                     "for structure)")
     return table

@@ -91,10 +91,16 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                      "graphs": status.get("ok", 0),
                      "failed": sum(v for k, v in status.items() if k != "ok")}
             for metric in METRICS:
-                agg = aggregate(groups[(attack, defense)], metric_column(alignment, metric))
+                column = metric_column(alignment, metric)
+                agg = aggregate(groups[(attack, defense)], column)
                 entry[f"{metric}_mean"] = agg["mean"]
                 entry[f"{metric}_std"] = agg["std"]
                 entry[f"{metric}_count"] = agg["count"]
+                # Information gain over the gradient-free prior, on the same graphs.
+                gain = aggregate(groups[(attack, defense)], f"gain_{column}")
+                entry[f"gain_{metric}_mean"] = gain["mean"]
+                entry[f"gain_{metric}_std"] = gain["std"]
+                entry[f"prior_{metric}_mean"] = aggregate(groups[(attack, defense)], f"prior_{column}")["mean"]
             out.append(entry)
     return out
 

@@ -20,7 +20,8 @@ from torch_geometric.utils import to_dense_adj
 from attacks.base import Attack, AttackContext, AttackTimeout, Budget, Reconstruction
 from fedgraph_sim.audit import AuditStore
 from fedgraph_sim.config import RunConfig, defense_label
-from fedgraph_sim.metrics import ALIGNMENTS, graph_metrics
+from attacks.priors import AuxMeanAdjacency, MajorityType
+from fedgraph_sim.metrics import ALIGNMENTS, PRIOR_OF, graph_metrics
 from fedgraph_sim.results import ResultWriter, metric_column
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -42,6 +43,8 @@ class AttackRunner:
         self.progress = progress  # a rich Progress, or None
         self.rows_written = 0
         self.updates_attacked: dict[str, int] = {}
+        self._priors = {"majority_type": MajorityType(), "aux_mean_adjacency": AuxMeanAdjacency()}
+        self._prior_cache: dict[tuple, dict] = {}
 
     def selected(self, update: ObservedUpdate) -> bool:
         sel = self.config.attack
@@ -103,6 +106,27 @@ class AttackRunner:
             self.progress.remove_task(task)
         return self.score(name, update, knowledge, status, message, recs, seconds)
 
+    def prior_scores(self, update: ObservedUpdate, index: int, graph, knowledge: AttackerKnowledge) -> dict:
+        """The gradient-free priors' scores on this very graph (cached across attacks), so every
+        row can carry its information gain over them. Empty without auxiliary graphs."""
+        key = (update.round, update.client_key, index)
+        if key not in self._prior_cache:
+            scores = {}
+            if knowledge.aux_graphs:
+                hinted = knowledge.with_hints(node_counts=[graph.num_nodes])
+                ctx = AttackContext(seed=0, budget=Budget(self.config.attack.time_budget))
+                recs = {name: prior.reconstruct(update, hinted, ctx)[0] for name, prior in self._priors.items()}
+                adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
+                for alignment in ALIGNMENTS:
+                    by_prior = {name: graph_metrics(rec.x, rec.adj, graph.x, adj, alignment=alignment,
+                                                    type_slice=knowledge.schema.type_slice,
+                                                    entries=self.config.metrics.entries)
+                                for name, rec in recs.items()}
+                    for metric, prior in PRIOR_OF.items():
+                        scores[metric_column(alignment, metric)] = by_prior[prior][metric]
+            self._prior_cache[key] = scores
+        return self._prior_cache[key]
+
     def _progress_fn(self, task):
         if task is None:
             return lambda done, total: None
@@ -132,6 +156,7 @@ class AttackRunner:
                 row.update(status="error", message=f"attack returned {len(recs)} graphs for {len(graphs)}")
             if row["status"] == "ok":
                 rec = recs[i]
+                priors = self.prior_scores(update, i, graph, knowledge)
                 row["label_guess"] = rec.label
                 row["label_correct"] = None if rec.label is None else int(rec.label == row["label_true"])
                 adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
@@ -140,7 +165,11 @@ class AttackRunner:
                                            type_slice=knowledge.schema.type_slice,
                                            entries=self.config.metrics.entries)
                     for metric, value in scores.items():
-                        row[metric_column(alignment, metric)] = value
+                        column = metric_column(alignment, metric)
+                        row[column] = value
+                        if column in priors:
+                            row[f"prior_{column}"] = priors[column]
+                            row[f"gain_{column}"] = value - priors[column]
                 row.update({f"info_{k}": v for k, v in rec.info.items()
                             if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))})
             rows.append(row)

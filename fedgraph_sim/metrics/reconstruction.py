@@ -9,6 +9,11 @@ nodes the alignment picks, a shorter one is padded with zero features and zero e
   adjacency. Undefined when the entry set holds one class only (no edge, or complete): then NaN,
   and ``structure_skipped`` is 1 so aggregation can count such graphs.
 - ``edge_accuracy``: fraction of entries with ``(score >= 0.5) == A_ij``.
+- ``degree_distance`` and ``spectral_distance``: permutation-invariant structure errors (lower is
+  better, the same under any alignment): the mean absolute difference of the sorted degree
+  sequences, and the L2 distance between the sorted eigenvalues of the symmetric normalised
+  Laplacians divided by sqrt(n), both with the scores thresholded at 0.5. They answer "did the
+  attack learn this graph's structure?" without crediting a node order.
 
 The entry set is the strict upper triangle by default (``entries="upper_offdiag"``: each node
 pair once, no diagonal), or the full n x n matrix including the diagonal (``entries="full"``, the
@@ -26,7 +31,15 @@ from fedgraph_sim.errors import require
 from fedgraph_sim.metrics.alignment import ALIGNMENTS, identity_alignment, matched_alignment
 
 ENTRY_SETS = ("full", "upper_offdiag")
-METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "edge_accuracy")
+METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "edge_accuracy",
+           "degree_distance", "spectral_distance")
+# The gradient-free prior each metric is compared with (information gain = metric - prior, on
+# the same graph): node-type metrics against majority_type, structure metrics against
+# aux_mean_adjacency (attacks/priors.py).
+PRIOR_OF = {"feature_mse": "majority_type", "node_type_accuracy": "majority_type",
+            "adj_auc": "aux_mean_adjacency", "adj_ap": "aux_mean_adjacency",
+            "edge_accuracy": "aux_mean_adjacency", "degree_distance": "aux_mean_adjacency",
+            "spectral_distance": "aux_mean_adjacency"}
 
 
 def _np(a) -> np.ndarray:
@@ -45,6 +58,29 @@ def _aligned(x_hat, adj_hat, order):
     return x, adj
 
 
+def _normalized_laplacian_spectrum(adj: np.ndarray) -> np.ndarray:
+    a = adj.astype(float)
+    np.fill_diagonal(a, 0)
+    a = np.maximum(a, a.T)
+    degree = a.sum(1)
+    inv_sqrt = np.where(degree > 0, 1 / np.sqrt(np.maximum(degree, 1e-12)), 0.0)
+    lap = np.eye(len(a)) - inv_sqrt[:, None] * a * inv_sqrt[None, :]
+    lap[degree == 0, degree == 0] = 0.0
+    return np.sort(np.linalg.eigvalsh(lap))
+
+
+def invariant_structure_distances(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    """Degree-sequence and Laplacian-spectrum distances between two binary graphs of n nodes."""
+    n = len(truth)
+    p, t = pred.astype(float), truth.astype(float)
+    np.fill_diagonal(p, 0)
+    p = np.maximum(p, p.T)
+    degree = float(np.abs(np.sort(p.sum(1)) - np.sort(t.sum(1))).mean()) if n else float("nan")
+    spectral = float(np.linalg.norm(_normalized_laplacian_spectrum(p) - _normalized_laplacian_spectrum(t))
+                     / np.sqrt(max(n, 1)))
+    return {"degree_distance": degree, "spectral_distance": spectral}
+
+
 def graph_metrics(x_hat, adj_hat, x, adj, *, type_slice: slice | None = None,
                   alignment: str = "identity", entries: str = "upper_offdiag") -> dict[str, float]:
     """Score one reconstruction. ``x_hat [n', F]``, ``adj_hat [n', n']`` scores in [0, 1];
@@ -61,7 +97,7 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, type_slice: slice | None = None,
     if alignment == "identity":
         order = identity_alignment(x_hat.shape[0], n)
     else:
-        order = matched_alignment(x_hat, x)
+        order = matched_alignment(x_hat, x, adj_hat, adj)
     xa, aa = _aligned(x_hat, adj_hat, order)
 
     types = type_slice or slice(0, x.shape[1])
@@ -75,6 +111,7 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, type_slice: slice | None = None,
         iu = np.triu_indices(n, k=1)
         scores, truth = aa[iu], adj[iu]
     truth = (truth > 0.5).astype(int)
+    out.update(invariant_structure_distances(aa >= 0.5, adj > 0.5))
     out["edge_accuracy"] = float(((scores >= 0.5).astype(int) == truth).mean()) if truth.size else float("nan")
     if truth.size and 0 < truth.sum() < truth.size:
         out["adj_auc"] = float(roc_auc_score(truth, scores))

@@ -2,6 +2,7 @@ import json
 import time
 
 import numpy as np
+import pytest
 import torch
 
 from attacks.base import Attack, Reconstruction, Requirements
@@ -117,3 +118,28 @@ def test_selection_of_rounds_and_clients(tmp_path):
     runner([update])
     assert read_rows(tmp_path) == []
     assert np.isfinite(runner.config.attack.time_budget)
+
+
+def test_information_gain_is_raw_minus_prior_on_the_same_graph(tmp_path):
+    from attacks.priors import AuxMeanAdjacency, MajorityType
+
+    attacks = {"random": RandomGuess(), "aux_mean_adjacency": AuxMeanAdjacency(),
+               "majority_type": MajorityType()}
+    runner, update, _ = make_runner(tmp_path, attacks)
+    runner([update])
+    rows = {r["attack"]: r for r in read_rows(tmp_path)}
+    structure, types = rows["aux_mean_adjacency"], rows["majority_type"]
+    for alignment in ("identity", "matched"):
+        for metric, prior_row in (("adj_auc", structure), ("adj_ap", structure),
+                                  ("edge_accuracy", structure), ("node_type_accuracy", types),
+                                  ("feature_mse", types)):
+            column = f"{alignment}_{metric}"
+            for row in rows.values():
+                assert row[f"prior_{column}"] == pytest.approx(prior_row[column])
+                assert row[f"gain_{column}"] == pytest.approx(row[column] - prior_row[column])
+    assert rows["aux_mean_adjacency"]["gain_identity_adj_auc"] == pytest.approx(0.0)
+    entry = next(s for s in summarize(read_rows(tmp_path))
+                 if s["attack"] == "random" and s["alignment"] == "identity")
+    assert entry["gain_adj_auc_mean"] == pytest.approx(
+        rows["random"]["identity_adj_auc"] - structure["identity_adj_auc"])
+    assert entry["prior_adj_auc_mean"] == pytest.approx(structure["identity_adj_auc"])

@@ -38,10 +38,14 @@ def test_cases_filter_and_bad_case():
 def test_markdown_puts_the_paper_row_under_ours():
     _, _, reference = load_reproduction(REPRO / "graphdlg_table1.yaml")
     entry = {"attack": "graphdlg", "alignment": "identity", "graphs": 3, "failed": 0}
-    for m in ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "edge_accuracy"):
+    from fedgraph_sim.metrics import METRICS
+
+    for m in METRICS:
         entry[f"{m}_mean"], entry[f"{m}_std"] = 0.5, 0.1
+    entry["gain_adj_auc_mean"], entry["prior_adj_auc_mean"] = -0.25, 0.75
     text = markdown("MUTAG", [entry], reference)
     lines = text.splitlines()
-    assert lines[-2].startswith("| graphdlg | identity | 3 | 0.5000 ± 0.1000")
+    assert lines[-2].startswith("| graphdlg | identity | 3 | 0.5000 ± 0.1000 | 0.5000 ± 0.1000 | "
+                                "0.5000 ± 0.1000 [Δ -0.2500 vs 0.7500] |")
     assert lines[-1] == ("| *graphdlg (paper)* | *identity* | | *0.0844* | *0.7435* | *0.9042* | "
-                         "*0.7556* | *0.9341* |")
+                         "*0.7556* | *0.9341* |  |  |")
