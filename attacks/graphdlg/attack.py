@@ -26,7 +26,8 @@ without training while the global weights move less than ``retrain_tol`` (relati
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -40,6 +41,22 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 NODE_COUNTS = ("oracle", "predicted")
+
+
+@dataclass(eq=False)
+class DecoderState:
+    """A trained decoder and what it was trained on; shared by variants (see ``_state``)."""
+
+    aux: tuple
+    decoder: StructureDecoder | None = None
+    trained_on: dict | None = None
+    victims: list = field(default_factory=list)  # embeddings recovered so far (adapter input)
+    count_model: torch.Tensor | None = None
+    seconds: list = field(default_factory=list)
+    prepared_rounds: set = field(default_factory=set)
+
+
+_SHARED: dict[tuple, DecoderState] = {}
 
 
 def minmax_rows(x: torch.Tensor) -> torch.Tensor:
@@ -65,13 +82,13 @@ class GraphDLG(Attack):
         lam: float = 0.2
         epochs: int = 200
         warm_epochs: int = 30
-        retrain_tol: float = 1e-3
+        retrain_tol: float = 1e-2
         batch_size: int = 64
         lr: float = 1e-3
         patience: int = 20
         n_max: int | None = None
         refine_features: bool = False
-        refine_iterations: int = 200
+        refine_iterations: int = 100
         refine_lr: float = 0.1
 
     def __init__(self, **params) -> None:
@@ -83,11 +100,7 @@ class GraphDLG(Attack):
         if p.adapter not in ADAPTERS:
             raise ConfigError(f"attack.params.{self.name}.adapter: unknown '{p.adapter}'; "
                               f"valid: {', '.join(ADAPTERS)}")
-        self._decoder: StructureDecoder | None = None
-        self._trained_on: dict[str, np.ndarray] | None = None
-        self._victims: list[torch.Tensor] = []  # embeddings recovered so far (adapter input)
-        self._count_model: torch.Tensor | None = None
-        self.decoder_seconds: list[float] = []
+        self._states: set = set()
 
     # -- requirements -------------------------------------------------------------------------
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
@@ -115,58 +128,76 @@ class GraphDLG(Attack):
     def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,
                 ctx: AttackContext) -> None:
         """Once per round: collect the round's victim embeddings, then (re)train the decoder."""
+        state = self._state(knowledge)
+        self._states.add(state)
+        if not updates or updates[0].round in state.prepared_rounds:
+            return  # another variant sharing this decoder did it already
+        state.prepared_rounds.add(updates[0].round)
         for update in updates:
             if update.exact:
                 h = self.embedding(update, knowledge)
                 if h is not None:
-                    self._victims.append(h.float())
-        if updates:
-            self._ensure_decoder(updates[0].global_weights, knowledge, ctx)
+                    state.victims.append(h.float())
+        self._ensure_decoder(updates[0].global_weights, knowledge, ctx)
 
-    def _weights_moved(self, weights: dict[str, np.ndarray]) -> bool:
-        if self._trained_on is None:
+    def _state(self, knowledge: AttackerKnowledge) -> "DecoderState":
+        """The decoder state, shared by every GraphDLG variant with the same decoder settings
+        and auxiliary set (e.g. paper mode and ``@refine`` train one decoder, not two)."""
+        p = self.params
+        key = (p.adapter, p.lam, p.epochs, p.warm_epochs, p.retrain_tol, p.batch_size, p.lr,
+               p.patience, p.n_max, id(knowledge.aux_graphs))
+        if key not in _SHARED:
+            _SHARED[key] = DecoderState(aux=knowledge.aux_graphs)  # holds aux: id stays unique
+        return _SHARED[key]
+
+    def _weights_moved(self, state: "DecoderState", weights: dict[str, np.ndarray]) -> bool:
+        if state.trained_on is None:
             return True
-        diff = sum(float(((weights[k] - self._trained_on[k]) ** 2).sum()) for k in weights)
-        norm = sum(float((self._trained_on[k] ** 2).sum()) for k in weights)
+        diff = sum(float(((weights[k] - state.trained_on[k]) ** 2).sum()) for k in weights)
+        norm = sum(float((state.trained_on[k] ** 2).sum()) for k in weights)
         return diff > (self.params.retrain_tol ** 2) * norm
 
     def _ensure_decoder(self, weights: dict[str, np.ndarray], knowledge: AttackerKnowledge,
-                        ctx: AttackContext) -> None:
-        if not self._weights_moved(weights):
-            return
-        import time
-
+                        ctx: AttackContext) -> "DecoderState":
+        state = self._state(knowledge)
+        if not self._weights_moved(state, weights):
+            return state
         p = self.params
         model = knowledge.build_model(weights)
         aux = list(knowledge.aux_graphs)
-        first = self._decoder is None
+        first = state.decoder is None
         if first:
             n_max = p.n_max or max(g.num_nodes for g in aux)
-            self._decoder = StructureDecoder(model.convs[-1].out_channels, n_max)
+            state.decoder = StructureDecoder(model.convs[-1].out_channels, n_max)
         start = time.perf_counter()
         cfg = DecoderTraining(epochs=p.epochs, batch_size=p.batch_size, lr=p.lr, patience=p.patience,
                               adapter=p.adapter, lam=p.lam)
-        victims = torch.stack(self._victims) if self._victims else None
-        train_decoder(self._decoder, model, aux, victims, cfg, ctx.generator(),
+        victims = torch.stack(state.victims) if state.victims else None
+        train_decoder(state.decoder, model, aux, victims, cfg, ctx.generator(),
                       max_epochs=None if first else p.warm_epochs, budget_check=ctx.budget.check)
-        self.decoder_seconds.append(time.perf_counter() - start)
-        if p.node_count == "predicted":
-            with torch.no_grad():
-                h = encode(model, aux).double()
-            design = torch.cat([h, torch.ones(len(aux), 1, dtype=torch.float64)], 1)
-            counts = torch.tensor([float(g.num_nodes) for g in aux], dtype=torch.float64)
-            self._count_model = torch.linalg.lstsq(design, counts[:, None]).solution[:, 0]
-        self._trained_on = {k: np.array(v, copy=True) for k, v in weights.items()}
+        state.seconds.append(time.perf_counter() - start)
+        with torch.no_grad():  # node-count regression on the aux embeddings (node_count=predicted)
+            h = encode(model, aux).double()
+        design = torch.cat([h, torch.ones(len(aux), 1, dtype=torch.float64)], 1)
+        counts = torch.tensor([float(g.num_nodes) for g in aux], dtype=torch.float64)
+        state.count_model = torch.linalg.lstsq(design, counts[:, None]).solution[:, 0]
+        state.trained_on = {k: np.array(v, copy=True) for k, v in weights.items()}
+        return state
+
+    @property
+    def decoder_seconds(self) -> list[float]:
+        return [t for state in self._states for t in state.seconds]
 
     def node_count(self, h: torch.Tensor, knowledge: AttackerKnowledge) -> int:
         if self.params.node_count == "oracle":
             return int(round(float(np.mean(knowledge.node_counts))))
-        n = float(torch.cat([h.double(), torch.ones(1, dtype=torch.float64)]) @ self._count_model)
-        return int(min(max(round(n), 1), self._decoder.n_max))
+        state = self._state(knowledge)
+        n = float(torch.cat([h.double(), torch.ones(1, dtype=torch.float64)]) @ state.count_model)
+        return int(min(max(round(n), 1), state.decoder.n_max))
 
-    def structure(self, h: torch.Tensor, n: int) -> torch.Tensor:
+    def structure(self, h: torch.Tensor, n: int, knowledge: AttackerKnowledge) -> torch.Tensor:
         with torch.no_grad():
-            p = self._decoder(h.float()[None])[0]
+            p = self._state(knowledge).decoder(h.float()[None])[0]
         n_max = p.size(0)
         scores = torch.zeros(n, n)
         k = min(n, n_max)
@@ -179,12 +210,14 @@ class GraphDLG(Attack):
         h = self.embedding(update, knowledge)
         if h is None:
             raise RuntimeError("every classifier bias gradient is zero: no embedding to recover")
-        if self._decoder is None or self._weights_moved(update.global_weights):
-            self._victims.append(h.float())
+        state = self._state(knowledge)
+        self._states.add(state)
+        if state.decoder is None or self._weights_moved(state, update.global_weights):
+            state.victims.append(h.float())
             self._ensure_decoder(update.global_weights, knowledge, ctx)
         model = knowledge.build_model(update.global_weights)
         n = self.node_count(h, knowledge)
-        scores = self.structure(h, n)
+        scores = self.structure(h, n, knowledge)
         binary = (scores >= 0.5).double()
         w_name, b_name = self._fc_names(model)
         names = [n_ for n_, _ in model.named_parameters() if n_.startswith("convs.") and n_.endswith("lin.weight")]
