@@ -8,7 +8,7 @@ from fedgraph_sim.reproduction import load_reproduction, markdown
 REPRO = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "reproduce"
 
 
-@pytest.mark.parametrize("name, cases", [("graphdlg_table1", 5), ("graphdlg_table3", 5),
+@pytest.mark.parametrize("name, cases", [("graphdlg_table1", 5), ("graphdlg_table1_shuffled", 5), ("graphdlg_table3", 5),
                                          ("graphdlg_table4", 12)])
 def test_reproduction_configs_validate(name, cases):
     spec, loaded, reference = load_reproduction(REPRO / f"{name}.yaml")
