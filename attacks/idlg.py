@@ -26,8 +26,7 @@ LABEL_RULES = ("idlg", "bias")
 
 def classifier_gradients(update: ObservedUpdate, knowledge: AttackerKnowledge):
     """``(grad W, grad b)`` of the final linear layer, by parameter name."""
-    model = knowledge.build_model()
-    prefix = next(n for n, m in model.named_modules() if m is model.final_linear)
+    prefix = knowledge.build_model().final_linear_name
     return update.gradient[f"{prefix}.weight"], update.gradient[f"{prefix}.bias"]
 
 

@@ -73,8 +73,8 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
         if only and case["label"] not in only:
             continue
         tree = _merge(_merge(_merge(default, spec["base"]), _dotted(case.get("set", {}))), _dotted(extra))
-        tree["name"] = f"{tree.get('name', 'reproduce')}-{case['label']}".replace(" ", "_").replace("<-", "from").replace("/", "_")
-        tree["name"] = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in tree["name"])
+        name = f"{tree.get('name', 'reproduce')}-{case['label']}".replace("<-", "from")
+        tree["name"] = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
         cases.append(Case(case["label"], validate_config(tree)))
     reference = {}
     if "reference" in spec:

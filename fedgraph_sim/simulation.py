@@ -63,7 +63,7 @@ class Session:
         if self.rounds_task is not None:
             self.progress.advance(self.rounds_task)
 
-    def finish(self, timings: dict) -> list[dict]:
+    def finish(self) -> list[dict]:
         summary = summarize(read_rows(self.run_dir))
         write_summary(self.run_dir, summary)
         return summary
@@ -123,7 +123,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None) -> Run
                    "ray_and_messaging": t["round_trip"] - t["client_compute"],
                    "client_training": t["client_compute"], "attacks": t["attacks"],
                    "total": end - start}
-        summary = session.finish(timings)
+        summary = session.finish()
         log.info("timings: %s", timings)
         return RunResult(run_dir, summary, timings)
     finally:

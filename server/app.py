@@ -55,4 +55,4 @@ def _main_from_run_config(grid: Grid, context: Context) -> None:
     ds = session.scenario.dataset
     strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
                    num_rounds=config.federation.rounds)
-    session.finish(strategy.timings)
+    session.finish()

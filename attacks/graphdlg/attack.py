@@ -37,6 +37,7 @@ from attacks.common import GradientMatcher, adam
 from attacks.graphdlg.decoder import ADAPTERS, DecoderTraining, StructureDecoder, encode, train_decoder
 from attacks.graphdlg.embedding import recover_embedding
 from attacks.graphdlg.gnfr import gnfr
+from attacks.idlg import classifier_gradients
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -118,12 +119,10 @@ class GraphDLG(Attack):
     # -- the three steps ----------------------------------------------------------------------
     @staticmethod
     def _fc_names(model) -> tuple[str, str]:
-        prefix = next(n for n, mod in model.named_modules() if mod is model.final_linear)
-        return f"{prefix}.weight", f"{prefix}.bias"
+        return f"{model.final_linear_name}.weight", f"{model.final_linear_name}.bias"
 
     def embedding(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> torch.Tensor | None:
-        w_name, b_name = self._fc_names(knowledge.build_model())
-        return recover_embedding(update.gradient[w_name], update.gradient[b_name])
+        return recover_embedding(*classifier_gradients(update, knowledge))
 
     def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,
                 ctx: AttackContext) -> None:

@@ -31,7 +31,6 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_adj
 
 from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.models.classifier import _SPARSE_POOL
 
 ADAPTERS = ("A", "B", "none")
 
@@ -53,8 +52,7 @@ def encode(model: GraphClassifier, graphs: list[Data]) -> Tensor:
     """Pooled embeddings ``[len(graphs), d_L]`` of the model's GCN layers (F_en)."""
     batch = Batch.from_data_list([Data(x=g.x.float(), edge_index=g.edge_index, num_nodes=g.num_nodes)
                                   for g in graphs])
-    h = model.node_embeddings(batch.x, batch.edge_index)
-    return _SPARSE_POOL[model.pool](h, batch.batch)
+    return model.graph_embedding(batch.x, batch.edge_index, batch.batch)
 
 
 def padded_adjacency(graphs: list[Data], n_max: int) -> Tensor:

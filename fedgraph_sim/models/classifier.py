@@ -74,19 +74,28 @@ class GraphClassifier(nn.Module):
         """The last linear layer, whose gradient reveals the pooled embedding."""
         return self.classifier if isinstance(self.classifier, nn.Linear) else self.classifier[-1]
 
+    @property
+    def final_linear_name(self) -> str:
+        """Parameter-name prefix of :attr:`final_linear` (``classifier`` or ``classifier.2``)."""
+        if isinstance(self.classifier, nn.Linear):
+            return "classifier"
+        return f"classifier.{len(self.classifier) - 1}"
+
     def node_embeddings(self, x: Tensor, edge_index: Tensor) -> Tensor:
         for conv, act in zip(self.convs, self.acts):
             x = act(conv(x, edge_index))
         return x
 
+    def graph_embedding(self, x: Tensor, edge_index: Tensor, batch: Tensor) -> Tensor:
+        """The pooled output of the message-passing layers, ``h_G`` (GraphDLG's encoder)."""
+        return _SPARSE_POOL[self.pool](self.node_embeddings(x, edge_index), batch)
+
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
         if batch is None:
             batch = x.new_zeros(x.size(0), dtype=torch.long)
-        h = self.node_embeddings(x, edge_index)
-        pool = _SPARSE_POOL[self.pool]
         if self.readout_placement == "per_node":
-            return pool(self.classifier(h), batch)
-        return self.classifier(pool(h, batch))
+            return _SPARSE_POOL[self.pool](self.classifier(self.node_embeddings(x, edge_index)), batch)
+        return self.classifier(self.graph_embedding(x, edge_index, batch))
 
     def dense_node_embeddings(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
         m = mask.unsqueeze(-1).to(x.dtype)

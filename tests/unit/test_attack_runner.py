@@ -1,7 +1,6 @@
 import json
 import time
 
-import numpy as np
 import pytest
 import torch
 
@@ -117,7 +116,6 @@ def test_selection_of_rounds_and_clients(tmp_path):
     runner, update, _ = make_runner(tmp_path, {"random": RandomGuess()}, ["attack.clients=[1]"])
     runner([update])
     assert read_rows(tmp_path) == []
-    assert np.isfinite(runner.config.attack.time_budget)
 
 
 def test_information_gain_is_raw_minus_prior_on_the_same_graph(tmp_path):
