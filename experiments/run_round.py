@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
         console = Console()
         if not console.is_terminal:
-            console = Console(width=150)
+            console = Console(width=190)
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=console, transient=True)
         session = Session(config, progress=progress)  # validates names, data, attacks first

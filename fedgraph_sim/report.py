@@ -13,11 +13,10 @@ SHORT = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc":
          "spectral_distance": "spec dist"}
 
 
-def _cell(mean: float, std: float, gain: float = float("nan")) -> str:
+def _cell(mean: float, gain: float = float("nan")) -> str:
     if math.isnan(mean):
         return "-"
-    text = f"{mean:.3f} ± {std:.3f}"
-    return text if math.isnan(gain) else f"{text} ({gain:+.3f})"
+    return f"{mean:.3f}" if math.isnan(gain) else f"{mean:.3f} ({gain:+.3f})"
 
 
 def summary_table(summary: list[dict], title: str = "attack results") -> Table:
@@ -29,9 +28,9 @@ def summary_table(summary: list[dict], title: str = "attack results") -> Table:
     for entry in summary:
         graphs = str(entry["graphs"]) + (f" ({entry['failed']} failed)" if entry["failed"] else "")
         table.add_row(entry["attack"], entry["defense"], entry["alignment"], graphs,
-                      *(_cell(entry[f"{m}_mean"], entry[f"{m}_std"], entry.get(f"gain_{m}_mean", math.nan))
+                      *(_cell(entry[f"{m}_mean"], entry.get(f"gain_{m}_mean", math.nan))
                         for m in METRICS))
-    table.caption = ("(+x.xxx): information gain, the mean difference from the gradient-free prior "
-                     "on the same graphs (majority_type for features and types, aux_mean_adjacency "
-                     "for structure)")
+    table.caption = ("mean over attacked graphs (std and counts in summary.csv); (+x.xxx): information "
+                     "gain over the gradient-free prior on the same graphs (majority_type for features "
+                     "and types, aux_mean_adjacency for structure)")
     return table
