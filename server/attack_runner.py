@@ -9,6 +9,7 @@ appended (and flushed) as they are produced.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import zlib
@@ -24,6 +25,9 @@ from attacks.priors import AuxMeanAdjacency, MajorityType
 from fedgraph_sim.metrics import ALIGNMENTS, PRIOR_OF, graph_metrics
 from fedgraph_sim.results import ResultWriter, metric_column
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+
+
+log = logging.getLogger(__name__)
 
 
 def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
@@ -58,8 +62,11 @@ class AttackRunner:
             prepare = getattr(attack, "prepare", None)
             if prepare is not None and updates and not self._limit_reached(name):
                 seed = attack_seed(self.config.seed, updates[0].round, -1, name)
-                prepare(updates, self.knowledge,
-                        AttackContext(seed=seed, budget=Budget(self.config.attack.time_budget)))
+                try:
+                    prepare(updates, self.knowledge,
+                            AttackContext(seed=seed, budget=Budget(self.config.attack.time_budget)))
+                except Exception as exc:  # reconstruct() retries and reports it in the rows
+                    log.warning("%s: per-round preparation failed: %s: %s", name, type(exc).__name__, exc)
         for update in updates:
             threat = self.config.threat
             hints = self.audit.hints(update.round, update.client_key,

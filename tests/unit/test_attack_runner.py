@@ -141,3 +141,20 @@ def test_information_gain_is_raw_minus_prior_on_the_same_graph(tmp_path):
     assert entry["gain_adj_auc_mean"] == pytest.approx(
         rows["random"]["identity_adj_auc"] - structure["identity_adj_auc"])
     assert entry["prior_adj_auc_mean"] == pytest.approx(structure["identity_adj_auc"])
+
+
+class PrepareFails(Attack):
+    name, paper = "prepare_fails", "test double"
+
+    def prepare(self, updates, knowledge, ctx):
+        raise RuntimeError("decoder exploded")
+
+    def reconstruct(self, update, knowledge, ctx):
+        raise RuntimeError("still broken")
+
+
+def test_a_failing_per_round_preparation_does_not_stop_the_round(tmp_path):
+    runner, update, _ = make_runner(tmp_path, {"prepare_fails": PrepareFails(), "random": RandomGuess()})
+    runner([update])
+    rows = {r["attack"]: r for r in read_rows(tmp_path)}
+    assert rows["prepare_fails"]["status"] == "error" and rows["random"]["status"] == "ok"
