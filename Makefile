@@ -5,6 +5,11 @@ PY := $(VENV)/bin/python
 export FLWR_TELEMETRY_ENABLED := 0
 export FLWR_DISABLE_UPDATE_CHECK := 1
 export RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO := 0
+# Real data: use ../shared/datasets when it sits beside the checkout and nothing else is set.
+FEDGRAPH_DATA_ROOT ?= $(shell test -d ../shared/datasets && cd ../shared/datasets && pwd)
+ifneq ($(FEDGRAPH_DATA_ROOT),)
+export FEDGRAPH_DATA_ROOT
+endif
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
