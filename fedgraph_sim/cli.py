@@ -2,7 +2,6 @@
 
     python -m fedgraph_sim datasets [--json]      every dataset that loads here, with its stats
     python -m fedgraph_sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
-    python -m fedgraph_sim demo                   load synthetic data, train a GCN, score a guess
 """
 
 from __future__ import annotations
@@ -71,13 +70,6 @@ def cmd_info(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
-    from fedgraph_sim.demo import run_demo
-
-    run_demo(seed=args.seed)
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fedgraph_sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,9 +83,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nodes", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_info)
-    p = sub.add_parser("demo", help="a data/model/metrics smoke demo on synthetic graphs")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_demo)
     return parser
 
 
