@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import GradientMatcher, adam
+from attacks.common import GradientMatcher, adam, label_from_bias
 from attacks.graphdlg.decoder import ADAPTERS, DecoderTraining, StructureDecoder, encode, train_decoder
 from attacks.graphdlg.embedding import recover_embedding
 from attacks.graphdlg.gnfr import gnfr
@@ -224,24 +224,22 @@ class GraphDLG(Attack):
         x = gnfr(thetas, [update.gradient[k] for k in names],
                  torch.as_tensor(np.asarray(update.global_weights[w_name])), update.gradient[b_name],
                  binary, pool=model.pool)
-        x = minmax_rows(x).float()
-        if self.params.refine_features:
-            x = self.refine(model, update, knowledge, x, binary.float(), ctx)
-        label = int(update.gradient[b_name].argmin())
         info = {"embedding_norm": float(h.norm()), "predicted_edges": int(binary.triu(1).sum()),
-                "gnfr_rank": int(torch.linalg.matrix_rank(x.double())),
-                "batch_embedding": update.batch_size > 1}
+                "gnfr_rank": int(torch.linalg.matrix_rank(x)), "batch_embedding": update.batch_size > 1}
+        x = minmax_rows(x).float()
+        label = label_from_bias(update.gradient[b_name])[0]
+        if self.params.refine_features:
+            x = self.refine(model, update, knowledge, x, binary.float(), label, ctx)
         return [Reconstruction(x=x, adj=scores, num_nodes=n, label=label, info=info)]
 
-    def refine(self, model, update, knowledge, x0, adj, ctx) -> torch.Tensor:
+    def refine(self, model, update, knowledge, x0, adj, label: int, ctx) -> torch.Tensor:
         """[ext] Gradient matching over softmax one-hot node types, structure fixed."""
         slices = list(knowledge.schema.slices().values())
         z = (x0 * 3.0).clone().requires_grad_()  # GNFR's scaled rows as initial logits
         matcher = GradientMatcher(model, update.gradient, "cosine")
-        b_name = self._fc_names(model)[1]
-        label = update.gradient[b_name].argmin().view(1)
+        labels = torch.tensor([label])
         mask = torch.ones(1, x0.size(0), dtype=torch.bool)
-        adam([z], lambda: matcher(blockwise_softmax(z, slices)[None], adj[None], mask, label), ctx,
+        adam([z], lambda: matcher(blockwise_softmax(z, slices)[None], adj[None], mask, labels), ctx,
              iterations=self.params.refine_iterations, lr=self.params.refine_lr)
         with torch.no_grad():
             return blockwise_softmax(z, slices)
