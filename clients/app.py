@@ -7,23 +7,34 @@ run directory from the run config.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from clients.defenses import build_defenses
+from clients.defenses import ClientTurn, build_defenses
 from clients.training import batch_rng, epoch_batches, fedavg_weights, fedsgd_gradient, sample_batches
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.scenario import cached_scenario
 
+DEFENSE_STATE = "defense-state"
 
-def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path) -> Message:
+
+def _saved_state(state: RecordDict) -> dict:
+    record = state.get(DEFENSE_STATE)
+    return json.loads(record["json"]) if record is not None else {}
+
+
+def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path,
+                state: RecordDict | None = None) -> Message:
+    """One client's turn. ``state`` is the node's Flower context state, which persists across
+    rounds (DP-SGD's accountant history lives there)."""
     start = time.perf_counter()
     config = RunConfig.model_validate_json(config_json)
     scenario = cached_scenario(config_json)
@@ -37,25 +48,37 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
     ds = scenario.dataset
     model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+    sent = {k: v.detach().clone() for k, v in model.state_dict().items()}
     if config.train.sampling == "epoch":
         chosen = epoch_batches(indices, batch_size, steps, round_, config.seed, partition_id)
     else:
         chosen = sample_batches(indices, batch_size, steps, batch_rng(config.seed, round_, partition_id))
     batches = [[ds.graphs[i] for i in b] for b in chosen]
-    if steps == 1:
-        update, loss = fedsgd_gradient(model, batches[0])
-    else:
-        update, loss = fedavg_weights(model, batches, lr)
 
-    AuditStore(run_dir).write(AuditRecord(round_, partition_id, [g for b in batches for g in b], steps))
+    state = state if state is not None else RecordDict()
+    defenses = build_defenses(config.defenses)
+    defenses.begin(ClientTurn(len(indices), batch_size, steps, config.federation.rounds), _saved_state(state))
     noise_seed = int(np.random.SeedSequence([config.seed, round_, partition_id, 1]).generate_state(1)[0])
     defense_rng = torch.Generator().manual_seed(noise_seed)
-    kind = "gradient" if steps == 1 else "weights"
-    for defense in build_defenses(config.defenses):
-        update = defense(update, kind, defense_rng)
+    with defenses.training(model, defense_rng):
+        gradient_fn = defenses.gradient_fn(defense_rng)
+        if steps == 1:
+            update, loss = fedsgd_gradient(model, batches[0], gradient_fn)
+        else:
+            update, loss = fedavg_weights(model, batches, lr, gradient_fn)
+    AuditStore(run_dir).write(AuditRecord(round_, partition_id, [g for b in batches for g in b], steps))
+    # The defended quantity is the update itself: the gradient, or the weight delta in FedAvg.
+    if steps == 1:
+        update = defenses.apply(update, defense_rng)
+    else:
+        delta = defenses.apply({k: update[k] - sent[k] for k in update}, defense_rng)
+        update = {k: sent[k] + delta[k] for k in update}
+    if defenses:
+        state[DEFENSE_STATE] = ConfigRecord({"json": json.dumps(defenses.state())})
 
     metrics = MetricRecord({"num-examples": len(batches[0]), "partition-id": partition_id,
-                            "loss": loss, "train-seconds": time.perf_counter() - start})
+                            "loss": loss, "train-seconds": time.perf_counter() - start,
+                            **{f"defense-{k}": v for k, v in defenses.report().items()}})
     content = RecordDict({"arrays": ArrayRecord({k: v.contiguous() for k, v in update.items()}),
                           "metrics": metrics})
     return Message(content=content, reply_to=msg)
@@ -67,7 +90,7 @@ def make_client_app(config: RunConfig, run_dir: str | Path) -> ClientApp:
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
-        return train_reply(msg, int(context.node_config["partition-id"]), config_json, run_dir)
+        return train_reply(msg, int(context.node_config["partition-id"]), config_json, run_dir, context.state)
 
     return app
 
@@ -80,4 +103,5 @@ def _train_from_run_config(msg: Message, context: Context) -> Message:
     from fedgraph_sim.simulation import config_from_run_config
 
     config, run_dir = config_from_run_config(context.run_config)
-    return train_reply(msg, int(context.node_config["partition-id"]), config.model_dump_json(), run_dir)
+    return train_reply(msg, int(context.node_config["partition-id"]), config.model_dump_json(), run_dir,
+                       context.state)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
 from fedgraph_sim.models import GraphClassifier
+
+GradientFn = Callable[[GraphClassifier, Sequence[Data]], tuple[dict[str, torch.Tensor], float]]
 
 
 def batch_rng(seed: int, round: int, client_key: int) -> np.random.Generator:
@@ -44,25 +46,30 @@ def loss_on(model: GraphClassifier, graphs: Sequence[Data]) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits, batch.y.view(-1))
 
 
-def fedsgd_gradient(model: GraphClassifier, graphs: Sequence[Data]) -> tuple[dict[str, torch.Tensor], float]:
+def mean_gradient(model: GraphClassifier, graphs: Sequence[Data]) -> tuple[dict[str, torch.Tensor], float]:
     """The exact gradient of the mean cross-entropy over ``graphs``, by parameter name."""
-    model.train()
     params = dict(model.named_parameters())
     loss = loss_on(model, graphs)
     grads = torch.autograd.grad(loss, list(params.values()))
     return {n: g.detach() for n, g in zip(params, grads)}, loss.item()
 
 
-def fedavg_weights(model: GraphClassifier, batches: Sequence[Sequence[Data]],
-                   lr: float) -> tuple[dict[str, torch.Tensor], float]:
+def fedsgd_gradient(model: GraphClassifier, graphs: Sequence[Data],
+                    gradient_fn: GradientFn | None = None) -> tuple[dict[str, torch.Tensor], float]:
+    """One batch's gradient (``gradient_fn``, e.g. DP-SGD's, or the plain mean gradient)."""
+    model.train()
+    return (gradient_fn or mean_gradient)(model, graphs)
+
+
+def fedavg_weights(model: GraphClassifier, batches: Sequence[Sequence[Data]], lr: float,
+                   gradient_fn: GradientFn | None = None) -> tuple[dict[str, torch.Tensor], float]:
     """Plain SGD (no momentum, no weight decay) over ``batches``; returns the new weights."""
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
     for graphs in batches:
-        opt.zero_grad()
-        loss = loss_on(model, graphs)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss))
+        grads, loss = (gradient_fn or mean_gradient)(model, graphs)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                param.add_(grads[name], alpha=-lr)
+        losses.append(loss)
     return {n: t.detach().clone() for n, t in model.state_dict().items()}, float(np.mean(losses))

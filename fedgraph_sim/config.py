@@ -109,7 +109,8 @@ class RunConfig(Section):
     aux: AuxConfig = AuxConfig()
     threat: ThreatConfig = ThreatConfig()
     attack: AttackConfig = AttackConfig()
-    defenses: list[dict[str, Any]] = []  # ordered stack: [{name: prune, p: 0.9}, ...]
+    # Ordered stack, e.g. [{name: prune, p: 0.9}]; validated by clients.defenses.build_defenses.
+    defenses: list[Any] = []
     metrics: MetricsConfig = MetricsConfig()
     output: OutputConfig = OutputConfig()
 
@@ -195,9 +196,6 @@ def _check_cross_fields(config: RunConfig) -> None:
         if prefix != "client" or not index.isdigit() or int(index) >= fed.num_clients:
             raise ConfigError(f"aux.source: '{config.aux.source}' must be holdout or client:K "
                               f"with K in 0..{fed.num_clients - 1}")
-    for i, entry in enumerate(config.defenses):
-        if "name" not in entry:
-            raise ConfigError(f"defenses.{i}: each defense needs a name")
 
 
 def to_yaml(config: RunConfig, extra: dict | None = None) -> str:

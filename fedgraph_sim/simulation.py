@@ -30,16 +30,19 @@ class Session:
     def __init__(self, config: RunConfig, run_dir: Path | None = None, progress=None) -> None:
         import attacks  # noqa: F401  (registers the attacks)
         from attacks.base import build_attack
-        from clients.defenses import build_defenses
+        from clients.defenses import ClientTurn, build_defenses
 
         self.config, self.progress = config, progress
-        build_defenses(config.defenses)
+        defenses = build_defenses(config.defenses)
         self.attacks = {name: build_attack(name.split("@")[0], config.attack.params.get(name))
                         for name in config.attack.names}
         for name in config.attack.params:
             if name not in config.attack.names:
                 raise ConfigError(f"attack.params.{name}: '{name}' is not in attack.names")
         self.scenario = build_scenario(config)
+        train, rounds = config.train, config.federation.rounds
+        defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
+                           for c in self.scenario.clients])
         self.knowledge = attacker_knowledge(config, self.scenario)
         self.run_dir = None
         self.runner = None

@@ -89,3 +89,28 @@ def test_epoch_sampling_covers_the_partition_before_repeating():
     assert seen == again
     batches = epoch_batches(idx, 4, 2, 1, seed=0, client_key=0)
     assert len(batches) == 2 and all(len(b) == 4 for b in batches)
+
+
+def test_dp_sgd_epsilon_accumulates_in_the_node_state_across_rounds(tmp_path):
+    config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2", "federation.rounds=2",
+                                "defenses=[{name: dp_sgd, noise_multiplier: 1.0, clip: 1.0}]"])
+    torch.manual_seed(0)
+    model, state = GraphClassifier(4, 2), RecordDict()
+    eps = []
+    for round_ in (1, 2):
+        reply = train_reply(instruction(model, round_=round_, batch=2), 1, config.model_dump_json(),
+                            tmp_path, state)
+        metrics = reply.content["metrics"]
+        eps.append(metrics["defense-epsilon"])
+        assert metrics["defense-noise-multiplier"] == 1.0 and metrics["defense-delta"] == 1e-5
+    assert 0 < eps[0] < eps[1]
+
+
+def test_fedavg_defenses_act_on_the_weight_delta(tmp_path):
+    _, _, msg, reply = reply_for(tmp_path, ["defenses=[{name: prune, p: 0.9}]"], steps=3)
+    sent = {k: v.numpy() for k, v in msg.content["arrays"].items()}
+    back = {k: v.numpy() for k, v in reply.content["arrays"].items()}
+    for k in sent:
+        delta = back[k] - sent[k]
+        assert int((delta == 0).sum()) >= int(0.9 * delta.size), k
+        assert int((back[k] == 0).sum()) < delta.size  # the weights themselves are not pruned

@@ -1,0 +1,103 @@
+"""What a client-side defense is, and the noise it draws.
+
+A :class:`Defense` may act at three points of a client's turn, each a no-op by default:
+
+- ``training(model, rng)``: a context manager active during the local forward/backward passes
+  (DP-Activations hooks the layer outputs here);
+- ``gradient_fn(rng)``: replaces the per-step mean gradient (DP-SGD's clipped, noised sum);
+- ``apply(update, rng)``: transforms the update before it leaves the client (pruning, gradient
+  noise). ``update`` is the gradient in FedSGD and the weight delta ``W_new - W_sent`` in FedAvg.
+
+``report()`` returns the defense's own numbers (noise variance, epsilon) for the result rows.
+Every defense draws its randomness from the client's seeded ``torch.Generator``.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager
+
+import torch
+from torch import Tensor
+
+from fedgraph_sim.errors import require
+
+Update = dict[str, Tensor]
+NOISES = ("laplace", "gaussian")
+LAPLACE_PARAMS = ("scale", "variance")
+
+
+class Defense:
+    name = "defense"
+
+    def training(self, model: torch.nn.Module, rng: torch.Generator) -> ContextManager:
+        return nullcontext()
+
+    def gradient_fn(self, rng: torch.Generator) -> Callable | None:
+        """A replacement for the plain mean gradient of a local step, or None."""
+        return None
+
+    def apply(self, update: Update, rng: torch.Generator) -> Update:
+        return update
+
+    def report(self) -> dict[str, float]:
+        return {}
+
+
+def check_sigma(sigma: Any) -> float:
+    require(isinstance(sigma, (int, float)) and not isinstance(sigma, bool) and math.isfinite(sigma)
+            and sigma >= 0, "sigma", f"must be a number >= 0 (got {sigma!r})")
+    return float(sigma)
+
+
+def check_choice(value: Any, key: str, choices: tuple[str, ...]) -> str:
+    require(value in choices, key, f"unknown value {value!r}; valid: {', '.join(choices)}")
+    return value
+
+
+class Noise:
+    """i.i.d. noise with parameter ``sigma``: Laplace(0, b) with b = sigma (``laplace_param=
+    "scale"``, the default, as gradient-leakage code does) or b = sqrt(sigma / 2) (``"variance"``,
+    the paper's wording "Laplacian noise with variance sigma"); or N(0, sigma^2)."""
+
+    def __init__(self, sigma: float, noise: str = "laplace", laplace_param: str = "scale") -> None:
+        self.sigma = check_sigma(sigma)
+        self.kind = check_choice(noise, "noise", NOISES)
+        self.laplace_param = check_choice(laplace_param, "laplace_param", LAPLACE_PARAMS)
+
+    @property
+    def laplace_scale(self) -> float:
+        return self.sigma if self.laplace_param == "scale" else math.sqrt(self.sigma / 2)
+
+    @property
+    def variance(self) -> float:
+        if self.kind == "gaussian":
+            return self.sigma ** 2
+        return 2 * self.laplace_scale ** 2
+
+    def sample(self, like: Tensor, rng: torch.Generator) -> Tensor:
+        if self.sigma == 0:
+            return torch.zeros_like(like)
+        if self.kind == "gaussian":
+            return self.sigma * torch.randn(like.shape, generator=rng, dtype=like.dtype)
+        # Laplace(0, b) = b (E1 - E2) for independent Exp(1); 1 - rand lies in (0, 1].
+        e1 = -torch.log1p(-torch.rand(like.shape, generator=rng, dtype=torch.float64))
+        e2 = -torch.log1p(-torch.rand(like.shape, generator=rng, dtype=torch.float64))
+        return (self.laplace_scale * (e1 - e2)).to(like.dtype)
+
+    def describe(self) -> str:
+        if self.kind == "gaussian":
+            return f"Gaussian std {self.sigma:g} (variance {self.variance:g})"
+        return f"Laplace scale {self.laplace_scale:g} (variance {self.variance:g})"
+
+
+def global_norm(tensors: dict[str, Tensor] | list[Tensor]) -> Tensor:
+    values = tensors.values() if isinstance(tensors, dict) else tensors
+    return torch.sqrt(sum((t.double() ** 2).sum() for t in values))
+
+
+def clip_to(update: Update, clip: float) -> Update:
+    """Scale ``update`` so its global L2 norm is at most ``clip``."""
+    factor = min(1.0, clip / (float(global_norm(update)) + 1e-12))
+    return {k: v * factor for k, v in update.items()}
