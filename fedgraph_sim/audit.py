@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
+from fedgraph_sim.threat import AGGREGATE
+
 
 @dataclass
 class AuditRecord:
@@ -40,9 +42,16 @@ class AuditStore:
         tmp.replace(path)  # atomic: a reader never sees half a record
 
     def read(self, round: int, client_key: int) -> AuditRecord:
-        blob = torch.load(self._path(round, client_key), weights_only=False)
-        graphs = [Data(**g) for g in blob["graphs"]]
-        return AuditRecord(round, client_key, graphs, blob["steps"])
+        """One client's record; for ``AGGREGATE`` (secure aggregation) the union of the round's
+        records in client order, the graphs behind the aggregate."""
+        if client_key == AGGREGATE:
+            paths = sorted((self.root / f"round_{round}").glob("client_*.pt"),
+                           key=lambda p: int(p.stem.split("_")[1]))
+        else:
+            paths = [self._path(round, client_key)]
+        blobs = [torch.load(p, weights_only=False) for p in paths]
+        graphs = [Data(**g) for blob in blobs for g in blob["graphs"]]
+        return AuditRecord(round, client_key, graphs, blobs[0]["steps"])
 
     def hints(self, round: int, client_key: int, *, node_count: bool, label: bool) -> dict:
         """Only the granted hint fields of a record (the explicit, configured channel)."""

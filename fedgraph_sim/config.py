@@ -76,6 +76,9 @@ class AuxConfig(Section):
 class ThreatConfig(Section):
     node_count: bool = True  # hint: the true node count of each attacked graph
     label: bool = False  # hint: the true label of each attacked graph
+    # The server observes only the weighted sum of each round's updates (a faithful simulation
+    # of what secure aggregation reveals; Flower's SecAgg+ needs the legacy strategy API).
+    secure_aggregation: bool = False
 
 
 class AttackConfig(Section):

@@ -19,7 +19,9 @@ from typing import Iterable
 
 from fedgraph_sim.metrics import ALIGNMENTS, METRICS, aggregate
 
-SUMMARY_KEYS = ("attack", "defense", "alignment")
+SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
+#: Per-run columns averaged into the summary when rows carry them.
+RUN_COLUMNS = ("test_accuracy", "defense_epsilon")
 
 
 def library_versions() -> dict[str, str]:
@@ -80,27 +82,31 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
-        key = (row["attack"], row.get("defense", "none"))
+        key = (row.get("dataset", ""), row["attack"], row.get("defense", "none"))
         statuses[key][row["status"]] += 1
         if row["status"] == "ok":
             groups[key].append(row)
     out = []
-    for (attack, defense), status in statuses.items():
+    for key, status in statuses.items():
+        dataset, attack, defense = key
         for alignment in ALIGNMENTS:
-            entry = {"attack": attack, "defense": defense, "alignment": alignment,
+            entry = {"dataset": dataset, "attack": attack, "defense": defense, "alignment": alignment,
                      "graphs": status.get("ok", 0),
                      "failed": sum(v for k, v in status.items() if k != "ok")}
             for metric in METRICS:
                 column = metric_column(alignment, metric)
-                agg = aggregate(groups[(attack, defense)], column)
+                agg = aggregate(groups[key], column)
                 entry[f"{metric}_mean"] = agg["mean"]
                 entry[f"{metric}_std"] = agg["std"]
                 entry[f"{metric}_count"] = agg["count"]
                 # Information gain over the gradient-free prior, on the same graphs.
-                gain = aggregate(groups[(attack, defense)], f"gain_{column}")
+                gain = aggregate(groups[key], f"gain_{column}")
                 entry[f"gain_{metric}_mean"] = gain["mean"]
                 entry[f"gain_{metric}_std"] = gain["std"]
-                entry[f"prior_{metric}_mean"] = aggregate(groups[(attack, defense)], f"prior_{column}")["mean"]
+                entry[f"prior_{metric}_mean"] = aggregate(groups[key], f"prior_{column}")["mean"]
+            for column in RUN_COLUMNS:
+                agg = aggregate(groups[key], column)
+                entry[f"{column}_mean"], entry[f"{column}_std"] = agg["mean"], agg["std"]
             out.append(entry)
     return out
 

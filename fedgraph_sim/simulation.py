@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, load_config, to_yaml
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import library_versions, new_run_dir, read_rows, summarize, write_summary
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
 
 log = logging.getLogger("fedgraph_sim")
 
@@ -27,12 +29,13 @@ FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
 class Session:
     """Everything the server side needs, built and validated before anything is written."""
 
-    def __init__(self, config: RunConfig, run_dir: Path | None = None, progress=None) -> None:
+    def __init__(self, config: RunConfig, run_dir: Path | None = None, progress=None,
+                 capture: bool = False) -> None:
         import attacks  # noqa: F401  (registers the attacks)
         from attacks.base import build_attack
         from clients.defenses import ClientTurn, build_defenses
 
-        self.config, self.progress = config, progress
+        self.config, self.progress, self.capture = config, progress, capture
         defenses = build_defenses(config.defenses)
         self.attacks = {name: build_attack(name.split("@")[0], config.attack.params.get(name))
                         for name in config.attack.names}
@@ -62,12 +65,33 @@ class Session:
             self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
 
     def observer(self, updates) -> None:
+        if self.capture and updates:
+            from server.attack_runner import is_selected
+
+            CaptureStore(self.run_dir).write(updates[0].round,
+                                             [u for u in updates if is_selected(self.config, u)])
         self.runner(updates)
         if self.rounds_task is not None:
             self.progress.advance(self.rounds_task)
 
+    def evaluate(self, server_round: int, arrays):
+        """Flower's ``evaluate_fn``: the global model on the held-out test split."""
+        from flwr.app import MetricRecord
+
+        from fedgraph_sim.models import GraphClassifier
+
+        test = self.scenario.test
+        if len(test) == 0:
+            return None
+        ds = self.scenario.dataset
+        model = GraphClassifier(ds.num_features, ds.num_classes, **self.config.model.model_dump())
+        model.load_state_dict(arrays.to_torch_state_dict())
+        metrics = evaluate(model, [ds.graphs[i] for i in test])
+        write_utility(self.run_dir, server_round, metrics)
+        return MetricRecord(metrics)
+
     def finish(self) -> list[dict]:
-        summary = summarize(read_rows(self.run_dir))
+        summary = summarize(with_utility(read_rows(self.run_dir), final_utility(self.run_dir)))
         write_summary(self.run_dir, summary)
         return summary
 
@@ -93,8 +117,10 @@ def _log_to_file(run_dir: Path) -> logging.Handler:
     return handler
 
 
-def run(config: RunConfig, progress=None, session: Session | None = None) -> RunResult:
-    """Run one federation with the configured attacks; returns the run directory and summary."""
+def run(config: RunConfig, progress=None, session: Session | None = None,
+        run_dir: Path | None = None) -> RunResult:
+    """Run one federation with the configured attacks (into ``run_dir``, default a new
+    timestamped directory under ``output.dir``); returns the run directory and summary."""
     from flwr.simulation import run_simulation
 
     from clients.app import make_client_app
@@ -105,13 +131,14 @@ def run(config: RunConfig, progress=None, session: Session | None = None) -> Run
     os.environ.setdefault("FLWR_HOME", str(Path(config.output.dir).resolve() / ".flwr"))
     start = time.time()
     session = session or Session(config, progress=progress)
-    run_dir = new_run_dir(config.output.dir, config.name)
+    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
     handler = _log_to_file(run_dir)
     try:
         session.open(run_dir)
         strategy = make_strategy(config, session.observer)
         ds = session.scenario.dataset
-        server_app = make_server_app(config, ds.num_features, ds.num_classes, strategy)
+        server_app = make_server_app(config, ds.num_features, ds.num_classes, strategy, session.evaluate)
         client_app = make_client_app(config, run_dir)
         run_simulation(server_app=server_app, client_app=client_app,
                        num_supernodes=config.federation.num_clients,
@@ -133,6 +160,25 @@ def run(config: RunConfig, progress=None, session: Session | None = None) -> Run
         for name in ("fedgraph_sim", "flwr"):
             logging.getLogger(name).removeHandler(handler)
         handler.close()
+
+
+def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None,
+           extra_columns: dict | None = None) -> list[dict]:
+    """Run ``config``'s attacks on the updates a captured federation observed; rows (with the
+    federation's final test accuracy) go to ``out_dir/results.jsonl``."""
+    from server.attack_runner import AttackRunner
+
+    session = Session(config, progress=progress)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(to_yaml(config, {"versions": library_versions()}))
+    columns = {**final_utility(federation_dir), **(extra_columns or {})}
+    runner = AttackRunner(config, out_dir, session.knowledge, session.attacks, progress,
+                          audit_dir=federation_dir, extra_columns=columns)
+    store = CaptureStore(federation_dir)
+    for round_ in store.rounds():
+        runner(store.read(round_))
+    return read_rows(out_dir)
 
 
 def config_from_run_config(run_config: dict) -> tuple[RunConfig, Path]:

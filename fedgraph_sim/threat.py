@@ -15,6 +15,10 @@ from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.models import GraphClassifier
 
 
+#: ``client_key`` of the one update a server behind secure aggregation observes per round.
+AGGREGATE = -1
+
+
 @dataclass(frozen=True)
 class ObservedUpdate:
     """One client reply as the server sees it.
@@ -24,6 +28,8 @@ class ObservedUpdate:
     derived once, in float64: the returned gradient itself, or ``(W_sent - W_back) / (lr *
     local_steps)`` for weights, which is exact only for one plain SGD step (``exact`` says which).
     ``lr``, ``local_steps`` and ``batch_size`` are the training settings the server configured.
+    Under secure aggregation ``client_key`` is :data:`AGGREGATE` and ``returned`` is the
+    example-weighted mean of all replies (what the server can compute from the revealed sum).
     """
 
     round: int
@@ -47,6 +53,10 @@ class ObservedUpdate:
                                          - np.asarray(self.returned[k], np.float64)) / scale)
                     for k in self.returned}
         object.__setattr__(self, "gradient", grad)
+
+    @property
+    def observed(self) -> str:
+        return "secure_aggregate" if self.client_key == AGGREGATE else "client"
 
     @property
     def exact(self) -> bool:

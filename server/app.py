@@ -27,17 +27,19 @@ def make_strategy(config: RunConfig, observer: Observer | None) -> CuriousFedAvg
     k = config.federation.num_clients
     return CuriousFedAvg(lr=config.train.lr, local_steps=config.train.local_steps,
                          batch_size=config.train.batch_size, observer=observer,
+                         secure_aggregation=config.threat.secure_aggregation,
                          fraction_train=1.0, min_train_nodes=k, min_available_nodes=k)
 
 
 def make_server_app(config: RunConfig, num_features: int, num_classes: int,
-                    strategy: CuriousFedAvg) -> ServerApp:
+                    strategy: CuriousFedAvg, evaluate_fn=None) -> ServerApp:
+    """``evaluate_fn(round, arrays)``: Flower's central evaluation (the held-out test split)."""
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         strategy.start(grid=grid, initial_arrays=initial_arrays(config, num_features, num_classes),
-                       num_rounds=config.federation.rounds)
+                       num_rounds=config.federation.rounds, evaluate_fn=evaluate_fn)
 
     return app
 
@@ -54,5 +56,5 @@ def _main_from_run_config(grid: Grid, context: Context) -> None:
     strategy = make_strategy(config, session.observer)
     ds = session.scenario.dataset
     strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
-                   num_rounds=config.federation.rounds)
+                   num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
     session.finish()

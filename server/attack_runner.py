@@ -24,7 +24,7 @@ from fedgraph_sim.config import RunConfig, defense_label
 from attacks.priors import AuxMeanAdjacency, MajorityType
 from fedgraph_sim.metrics import ALIGNMENTS, PRIOR_OF, graph_metrics
 from fedgraph_sim.results import ResultWriter, metric_column
-from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+from fedgraph_sim.threat import AGGREGATE, AttackerKnowledge, ObservedUpdate
 
 
 log = logging.getLogger(__name__)
@@ -38,25 +38,33 @@ def _is_finite(rec: Reconstruction) -> bool:
     return bool(torch.isfinite(rec.x).all() and torch.isfinite(rec.adj).all())
 
 
+def is_selected(config: RunConfig, update: ObservedUpdate) -> bool:
+    """Whether ``attack.rounds`` and ``attack.clients`` select this update."""
+    sel = config.attack
+    return ((sel.rounds == "all" or update.round in sel.rounds)
+            and (sel.clients == "all" or update.client_key in sel.clients
+                 or update.client_key == AGGREGATE))  # behind secure aggregation: the one update
+
+
 class AttackRunner:
+    """Writes rows to ``run_dir``; reads ground truth from ``audit_dir`` (default ``run_dir``,
+    another run's directory when replaying captured updates)."""
+
     def __init__(self, config: RunConfig, run_dir, knowledge: AttackerKnowledge,
-                 attacks: dict[str, Attack], progress=None) -> None:
+                 attacks: dict[str, Attack], progress=None, audit_dir=None,
+                 extra_columns: dict | None = None) -> None:
         self.config, self.knowledge, self.attacks = config, knowledge, attacks
-        self.audit = AuditStore(run_dir)
+        self.audit = AuditStore(audit_dir or run_dir)
         self.writer = ResultWriter(run_dir)
+        self.extra_columns = dict(extra_columns or {})
         self.progress = progress  # a rich Progress, or None
         self.rows_written = 0
         self.updates_attacked: dict[str, int] = {}
         self._priors = {"majority_type": MajorityType(), "aux_mean_adjacency": AuxMeanAdjacency()}
         self._prior_cache: dict[tuple, dict] = {}
 
-    def selected(self, update: ObservedUpdate) -> bool:
-        sel = self.config.attack
-        return ((sel.rounds == "all" or update.round in sel.rounds)
-                and (sel.clients == "all" or update.client_key in sel.clients))
-
     def __call__(self, updates: Iterable[ObservedUpdate]) -> None:
-        updates = [u for u in updates if self.selected(u)]
+        updates = [u for u in updates if is_selected(self.config, u)]
         for name, attack in self.attacks.items():
             # Per-round work (e.g. GraphDLG's decoder training) sees the round's updates at once.
             prepare = getattr(attack, "prepare", None)
@@ -148,9 +156,13 @@ class AttackRunner:
         rows = []
         for i, graph in enumerate(graphs):
             row = {
-                "run": self.config.name, "round": update.round, "client": update.client_key,
+                "run": self.config.name, "dataset": self.config.data.dataset, "seed": self.config.seed,
+                "round": update.round, "client": update.client_key, "observed": update.observed,
                 "batch_index": i, "graph_id": int(graph.graph_id), "num_nodes": graph.num_nodes,
                 "attack": name, "defense": defense_label(self.config.defenses),
+                "defense_stack": self.config.defenses,
+                **{f"defense_{k[8:].replace('-', '_')}": v for k, v in update.metrics.items()
+                   if k.startswith("defense-")},
                 "status": status, "message": message, "seconds": seconds / max(len(graphs), 1),
                 "update_kind": update.kind, "exact_gradient": update.exact,
                 "batch_size": update.batch_size, "aux": knowledge.aux_scenario,
@@ -158,6 +170,7 @@ class AttackRunner:
                 "hint_label": knowledge.labels is not None,
                 "node_order": self.config.data.node_order,
                 "label_true": int(graph.y.view(-1)[0]),
+                **self.extra_columns,
             }
             if status == "ok" and i >= len(recs):
                 row.update(status="error", message=f"attack returned {len(recs)} graphs for {len(graphs)}")

@@ -5,6 +5,10 @@ into an :class:`~fedgraph_sim.threat.ObservedUpdate` and hands it to an observer
 runner) in ``aggregate_train``, then aggregates exactly as ``FedAvg`` does. In FedSGD mode the
 replies are gradients, so the aggregate is the mean gradient and the new global model is
 ``W - lr * mean_gradient``; in FedAvg mode the aggregate is the new global model itself.
+
+With ``secure_aggregation`` the observer gets one update per round, the example-weighted mean of
+the replies (:func:`secure_aggregate`): a simulation of exactly what a server behind secure
+aggregation learns, since it sees the weighted sum and the total number of examples.
 """
 
 from __future__ import annotations
@@ -17,18 +21,35 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg
 
-from fedgraph_sim.threat import ObservedUpdate
+from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate]], None]
 
 
+def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
+    """The one update a secure-aggregation server observes: the weighted mean of ``updates``
+    (weights = examples, as FedAvg aggregates), over the union of the clients' batches."""
+    total = sum(u.num_examples for u in updates)
+    first = updates[0]
+    returned = {k: sum(np.asarray(u.returned[k], np.float64) * u.num_examples for u in updates) / total
+                for k in first.returned}
+    metrics = {"num-examples": total, "clients": len(updates)}
+    for key in {k for u in updates for k in u.metrics if k.startswith("defense-")}:
+        metrics[key] = max(u.metrics[key] for u in updates if key in u.metrics)  # the worst client
+    return ObservedUpdate(round=first.round, client_key=AGGREGATE, global_weights=first.global_weights,
+                          returned=returned, kind=first.kind, num_examples=total, metrics=metrics,
+                          lr=first.lr, local_steps=first.local_steps,
+                          batch_size=sum(u.batch_size for u in updates))
+
+
 class CuriousFedAvg(FedAvg):
     def __init__(self, *, lr: float, local_steps: int, batch_size: int,
-                 observer: Observer | None = None, **fedavg_kwargs) -> None:
+                 observer: Observer | None = None, secure_aggregation: bool = False,
+                 **fedavg_kwargs) -> None:
         fedavg_kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**fedavg_kwargs)
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
-        self.observer = observer
+        self.observer, self.secure_aggregation = observer, secure_aggregation
         self._sent: dict[int, dict[str, np.ndarray]] = {}
         self.timings = {"first_configure": 0.0, "round_trip": 0.0, "client_compute": 0.0, "attacks": 0.0}
         self._configured_at = 0.0
@@ -55,7 +76,10 @@ class CuriousFedAvg(FedAvg):
                 returned={k: v.numpy() for k, v in reply.content["arrays"].items()}, kind=kind,
                 num_examples=int(metrics["num-examples"]), metrics=metrics, lr=self.lr,
                 local_steps=self.local_steps, batch_size=self.batch_size))
-        return sorted(updates, key=lambda u: u.client_key)
+        updates = sorted(updates, key=lambda u: u.client_key)
+        if self.secure_aggregation and updates:
+            return [secure_aggregate(updates)]
+        return updates
 
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:

@@ -41,3 +41,35 @@ def test_run_simulation_writes_results(tmp_path):
     assert {"feature_mse_mean", "adj_auc_std", "edge_accuracy_count"} <= set(summary[0])
     assert set(result.timings) == {"setup", "ray_and_messaging", "client_training", "attacks", "total"}
     assert (run_dir / "audit" / "round_1" / "client_1.pt").is_file()
+
+
+def test_captured_federation_replays_to_attacks_with_utility_and_epsilon(tmp_path):
+    from fedgraph_sim.simulation import Session, replay
+
+    config = load_config(None, [
+        "data.dataset=synthetic", "data.options={num_graphs: 60}", "data.test_fraction=0.2",
+        "federation.num_clients=2", "federation.rounds=2", "attack.names=[]",
+        "defenses=[{name: dp_sgd, noise_multiplier: 1.0, clip: 1.0}]", f"output.dir={tmp_path}"])
+    federation = run(config, session=Session(config, capture=True), run_dir=tmp_path / "fed")
+    assert not (federation.run_dir / "results.jsonl").exists()  # capture only: no attacks ran
+    utility = [json.loads(line) for line in (federation.run_dir / "utility.jsonl").read_text().splitlines()]
+    assert [u["round"] for u in utility] == [0, 1, 2] and all(u["test_graphs"] == 12 for u in utility)
+
+    attack_config = config.model_copy(update={"attack": config.attack.model_copy(
+        update={"names": ["random", "idlg"], "params": {"idlg": {"iterations": 3}}})})
+    rows = replay(attack_config, federation.run_dir, tmp_path / "cell")
+    assert len(rows) == 2 * 2 * 2  # rounds x clients x attacks
+    assert all(r["test_accuracy"] == utility[-1]["test_accuracy"] for r in rows)
+    eps = {r["round"]: r["defense_epsilon"] for r in rows if r["client"] == 0}
+    assert 0 < eps[1] < eps[2]  # the accountant's history persisted in the node state
+
+
+def test_secure_aggregation_attacks_the_aggregate_of_all_clients(tmp_path):
+    config = load_config(None, [
+        "data.dataset=synthetic", "data.options={num_graphs: 60}", "federation.num_clients=2",
+        "train.batch_size=2", "threat.secure_aggregation=true", "attack.names=[random]",
+        f"output.dir={tmp_path}"])
+    rows = [json.loads(line) for line in (run(config).run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 4  # one aggregate update scored against the 2 x 2 graphs behind it
+    assert all(r["client"] == -1 and r["observed"] == "secure_aggregate" and r["batch_size"] == 4
+               for r in rows)

@@ -59,3 +59,19 @@ def test_fedsgd_mode_steps_the_global_model_with_fedavgs_mean_gradient():
         assert np.allclose(ours[key].numpy(), expected, atol=1e-7)
     assert seen[1].gradient["w"].dtype.is_floating_point and seen[1].exact
     np.testing.assert_array_equal(seen[1].global_weights["w"], np.ones((3, 2)))
+
+
+def test_secure_aggregation_observes_only_the_weighted_mean_fedavg_computes():
+    seen = []
+    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1, observer=seen.extend,
+                            secure_aggregation=True, min_train_nodes=3, min_available_nodes=3)
+    curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
+    curious.aggregate_train(1, replies(np.random.default_rng(0)))
+    plain, _ = FedAvg(min_train_nodes=3, min_available_nodes=3).aggregate_train(
+        1, replies(np.random.default_rng(0)))
+    assert len(seen) == 1
+    update = seen[0]
+    assert update.client_key == -1 and update.observed == "secure_aggregate"
+    assert update.num_examples == 6 and update.batch_size == 3
+    for key in plain:
+        assert np.allclose(update.returned[key], plain[key].numpy(), atol=1e-6)

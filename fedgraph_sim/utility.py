@@ -1,0 +1,55 @@
+"""Utility of the federated model: accuracy and loss of the global model on the held-out test
+split (``data.test_fraction``), evaluated centrally after every round, so a defense's privacy and
+its cost come from the same run.
+
+``<run>/utility.jsonl`` holds one line per round (round 0 = the initial model).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import torch
+from torch_geometric.data import Batch, Data
+
+UTILITY_FILE = "utility.jsonl"
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, graphs: Sequence[Data]) -> dict[str, float]:
+    """Accuracy and mean cross-entropy of ``model`` (evaluation mode) on ``graphs``."""
+    model.eval()
+    batch = Batch.from_data_list(list(graphs))
+    logits = model(batch.x, batch.edge_index, batch.batch)
+    y = batch.y.view(-1)
+    return {"test_accuracy": float((logits.argmax(1) == y).float().mean()),
+            "test_loss": float(torch.nn.functional.cross_entropy(logits, y)),
+            "test_graphs": len(graphs)}
+
+
+def write_utility(run_dir: str | Path, round: int, metrics: dict) -> None:
+    with (Path(run_dir) / UTILITY_FILE).open("a") as fh:
+        fh.write(json.dumps({"round": round, **metrics}) + "\n")
+
+
+def read_utility(run_dir: str | Path) -> list[dict]:
+    path = Path(run_dir) / UTILITY_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def final_utility(run_dir: str | Path) -> dict:
+    """The last round's test accuracy and loss (empty without a test split)."""
+    rows = read_utility(run_dir)
+    if not rows:
+        return {}
+    last = max(rows, key=lambda r: r["round"])
+    return {"test_accuracy": last["test_accuracy"], "test_loss": last["test_loss"]}
+
+
+def with_utility(rows: Iterable[dict], utility: dict) -> list[dict]:
+    """``rows`` with the run's final utility columns added."""
+    return [{**row, **utility} for row in rows]
