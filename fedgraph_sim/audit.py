@@ -36,7 +36,8 @@ class AuditStore:
         path = self._path(record.round, record.client_key)
         path.parent.mkdir(parents=True, exist_ok=True)
         graphs = [dict(x=g.x, edge_index=g.edge_index, y=g.y, num_nodes=g.num_nodes,
-                       graph_id=int(g.graph_id)) for g in record.graphs]
+                       graph_id=int(g.graph_id), **({"smiles": g.smiles} if "smiles" in g else {}))
+                  for g in record.graphs]
         tmp = path.with_suffix(".tmp")
         torch.save({"graphs": graphs, "steps": record.steps}, tmp)
         tmp.replace(path)  # atomic: a reader never sees half a record

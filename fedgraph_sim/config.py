@@ -99,6 +99,7 @@ class MetricsConfig(Section):
 
 class OutputConfig(Section):
     dir: str = "runs"
+    drawings: int = Field(2, ge=0)  # reconstructions kept per attack for the report's drawings
 
 
 class RunConfig(Section):

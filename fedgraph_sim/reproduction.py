@@ -29,14 +29,14 @@ class Case:
     config: RunConfig
 
 
-def _merge(tree: dict, patch: dict) -> dict:
+def merge_tree(tree: dict, patch: dict) -> dict:
     out = dict(tree)
     for key, value in patch.items():
-        out[key] = _merge(out.get(key, {}), value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = merge_tree(out.get(key, {}), value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
 
 
-def _dotted(patch: dict) -> dict:
+def dotted_tree(patch: dict) -> dict:
     tree: dict = {}
     for dotted, value in patch.items():
         node = tree
@@ -72,18 +72,22 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
     for case in spec["cases"]:
         if only and case["label"] not in only:
             continue
-        tree = _merge(_merge(_merge(default, spec["base"]), _dotted(case.get("set", {}))), _dotted(extra))
+        tree = merge_tree(merge_tree(merge_tree(default, spec["base"]), dotted_tree(case.get("set", {}))), dotted_tree(extra))
         name = f"{tree.get('name', 'reproduce')}-{case['label']}".replace("<-", "from")
         tree["name"] = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
         cases.append(Case(case["label"], validate_config(tree)))
-    reference = {}
-    if "reference" in spec:
-        ref_file = path.parent / f"reference_{spec['reference'].split('_')[0]}.yaml"
-        tables = yaml.safe_load(ref_file.read_text()) if ref_file.is_file() else {}
-        if spec["reference"] not in tables:
-            raise ConfigError(f"reference: no table '{spec['reference']}' in {ref_file.name}")
-        reference = tables[spec["reference"]]
-    return spec, cases, reference
+    return spec, cases, load_reference(path.parent, spec.get("reference"))
+
+
+def load_reference(folder: Path, key: str | None) -> dict:
+    """The paper table ``key`` (e.g. ``graphdlg_table9``) from ``reference_<paper>.yaml``."""
+    if not key:
+        return {}
+    ref_file = Path(folder) / f"reference_{key.split('_')[0]}.yaml"
+    tables = yaml.safe_load(ref_file.read_text()) if ref_file.is_file() else {}
+    if key not in tables:
+        raise ConfigError(f"reference: no table '{key}' in {ref_file.name}")
+    return tables[key]
 
 
 def _fmt(mean: float, std: float | None = None) -> str:

@@ -9,6 +9,7 @@ appended (and flushed) as they are produced.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -38,6 +39,11 @@ def _is_finite(rec: Reconstruction) -> bool:
     return bool(torch.isfinite(rec.x).all() and torch.isfinite(rec.adj).all())
 
 
+def save_drawing(path, drawing: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(drawing))
+
+
 def is_selected(config: RunConfig, update: ObservedUpdate) -> bool:
     """Whether ``attack.rounds`` and ``attack.clients`` select this update."""
     sel = config.attack
@@ -62,6 +68,7 @@ class AttackRunner:
         self.updates_attacked: dict[str, int] = {}
         self._priors = {"majority_type": MajorityType(), "aux_mean_adjacency": AuxMeanAdjacency()}
         self._prior_cache: dict[tuple, dict] = {}
+        self.drawings_kept: dict[str, int] = {}
 
     def __call__(self, updates: Iterable[ObservedUpdate]) -> None:
         updates = [u for u in updates if is_selected(self.config, u)]
@@ -142,6 +149,26 @@ class AttackRunner:
             self._prior_cache[key] = scores
         return self._prior_cache[key]
 
+    def keep_drawing(self, name: str, row: dict, graph, rec: Reconstruction) -> None:
+        """Store the first ``output.drawings`` reconstructions of each attack beside the truth
+        (evaluator output like the audit, never read by attacks) for the report's drawings."""
+        kept = self.drawings_kept.get(name, 0)
+        if kept >= self.config.output.drawings:
+            return
+        self.drawings_kept[name] = kept + 1
+        schema = self.knowledge.schema
+        block = next(b for b in schema.blocks if b.name == schema.type_block)
+        save_drawing(self.writer.path.parent / "drawings" / f"{name}_{kept}.json", {
+            "attack": name, "defense": row["defense"], "dataset": row["dataset"],
+            "round": row["round"], "client": row["client"], "graph_id": row["graph_id"],
+            "type_block": block.name, "type_values": [str(v) for v in block.values],
+            "true_types": schema.node_types(graph.x).tolist(), "true_edge_index": graph.edge_index.tolist(),
+            "smiles": getattr(graph, "smiles", None),
+            "rec_types": schema.node_types(rec.x.float()).tolist(),
+            "rec_adj": rec.adj.detach().double().clamp(0, 1).tolist(),
+            "scores": {k: row.get(f"identity_{k}") for k in ("node_type_accuracy", "adj_auc", "adj_ap")},
+        })
+
     def _progress_fn(self, task):
         if task is None:
             return lambda done, total: None
@@ -192,5 +219,6 @@ class AttackRunner:
                             row[f"gain_{column}"] = value - priors[column]
                 row.update({f"info_{k}": v for k, v in rec.info.items()
                             if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))})
+                self.keep_drawing(name, row, graph, rec)
             rows.append(row)
         return rows

@@ -23,7 +23,7 @@ import torch
 from opacus.accountants import RDPAccountant
 from opacus.accountants.utils import get_noise_multiplier
 from torch import Tensor, nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call, grad_and_value, vmap
 from torch_geometric.data import Batch, Data
 
 from clients.defenses.base import Defense, Update
@@ -70,9 +70,7 @@ def per_graph_gradients(model: nn.Module, graphs: Sequence[Data]) -> tuple[Updat
         logits = functional_call(dense, p, (x1[None], a1[None], m1[None]))
         return nn.functional.cross_entropy(logits, y1[None])
 
-    grads = vmap(grad(loss_one), in_dims=(None, 0, 0, 0, 0))(params, x, adj, mask, y)
-    with torch.no_grad():
-        losses = vmap(loss_one, in_dims=(None, 0, 0, 0, 0))(params, x, adj, mask, y)
+    grads, losses = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0, 0, 0))(params, x, adj, mask, y)
     return {k.removeprefix("model."): v for k, v in grads.items()}, losses
 
 

@@ -1,0 +1,200 @@
+"""Run a sweep: federations (capture), then attack cells (replay), in worker processes.
+
+Layout of a sweep directory::
+
+    sweep.yaml                      the spec, as given (``--resume`` reads it back)
+    reference.yaml                  the paper's table, when the spec names one
+    federations/<id>/               a run directory with capture/, audit/, utility.jsonl, done
+    cells/<id>/                     results.jsonl and done for one (federation, attack)
+    results.jsonl, summary.csv      every cell's rows in cell order, and their summary
+    timing.json                     one entry per invocation (wall time, cells per minute)
+
+A job is finished when its ``done`` marker exists; an unfinished job's directory is removed and the
+job run again, so a sweep killed at any point and resumed yields the same rows as an uninterrupted
+one (attack seeds derive from the config, never from time or order). Workers are spawned
+processes whose output (Ray, Flower) goes to the job's ``worker.log``; the terminal shows one
+progress display for the whole sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from fedgraph_sim.results import read_rows, summarize, write_summary
+from fedgraph_sim.sweep.spec import Cell, Federation, Sweep
+
+DONE = "done"
+REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
+
+
+@contextmanager
+def _output_to(log_path: Path):
+    """Send this process' stdout and stderr (file descriptors, so Ray's too) to ``log_path``."""
+    sys.stdout.flush(), sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "a") as fh:
+        os.dup2(fh.fileno(), 1), os.dup2(fh.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+            os.close(saved[0]), os.close(saved[1])
+
+
+def _fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)  # an interrupted job: start it over
+    path.mkdir(parents=True)
+    return path
+
+
+def _finish(path: Path, start: float, **info) -> dict:
+    info = {"seconds": time.time() - start, **info}
+    (path / DONE).write_text(json.dumps(info))
+    return info
+
+
+def federation_job(config_json: str, fed_dir: str) -> dict:
+    """Worker: run one federation with capture on and no attacks."""
+    from fedgraph_sim.config import RunConfig
+    from fedgraph_sim.simulation import Session, run
+
+    start, path = time.time(), _fresh(Path(fed_dir))
+    with _output_to(path / "worker.log"):
+        config = RunConfig.model_validate_json(config_json)
+        run(config, session=Session(config, capture=True), run_dir=path)
+    return _finish(path, start)
+
+
+def cell_job(config_json: str, fed_dir: str, cell_dir: str, columns: dict) -> dict:
+    """Worker: replay a finished federation's capture to one attack."""
+    from fedgraph_sim.config import RunConfig
+    from fedgraph_sim.simulation import replay
+
+    start, path = time.time(), _fresh(Path(cell_dir))
+    with _output_to(path / "worker.log"):
+        rows = replay(RunConfig.model_validate_json(config_json), Path(fed_dir), path, extra_columns=columns)
+    return _finish(path, start, rows=len(rows))
+
+
+@dataclass
+class SweepResult:
+    sweep_dir: Path
+    summary: list[dict]
+    failures: list[str] = field(default_factory=list)
+    timing: dict = field(default_factory=dict)
+
+
+class SweepRunner:
+    def __init__(self, sweep: Sweep, sweep_dir: Path, jobs: int = 1, progress=None) -> None:
+        self.sweep, self.dir, self.jobs, self.progress = sweep, Path(sweep_dir), jobs, progress
+
+    def fed_dir(self, fed: Federation) -> Path:
+        return self.dir / "federations" / fed.id
+
+    def cell_dir(self, cell: Cell) -> Path:
+        return self.dir / "cells" / cell.id
+
+    def _done(self, path: Path) -> bool:
+        return (path / DONE).is_file()
+
+    def run(self) -> SweepResult:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        spec_file = self.dir / "sweep.yaml"
+        if not spec_file.exists():  # the paper table is stored beside it, so resuming needs no lookup
+            spec = {k: v for k, v in self.sweep.spec.items() if k != "reference"}
+            spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+            if self.sweep.reference:
+                (self.dir / REFERENCE).write_text(yaml.safe_dump(self.sweep.reference, sort_keys=False))
+        feds = [f for f in self.sweep.federations if not self._done(self.fed_dir(f))]
+        cells = [c for c in self.sweep.cells if not self._done(self.cell_dir(c))]
+        total = len(self.sweep.federations) + len(self.sweep.cells)
+        overall = None
+        if self.progress is not None:
+            overall = self.progress.add_task(f"sweep {self.sweep.name}", total=total,
+                                             completed=total - len(feds) - len(cells))
+        start, failures, ran = time.time(), [], {"federation": 0, "cell": 0}
+        context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
+        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=context) as pool:
+            running: dict[Future, tuple[str, object, object]] = {}
+
+            def submit_cells_of(fed: Federation) -> None:
+                for cell in cells:
+                    if cell.federation is fed:
+                        job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
+                                          str(self.cell_dir(cell)), {"sweep": self.sweep.name, "cell": cell.id,
+                                                                     **fed.columns()})
+                        running[job] = ("cell", cell, self._task(f"{cell.attack} on {fed.id}"))
+
+            pending = {f.id for f in feds}
+            for fed in self.sweep.federations:
+                if fed.id in pending:
+                    running[pool.submit(federation_job, fed.config.model_dump_json(), str(self.fed_dir(fed)))] = (
+                        "federation", fed, self._task(f"federation {fed.id}"))
+                else:
+                    submit_cells_of(fed)
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for job in finished:
+                    kind, item, task = running.pop(job)
+                    if task is not None:
+                        self.progress.remove_task(task)
+                    try:
+                        job.result()
+                    except Exception as exc:  # one failed job must not stop the sweep
+                        failures.append(f"{kind} {item.id}: {type(exc).__name__}: {exc}".splitlines()[0])
+                        if kind == "federation":
+                            n = sum(c.federation is item for c in cells)
+                            failures.append(f"  its {n} attack cell(s) were not run")
+                            self._advance(overall, 1 + n)
+                            continue
+                    else:
+                        ran[kind] += 1
+                        if kind == "federation":
+                            submit_cells_of(item)
+                    self._advance(overall, 1)
+        timing = self._timing(time.time() - start, ran["federation"], ran["cell"])
+        return SweepResult(self.dir, self.merge(), failures, timing)
+
+    def _task(self, description: str):
+        if self.progress is None:
+            return None
+        return self.progress.add_task(description, total=None)
+
+    def _advance(self, task, n: int) -> None:
+        if task is not None:
+            self.progress.advance(task, n)
+
+    def merge(self) -> list[dict]:
+        """Every finished cell's rows, in cell order, into one table and its summary."""
+        rows = []
+        for cell in self.sweep.cells:
+            if self._done(self.cell_dir(cell)):
+                rows.extend(read_rows(self.cell_dir(cell)))
+        with (self.dir / "results.jsonl").open("w") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, allow_nan=True) + "\n")
+        summary = summarize(rows)
+        write_summary(self.dir, summary)
+        return summary
+
+    def _timing(self, wall: float, feds: int, cells: int) -> dict:
+        entry = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": self.jobs, "wall_seconds": wall,
+                 "federations_run": feds, "cells_run": cells,
+                 "cells_per_minute": cells / (wall / 60) if wall > 0 else float("nan")}
+        path = self.dir / "timing.json"
+        history = json.loads(path.read_text()) if path.is_file() else []
+        path.write_text(json.dumps(history + [entry], indent=2))
+        return entry

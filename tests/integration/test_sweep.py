@@ -1,0 +1,73 @@
+"""Sweeps end to end: real federations in worker processes, killed midway and resumed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedgraph_sim.sweep import SweepRunner, build_sweep
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = {
+    "name": "resume",
+    "base": {"data": {"dataset": "synthetic", "options": {"num_graphs": 40}, "test_fraction": 0.2},
+             "federation": {"num_clients": 2, "rounds": 2},
+             # the second cell is slow enough (seconds) to be interrupted
+             "attack": {"params": {"inverting_gradients": {"iterations": 300}}}},
+    "axes": {"attacks": ["random", "inverting_gradients"],
+             "defenses": [{"name": "dp_gradients", "sigma": [0.5]}]},
+}
+
+
+def rows_of(sweep_dir: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (sweep_dir / "results.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # timing differs
+
+
+def test_a_killed_and_resumed_sweep_gives_the_uninterrupted_rows(tmp_path):
+    spec_file = tmp_path / "spec.yaml"
+    spec = {**SPEC, "base": {**SPEC["base"], "output": {"dir": str(tmp_path / "runs")}}}
+    spec_file.write_text(yaml.safe_dump(spec))
+    whole = SweepRunner(build_sweep(spec, tmp_path), tmp_path / "whole", jobs=1).run()
+    assert not whole.failures
+    expected = rows_of(whole.sweep_dir)
+    assert len(expected) == 2 * 2 * 2  # attacks x rounds x clients
+    assert {(r["defense_family"], r["defense_strength"]) for r in expected} == {("dp_gradients", 0.5)}
+    assert all("test_accuracy" in r for r in expected)
+
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "experiments" / "sweep.py"), "--config", str(spec_file),
+                             "--out", str(cut), "--jobs", "1"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not list(cut.glob("cells/*/done")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the sweep finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(list(cut.glob("cells/*/done")))
+    assert done == 1 and not (cut / "results.jsonl").exists()
+
+    resumed = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"), "--resume", str(cut)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert rows_of(cut) == expected
+    timing = json.loads((cut / "timing.json").read_text())
+    assert timing[-1]["cells_run"] == 1  # the finished cell was not run again
+
+
+def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**SPEC, "axes": {"defenses": [{"name": "prune", "p": [0.5, 1.0]}]}}))
+    out = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"), "--config", str(bad),
+                          "--out", str(tmp_path / "never")], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: axes.defenses.0.p: must be in [0, 1) (got 1.0)"
+    assert not (tmp_path / "never").exists()
