@@ -1,7 +1,8 @@
-"""``python -m fedgraph_sim``: inspect datasets before running anything.
+"""``python -m fedgraph_sim``: inspect datasets before running anything, report on results after.
 
     python -m fedgraph_sim datasets [--json]      every dataset that loads here, with its stats
     python -m fedgraph_sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
+    python -m fedgraph_sim report DIR             report.md and figures/ for a run or sweep directory
 """
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from fedgraph_sim.report import render
+
+    report = render(args.directory)
+    print(f"report: {report.path} ({len(report.figures)} figures"
+          + (f", {len(report.skipped)} skipped: see the report" if report.skipped else "") + ")")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fedgraph_sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nodes", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("report", help="tables and figures of a run or sweep directory")
+    p.add_argument("directory", help="a run directory (runs/...) or a sweep directory")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

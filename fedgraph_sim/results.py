@@ -20,8 +20,7 @@ from typing import Iterable
 from fedgraph_sim.metrics import ALIGNMENTS, METRICS, aggregate
 
 SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
-#: Per-run columns averaged into the summary when rows carry them.
-RUN_COLUMNS = ("test_accuracy", "defense_epsilon")
+
 
 
 def library_versions() -> dict[str, str]:
@@ -76,6 +75,24 @@ def read_rows(run_dir: str | Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def federation_key(row: dict) -> tuple:
+    """Rows of one federation share it: a sweep cell id is ``<federation id>__<attack>``."""
+    cell = row.get("cell")
+    origin = cell.rsplit("__", 1)[0] if isinstance(cell, str) else row.get("run")
+    return row.get("dataset", ""), row.get("seed"), row.get("defense", "none"), origin
+
+
+def run_columns(rows: list[dict]) -> dict:
+    """Per-federation numbers of a group of rows: test accuracy, mean ± std over the distinct
+    federations (a federation's rows repeat its value), and the largest DP-SGD epsilon spent by
+    any attacked client by its attacked round."""
+    per_federation = {federation_key(r): r for r in rows if r.get("test_accuracy") is not None}
+    accuracy = aggregate(per_federation.values(), "test_accuracy")
+    eps = [float(r["defense_epsilon"]) for r in rows if r.get("defense_epsilon") is not None]
+    return {"test_accuracy_mean": accuracy["mean"], "test_accuracy_std": accuracy["std"],
+            "federations": len(per_federation), "defense_epsilon_max": max(eps, default=float("nan"))}
+
+
 def summarize(rows: Iterable[dict]) -> list[dict]:
     """Mean, std and count of every metric per (attack, defense, alignment), over ``ok`` rows;
     other statuses are counted per attack."""
@@ -104,9 +121,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                 entry[f"gain_{metric}_mean"] = gain["mean"]
                 entry[f"gain_{metric}_std"] = gain["std"]
                 entry[f"prior_{metric}_mean"] = aggregate(groups[key], f"prior_{column}")["mean"]
-            for column in RUN_COLUMNS:
-                agg = aggregate(groups[key], column)
-                entry[f"{column}_mean"], entry[f"{column}_std"] = agg["mean"], agg["std"]
+            entry.update(run_columns(groups[key]))
             out.append(entry)
     return out
 

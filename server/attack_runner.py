@@ -78,6 +78,7 @@ class AttackRunner:
             if prepare is not None and updates and not self._limit_reached(name):
                 seed = attack_seed(self.config.seed, updates[0].round, -1, name)
                 try:
+                    torch.manual_seed(seed)  # module inits draw from the global RNG: seed it per call
                     prepare(updates, self.knowledge,
                             AttackContext(seed=seed, budget=Budget(self.config.attack.time_budget)))
                 except Exception as exc:  # reconstruct() retries and reports it in the rows
@@ -114,6 +115,7 @@ class AttackRunner:
             status, message = "not_applicable", reason
         else:
             try:
+                torch.manual_seed(ctx.seed)  # results must not depend on what ran before in this process
                 recs = attack.reconstruct(update, knowledge, ctx)
                 if budget.expired():
                     status, message = "timeout", f"returned after its {budget.seconds:g} s budget"

@@ -66,6 +66,14 @@ def _finish(path: Path, start: float, **info) -> dict:
     return info
 
 
+def _init_worker() -> None:
+    # One thread per worker: parallel jobs do not oversubscribe the cores, and float reductions
+    # run in the same order whatever --jobs is, so rows do not depend on it.
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def federation_job(config_json: str, fed_dir: str) -> dict:
     """Worker: run one federation with capture on and no attacks."""
     from fedgraph_sim.config import RunConfig
@@ -127,7 +135,7 @@ class SweepRunner:
                                              completed=total - len(feds) - len(cells))
         start, failures, ran = time.time(), [], {"federation": 0, "cell": 0}
         context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker) as pool:
             running: dict[Future, tuple[str, object, object]] = {}
 
             def submit_cells_of(fed: Federation) -> None:

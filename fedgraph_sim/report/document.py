@@ -1,0 +1,96 @@
+"""``report.md`` of a run or sweep directory: overview, tables, then every figure with its caption.
+
+A figure that cannot be drawn (no defended rows, no test accuracy, no drawings, or an unexpected
+error) leaves one line in its section saying why; the report itself is always written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from fedgraph_sim.report.artifacts import Saved, Skipped, failure
+from fedgraph_sim.report.drawings import drawing_figures
+from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
+from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
+from fedgraph_sim.report.inputs import ReportInput, load
+from fedgraph_sim.results import federation_key
+from fedgraph_sim.report.tables import markdown_tables
+
+REPORT = "report.md"
+FIGURES = "figures"
+
+
+@dataclass
+class Report:
+    path: Path
+    figures: list[Saved] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _outcomes(name: str, build: Callable[[], Iterable]) -> list[Saved | Skipped]:
+    """Every outcome of a builder (each of its figures is guarded by ``attempt``); should the
+    builder itself fail, what it yielded so far is kept and one Skipped line says why."""
+    outcomes: list[Saved | Skipped] = []
+    try:
+        for outcome in build():
+            outcomes.append(outcome)
+    except Exception as exc:  # noqa: BLE001 - the tables and the other figures still get written
+        outcomes.append(failure(name, exc))
+    return outcomes
+
+
+def _overview(data: ReportInput, groups: list[Group]) -> list[str]:
+    statuses = Counter(r.get("status", "ok") for r in data.rows)
+    status_text = ", ".join(f"{n} {s}" for s, n in statuses.most_common())
+    defenses = defense_labels(groups)
+    lines = [f"# Privacy audit report: {data.name}", "",
+             f"{data.kind.capitalize()} directory `{data.directory}`: {len(data.rows)} result rows "
+             f"({status_text or 'none'}) from {len({federation_key(r) for r in data.rows})} federation(s).", "",
+             f"- datasets: {', '.join(dict.fromkeys(g.dataset for g in groups)) or '-'}",
+             f"- attacks: {', '.join(dict.fromkeys(g.attack for g in groups)) or '-'}",
+             f"- defense settings: {', '.join(defenses) or '-'}"]
+    if data.reference:
+        lines.append(f"- paper reference: {data.reference.get('source', 'reference.yaml')}")
+    lines += [f"- note: {note}" for note in data.notes]
+    return lines + [""]
+
+
+def render(directory: str | Path) -> Report:
+    """Write ``report.md`` and ``figures/*.png`` into ``directory``."""
+    data = load(directory)
+    groups = group_rows(data.rows)
+    order = defense_order(data.rows)
+    out = data.directory / FIGURES
+    report = Report(data.directory / REPORT)
+    lines = _overview(data, groups)
+    if groups:
+        lines.append(markdown_tables(groups, data.reference))
+    else:
+        lines.append("No result rows: nothing to tabulate or plot.\n")
+    sections = [
+        ("Reconstruction vs defense strength", "metric_vs_strength",
+         lambda: strength_figures(groups, data.reference, out)),
+        ("Attacks x defenses", "heatmaps", lambda: heatmaps(groups, out)),
+        ("Privacy-utility frontier", "frontier", lambda: frontiers(groups, out)),
+        ("True vs reconstructed graphs", "drawings", lambda: drawing_figures(data.drawings, order, out)),
+    ]
+    for heading, name, build in sections if groups else []:
+        lines += [f"## {heading}", ""]
+        for outcome in _outcomes(name, build):
+            if isinstance(outcome, Saved):
+                report.figures.append(outcome)
+                link = outcome.path.relative_to(data.directory).as_posix()
+                lines += [f"![{outcome.path.stem}]({link})", "", f"*{outcome.caption}*", ""]
+            else:
+                report.skipped.append(outcome)
+                lines += [f"{outcome.name} skipped: {outcome.reason}.", ""]
+    report.path.write_text("\n".join(lines).rstrip() + "\n")
+    return report
+
+
+def write_report(directory: str | Path) -> Path:
+    """Write ``<directory>/report.md`` and ``<directory>/figures/*.png``; returns the report path."""
+    return render(directory).path

@@ -1,0 +1,83 @@
+"""Result rows grouped per (dataset, attack, defense setting), with every number the report shows.
+
+Reconstruction metrics are mean ± std over the attacked graphs whose status is ``ok``. Test
+accuracy is a property of a federation, repeated on each of its rows, so it is averaged over the
+distinct federations (seeds) of the setting, not over rows. Epsilon grows with the rounds, so it is
+mean ± std over the rows that carry it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from fedgraph_sim.metrics import aggregate
+from fedgraph_sim.results import run_columns
+
+
+@dataclass
+class Group:
+    dataset: str
+    attack: str
+    defense: str
+    family: str
+    strength: float
+    param: str | None = None
+    order: tuple = ()  # sort key of the defense setting (see defense_order)
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[dict]:
+        return [r for r in self.rows if r.get("status", "ok") == "ok"]
+
+    @property
+    def statuses(self) -> Counter:
+        return Counter(r.get("status", "ok") for r in self.rows)
+
+    def metric(self, column: str) -> dict[str, float]:
+        """``aggregate`` of a row column (e.g. ``identity_adj_auc``) over the ok rows."""
+        return aggregate(self.ok, column)
+
+    def test_accuracy(self) -> dict[str, float]:
+        """Mean ± std over the setting's federations of each one's test accuracy."""
+        cols = run_columns(self.rows)
+        return {"mean": cols["test_accuracy_mean"], "std": cols["test_accuracy_std"], "count": cols["federations"]}
+
+    def epsilon(self) -> float:
+        """The largest DP-SGD epsilon any attacked client had spent (NaN without DP-SGD)."""
+        return run_columns(self.rows)["defense_epsilon_max"]
+
+
+def defense_order(rows: list[dict]) -> dict[str, tuple]:
+    """Sort key per defense label: no defense first, then families in order of appearance, then
+    strength (settings without one last, by label)."""
+    families: dict[str, int] = {}
+    keys = {}
+    for row in rows:
+        family, strength = row["defense_family"], row["defense_strength"]
+        rank = -1 if family == "none" else families.setdefault(family, len(families))
+        label = row.get("defense", "none")
+        keys[label] = (rank, math.isnan(strength), 0.0 if math.isnan(strength) else strength, label)
+    return keys
+
+
+def group_rows(rows: list[dict]) -> list[Group]:
+    """Groups ordered by dataset and attack (first appearance), then defense order."""
+    order = defense_order(rows)
+    groups: dict[tuple, Group] = {}
+    for row in rows:
+        key = (row.get("dataset", ""), row.get("attack", "?"), row.get("defense", "none"))
+        if key not in groups:
+            groups[key] = Group(*key, family=row["defense_family"], strength=row["defense_strength"],
+                                param=row.get("defense_param"), order=order[key[2]])
+        groups[key].rows.append(row)
+    datasets = list(dict.fromkeys(k[0] for k in groups))
+    attacks = list(dict.fromkeys(k[1] for k in groups))
+    return sorted(groups.values(), key=lambda g: (datasets.index(g.dataset), attacks.index(g.attack), g.order))
+
+
+def defense_labels(groups: list[Group]) -> list[str]:
+    """Every defense label of ``groups``, by family then strength."""
+    order = {g.defense: g.order for g in groups}
+    return sorted(order, key=order.__getitem__)

@@ -1,0 +1,157 @@
+"""What a report reads from a run or sweep directory: result rows, drawings and the paper table.
+
+A sweep directory has ``sweep.yaml``, ``cells/<id>/drawings/*.json`` and ``federations/<id>/``; a
+run directory has ``config.yaml``, ``drawings/*.json`` and ``utility.jsonl``. Rows are completed
+here so that everything downstream can rely on columns a single run does not write:
+``defense_family``, ``defense_param``, ``defense_strength`` (NaN unless the stack has exactly one
+numeric parameter) and ``test_accuracy`` (from the federation's ``utility.jsonl`` if missing).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.utility import final_utility
+
+RESULTS = "results.jsonl"
+REFERENCE = "reference.yaml"
+
+
+@dataclass
+class ReportInput:
+    directory: Path
+    name: str
+    kind: str  # "sweep" or "run"
+    rows: list[dict]
+    drawings: list[dict] = field(default_factory=list)
+    reference: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # problems met while reading, for report.md
+
+
+def _numeric(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def defense_setting(row: dict) -> tuple[str, str | None, float]:
+    """``(family, param, strength)``: the sweep's columns, else derived from ``defense_stack``: the
+    names joined by ``+`` and the stack's only numeric parameter (strength NaN if not exactly one)."""
+    if row.get("defense_family") is not None:
+        strength = row.get("defense_strength")
+        return (str(row["defense_family"]), row.get("defense_param"),
+                float(strength) if _numeric(strength) else math.nan)
+    stack = row.get("defense_stack")
+    if stack is None and row.get("defense", "none") != "none":
+        return str(row["defense"]), None, math.nan  # nothing to parse: the label is its own family
+    if not stack:
+        return "none", None, 0.0
+    family = "+".join(str(entry.get("name", "?")) for entry in stack)
+    numbers = [(k, v) for entry in stack for k, v in entry.items() if k != "name" and _numeric(v)]
+    if len(numbers) != 1:
+        return family, None, math.nan
+    param, strength = numbers[0]
+    return family, param, float(strength)
+
+
+def paper_row(reference: dict, dataset: str, defense: str, attack: str) -> dict[str, float]:
+    """The paper's numbers for (defense label, attack) as ``{metric: value}``. Tables without
+    defenses (e.g. GraphDLG Table 1) are keyed by dataset instead, which applies to ``none``."""
+    values = reference.get("values")
+    if not isinstance(values, dict):
+        return {}
+    by_attack = values.get(defense) or (values.get(dataset) if defense == "none" else None)
+    numbers = by_attack.get(attack) if isinstance(by_attack, dict) else None
+    if not isinstance(numbers, list):
+        return {}
+    return {m: float(v) for m, v in zip(reference.get("metrics") or [], numbers) if _numeric(v)}
+
+
+def _read_jsonl(path: Path, notes: list[str]) -> list[dict]:
+    rows, bad = [], 0
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None  # e.g. the half-written last line of a killed run
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad += 1
+    if bad:
+        notes.append(f"{path.name}: {bad} unreadable line(s) ignored")
+    return rows
+
+
+def _read_yaml(path: Path, notes: list[str]) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        notes.append(f"{path.name}: not readable YAML ({exc.__class__.__name__}); ignored")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _with_utility(rows: list[dict], directory: Path, kind: str) -> list[dict]:
+    """Fill ``test_accuracy``/``test_loss`` from ``utility.jsonl`` where a row lacks them: a single
+    run adds them only to its summary, and older sweeps did not copy them into rows."""
+    cache: dict[Path, dict] = {}
+    out = []
+    for row in rows:
+        if row.get("test_accuracy") is None:
+            if kind == "sweep" and isinstance(row.get("cell"), str):
+                source = directory / "federations" / row["cell"].rsplit("__", 1)[0]
+            else:
+                source = directory
+            if source not in cache:
+                cache[source] = final_utility(source)
+            row = {**row, **{k: v for k, v in cache[source].items() if row.get(k) is None}}
+        out.append(row)
+    return out
+
+
+def _drawings(directory: Path, notes: list[str]) -> list[dict]:
+    paths = sorted(directory.glob("drawings/*.json")) + sorted(directory.glob("cells/*/drawings/*.json"))
+    drawings, bad = [], 0
+    for path in paths:
+        try:
+            drawing = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            bad += 1
+            continue
+        if isinstance(drawing, dict):
+            drawings.append(drawing)
+        else:
+            bad += 1
+    if bad:
+        notes.append(f"drawings: {bad} unreadable file(s) ignored")
+    return drawings
+
+
+def load(directory: str | Path) -> ReportInput:
+    """Read a run or sweep directory; a missing directory or ``results.jsonl`` is a ConfigError."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ConfigError(f"{directory}: no such directory")
+    if not (directory / RESULTS).is_file():
+        raise ConfigError(f"{directory}: no {RESULTS} here (expected a run or sweep directory)")
+    notes: list[str] = []
+    kind = "sweep" if (directory / "sweep.yaml").is_file() else "run"
+    spec = _read_yaml(directory / ("sweep.yaml" if kind == "sweep" else "config.yaml"), notes)
+    rows = _with_utility(_read_jsonl(directory / RESULTS, notes), directory, kind)
+    for row in rows:
+        # Grouping keys are text everywhere downstream, even where a row has them null.
+        for key, default in (("dataset", ""), ("attack", "?"), ("defense", "none")):
+            row[key] = str(row.get(key) or default)
+        row["defense_family"], row["defense_param"], row["defense_strength"] = defense_setting(row)
+    return ReportInput(directory=directory, name=str(spec.get("name") or directory.name), kind=kind,
+                       rows=rows, drawings=_drawings(directory, notes),
+                       reference=_read_yaml(directory / REFERENCE, notes), notes=notes)

@@ -1,0 +1,229 @@
+"""The report: tables computed from hand-made rows, figures as valid PNGs, robustness, the CLI."""
+
+import io
+import json
+import math
+
+import pytest
+import yaml
+from rich.console import Console
+
+from fedgraph_sim.cli import main
+from fedgraph_sim.report import render, summary_table, write_report
+from fedgraph_sim.report.drawings import pick
+from fedgraph_sim.report.inputs import defense_setting
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+STACKS = {"none": [], "dp_gradients(sigma=0.1)": [{"name": "dp_gradients", "sigma": 0.1}],
+          "dp_gradients(sigma=1.0)": [{"name": "dp_gradients", "sigma": 1.0}]}
+# (attack, defense) -> type ACC of its two ok graphs; AUC and AP follow from it.
+TYPE_ACC = {("graphdlg", "none"): [0.6, 0.8], ("graphdlg", "dp_gradients(sigma=0.1)"): [0.4, 0.6],
+            ("graphdlg", "dp_gradients(sigma=1.0)"): [0.2, 0.2], ("majority_type", "none"): [0.5, 0.5],
+            ("majority_type", "dp_gradients(sigma=0.1)"): [0.5, 0.5],
+            ("majority_type", "dp_gradients(sigma=1.0)"): [0.5, 0.5]}
+ACCURACY = {"none": 0.9, "dp_gradients(sigma=0.1)": 0.8, "dp_gradients(sigma=1.0)": 0.6}
+
+
+def _row(attack, defense, seed, graph_id, type_acc, test_accuracy, status="ok"):
+    row = {"run": f"fixture-s{seed}", "dataset": "toy", "seed": seed, "round": 1, "client": 0,
+           "graph_id": graph_id, "attack": attack, "defense": defense, "defense_stack": STACKS[defense],
+           "status": status, "test_accuracy": test_accuracy, "sweep": "fixture",
+           "cell": f"toy_s{seed}_{defense}-0000__{attack}", "defense_family": defense.split("(")[0],
+           "defense_param": None if defense == "none" else "sigma",
+           "defense_strength": float(STACKS[defense][0]["sigma"]) if STACKS[defense] else 0.0}
+    if status == "ok":
+        for alignment in ("identity", "matched"):
+            row.update({f"{alignment}_node_type_accuracy": type_acc, f"{alignment}_adj_auc": 0.5 + type_acc / 2,
+                        f"{alignment}_adj_ap": type_acc, f"{alignment}_feature_mse": 1 - type_acc,
+                        f"{alignment}_edge_accuracy": 0.7,
+                        f"prior_{alignment}_node_type_accuracy": 0.5, f"prior_{alignment}_adj_auc": 0.6,
+                        f"prior_{alignment}_adj_ap": 0.3, f"prior_{alignment}_feature_mse": 0.4})
+    return row
+
+
+def _drawing(attack, defense, smiles):
+    return {"attack": attack, "defense": defense, "dataset": "toy", "round": 1, "client": 0, "graph_id": 0,
+            "type_block": "atomic_num", "type_values": ["6", "7", "8"], "true_types": [0, 0, 2],
+            "true_edge_index": [[0, 1, 1, 2], [1, 0, 2, 1]], "smiles": smiles, "rec_types": [0, 1, 2],
+            "rec_adj": [[0, 0.9, 0.1], [0.9, 0, 0.8], [0.1, 0.8, 0]],
+            "scores": {"node_type_accuracy": 2 / 3, "adj_auc": 1.0, "adj_ap": 1.0}}
+
+
+def _write_rows(directory, rows):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture(scope="module")
+def sweep_report(tmp_path_factory):
+    """A sweep directory: 2 attacks x 3 defense settings, seed 0 with two ok graphs per cell, and a
+    second federation (seed 1) of the undefended setting whose only graphdlg row failed."""
+    directory = tmp_path_factory.mktemp("sweep")
+    rows = [_row(attack, defense, 0, i, acc, ACCURACY[defense])
+            for (attack, defense), accs in TYPE_ACC.items() for i, acc in enumerate(accs)]
+    rows.append(_row("graphdlg", "none", 1, 5, None, 0.5, status="error"))
+    _write_rows(directory, rows)
+    (directory / "sweep.yaml").write_text(yaml.safe_dump({"name": "fixture"}))
+    (directory / "reference.yaml").write_text(yaml.safe_dump({
+        "source": "Paper Table 9", "metrics": ["node_type_accuracy", "adj_auc", "adj_ap"],
+        "values": {"none": {"graphdlg": [0.7435, 0.9042, 0.7556]},
+                   "dp_gradients(sigma=0.1)": {"graphdlg": [0.6350, 0.9045, 0.7564]}}}))
+    for attack, smiles in (("graphdlg", "CCO"), ("majority_type", None)):
+        cell = directory / "cells" / f"toy_s0_none-0000__{attack}" / "drawings"
+        cell.mkdir(parents=True)
+        (cell / f"{attack}_0.json").write_text(json.dumps(_drawing(attack, "none", smiles)))
+    return render(directory)
+
+
+def _table_row(markdown, prefix):
+    return next(line for line in markdown.splitlines() if line.startswith(prefix))
+
+
+def test_markdown_cells_are_mean_and_std_over_ok_graphs(sweep_report):
+    md = sweep_report.path.read_text()
+    # type ACC of graphdlg without defense: graphs 0.6 and 0.8 -> 0.7 ± 0.1; AUC 0.8 and 0.9.
+    row = _table_row(md, "| graphdlg | none |")
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "2 (1 error)"
+    assert cells[3] == "0.7000 ± 0.1000"
+    assert cells[4] == "0.8500 ± 0.0500"
+    assert _table_row(md, "| graphdlg | dp_gradients(sigma=1.0) |").split("|")[4].strip() == "0.2000 ± 0.0000"
+
+
+def test_test_accuracy_is_averaged_over_federations_not_rows(sweep_report):
+    md = sweep_report.path.read_text()
+    # Seed 0 (two rows at 0.9) and seed 1 (one row at 0.5): 0.7 ± 0.2 over federations, 0.767 over rows.
+    assert _table_row(md, "| graphdlg | none |").rstrip(" |").endswith("0.7000 ± 0.2000 (n=2)")
+    assert _table_row(md, "| majority_type | dp_gradients(sigma=0.1) |").rstrip(" |").endswith("0.8000 ± 0.0000 (n=1)")
+    # No epsilon column without DP-SGD rows, and no utility column in the matched table.
+    assert "| attack | defense | graphs | type ACC | AUC | AP | feat MSE | edge ACC | test acc |" in md
+    assert "| attack | defense | graphs | type ACC | AUC | AP | feat MSE | edge ACC |\n" in md
+
+
+def test_paper_rows_follow_the_matching_rows(sweep_report):
+    lines = sweep_report.path.read_text().splitlines()
+    ours = lines.index(_table_row("\n".join(lines), "| graphdlg | none |"))
+    paper = lines[ours + 1]
+    assert paper.startswith("| *graphdlg (paper)* | *none* |") and "*0.7435* | *0.9042* | *0.7556*" in paper
+    # none and sigma=0.1 have paper numbers; they appear under the identity table only.
+    assert sum(line.startswith("| *graphdlg (paper)*") for line in lines) == 2
+    assert not any(line.startswith("| *majority_type (paper)*") for line in lines)
+    assert "Paper Table 9" in "\n".join(lines)
+
+
+def test_every_expected_figure_is_a_png_embedded_in_the_report(sweep_report):
+    md = sweep_report.path.read_text()
+    names = {"metric_vs_strength_dp_gradients", "drawings_graphdlg", "drawings_majority_type",
+             *(f"heatmap_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap")),
+             *(f"frontier_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap"))}
+    assert {f.path.stem for f in sweep_report.figures} == names and not sweep_report.skipped
+    for name in names:
+        path = sweep_report.path.parent / "figures" / f"{name}.png"
+        data = path.read_bytes()
+        assert data[:8] == PNG_SIGNATURE and len(data) > 1024, name
+        assert f"](figures/{name}.png)" in md
+
+
+def test_drawings_use_rdkit_with_smiles_and_networkx_without(sweep_report):
+    captions = {f.path.stem: f.caption for f in sweep_report.figures}
+    assert "RDKit" in captions["drawings_graphdlg"]
+    assert "RDKit" not in captions["drawings_majority_type"]
+    assert "node colour = node type" in captions["drawings_majority_type"]
+
+
+def test_drawings_prefer_different_defenses():
+    drawings = [dict(_drawing("a", "none", None), graph_id=i) for i in range(3)]
+    drawings.append(_drawing("a", "prune(p=0.9)", None))
+    order = {"none": (-1, False, 0.0, "none"), "prune(p=0.9)": (0, False, 0.9, "prune(p=0.9)")}
+    assert [d["defense"] for d in pick(drawings, order)] == ["none", "prune(p=0.9)", "none"]
+
+
+def test_unparsable_smiles_falls_back_to_networkx(tmp_path):
+    _write_rows(tmp_path, [_row("graphdlg", "none", 0, 0, 0.5, 0.9)])
+    (tmp_path / "drawings").mkdir()
+    (tmp_path / "drawings" / "graphdlg_0.json").write_text(json.dumps(_drawing("graphdlg", "none", "C1CC(")))
+    report = render(tmp_path)
+    drawing = next(f for f in report.figures if f.path.stem == "drawings_graphdlg")
+    assert "RDKit" not in drawing.caption and drawing.path.read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_single_run_derives_family_utility_and_epsilon(tmp_path):
+    stack = [{"name": "dp_sgd", "noise_multiplier": 1.0}]
+    rows = [{"run": "single", "dataset": "toy", "seed": 0, "round": r, "client": 0, "graph_id": r,
+             "attack": "idlg", "defense": "dp_sgd(noise_multiplier=1.0)", "defense_stack": stack,
+             "defense_epsilon": eps, "status": "ok", "identity_node_type_accuracy": 0.5}
+            for r, eps in ((1, 1.0), (2, 2.0))]
+    _write_rows(tmp_path, rows)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"name": "single"}))
+    (tmp_path / "utility.jsonl").write_text('{"round": 1, "test_accuracy": 0.6, "test_loss": 1.0}\n'
+                                            '{"round": 2, "test_accuracy": 0.75, "test_loss": 0.9}\n')
+    md = write_report(tmp_path).read_text()
+    assert md.startswith("# Privacy audit report: single")
+    row = _table_row(md, "| idlg | dp_sgd(noise_multiplier=1.0) |")
+    assert row.endswith("| 0.7500 ± 0.0000 (n=1) | 2 |")  # the last round's accuracy; the largest ε
+    assert "metric_vs_strength_dp_sgd skipped: only one strength (1) and no undefended rows." in md
+    assert "drawings skipped:" in md
+
+
+def test_defense_setting_from_the_stack():
+    assert defense_setting({"defense": "none", "defense_stack": []}) == ("none", None, 0.0)
+    assert defense_setting({"defense_stack": [{"name": "prune", "p": 0.9}]}) == ("prune", "p", 0.9)
+    family, param, strength = defense_setting({"defense_stack": [{"name": "prune", "p": 0.9},
+                                                                 {"name": "dp_gradients", "sigma": 0.1}]})
+    assert (family, param) == ("prune+dp_gradients", None) and math.isnan(strength)
+    assert defense_setting({"defense_family": "dp_hybrid", "defense_param": "sigma",
+                            "defense_strength": 0.2}) == ("dp_hybrid", "sigma", 0.2)
+
+
+def test_failed_and_nan_rows_still_give_a_report(tmp_path):
+    rows = [{"dataset": "toy", "attack": "graphdlg", "defense": "prune(p=0.9)", "status": "timeout",
+             "defense_stack": [{"name": "prune", "p": 0.9}]},
+            {"dataset": "toy", "attack": "graphdlg", "defense": "none", "defense_stack": [], "status": "ok",
+             "identity_node_type_accuracy": float("nan"), "identity_adj_auc": None}]
+    _write_rows(tmp_path, rows)
+    with (tmp_path / "results.jsonl").open("a") as fh:
+        fh.write('{"half a line')  # a killed run's last line
+    report = render(tmp_path)
+    md = report.path.read_text()
+    assert "| graphdlg | prune(p=0.9) | 0 (1 timeout) | - | - |" in md
+    assert "results.jsonl: 1 unreadable line(s) ignored" in md
+    assert "frontier skipped: no test accuracy" in md
+    assert "heatmap_adj_auc skipped: no ok row has adj_auc." in md
+    assert "failed with" not in md
+
+
+def test_cli_report_prints_path_and_figure_count(sweep_report, capsys):
+    assert main(["report", str(sweep_report.path.parent)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == f"report: {sweep_report.path} (9 figures)"
+
+
+@pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p])
+def test_cli_report_without_results_is_one_line_and_exit_2(tmp_path, capsys, make):
+    directory = make(tmp_path)
+    assert main(["report", str(directory)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {directory}: ")
+
+
+def _entry(dataset, attack, test_accuracy=math.nan, epsilon=math.nan):
+    metrics = {f"{m}_mean": 0.5 for m in ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap",
+                                          "edge_accuracy", "degree_distance", "spectral_distance")}
+    return {"dataset": dataset, "attack": attack, "defense": "none", "alignment": "identity", "graphs": 3,
+            "failed": 0, **metrics, "test_accuracy_mean": test_accuracy, "defense_epsilon_max": epsilon}
+
+
+def _headers_and_text(table):
+    console = Console(file=io.StringIO(), width=400)
+    console.print(table)
+    return [c.header for c in table.columns], console.file.getvalue()
+
+
+def test_summary_table_adds_dataset_accuracy_and_epsilon_only_when_informative():
+    headers, _ = _headers_and_text(summary_table([_entry("toy", "idlg"), _entry("toy", "dlg")]))
+    assert headers[:4] == ["attack", "defense", "alignment", "graphs"]
+    assert not {"dataset", "test acc", "ε"} & set(headers)
+    headers, text = _headers_and_text(summary_table([_entry("toy", "idlg", test_accuracy=0.8125),
+                                                     _entry("MUTAG", "idlg", epsilon=2.5)]))
+    assert headers[0] == "dataset" and headers[-2:] == ["test acc", "ε"]
+    assert "0.812" in text and "2.500" in text and "MUTAG" in text
