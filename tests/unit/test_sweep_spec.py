@@ -1,0 +1,65 @@
+from pathlib import Path
+
+import pytest
+
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.sweep import build_sweep
+from fedgraph_sim.sweep.spec import expand_defenses
+
+BASE = {"data": {"dataset": "synthetic", "options": {"num_graphs": 40}}, "federation": {"num_clients": 2}}
+
+
+def test_list_valued_parameters_expand_into_a_grid():
+    settings = expand_defenses([{"name": "prune", "p": [0.5, 0.9]}, {"name": "dp_gradients", "sigma": [0.1, 0.2]}], 0)
+    assert [s.label for s in settings] == [
+        "prune(p=0.5)+dp_gradients(sigma=0.1)", "prune(p=0.5)+dp_gradients(sigma=0.2)",
+        "prune(p=0.9)+dp_gradients(sigma=0.1)", "prune(p=0.9)+dp_gradients(sigma=0.2)"]
+    assert {(s.family, s.param) for s in settings} == {("prune+dp_gradients", "p")}
+    assert [s.strength for s in settings] == [0.5, 0.5, 0.9, 0.9]
+    none, = expand_defenses("none", 1)
+    assert (none.stack, none.family, none.strength) == ([], "none", 0.0)
+    fixed, = expand_defenses({"name": "dp_sgd", "clip": 1.0, "noise_multiplier": 0.5}, 2)
+    assert (fixed.param, fixed.strength) == ("clip", 1.0)
+
+
+def test_sweep_expands_federations_and_cells_with_stable_unique_ids():
+    spec = {"name": "s", "base": BASE,
+            "axes": {"seeds": [0, 1], "attacks": ["random", "idlg@short"],
+                     "defenses": ["none", {"name": "dp_gradients", "sigma": [0.1, 0.5]}]}}
+    spec["base"] = {**BASE, "attack": {"params": {"idlg@short": {"iterations": 3}}}}
+    sweep = build_sweep(spec, Path("."))
+    assert len(sweep.federations) == 2 * 3 and len(sweep.cells) == 2 * 3 * 2
+    assert len({f.id for f in sweep.federations}) == 6 and len({c.id for c in sweep.cells}) == 12
+    assert [f.id for f in build_sweep(spec, Path(".")).federations] == [f.id for f in sweep.federations]
+    fed = sweep.federations[1]
+    assert fed.config.attack.names == [] and fed.config.attack.params == {}
+    assert fed.config.defenses == [{"name": "dp_gradients", "sigma": 0.1}]
+    cell = next(c for c in sweep.cells if c.attack == "idlg@short")
+    assert cell.config.attack.names == ["idlg@short"]
+    assert cell.config.attack.params == {"idlg@short": {"iterations": 3}}
+
+
+def test_victim_graphs_sets_the_rounds_from_client_zero():
+    sweep = build_sweep({"base": BASE, "victim_graphs": 1000}, Path("."))
+    fed = sweep.federations[0]
+    from fedgraph_sim.scenario import build_scenario
+
+    assert fed.config.federation.rounds == len(build_scenario(fed.config).clients[0])
+
+
+@pytest.mark.parametrize("spec,message", [
+    ({"axes": {"colours": [1]}}, "axes.colours: no such axis; valid axes: datasets, seeds, attacks, defenses"),
+    ({"grid": 1}, "grid: no such sweep key"),
+    ({"axes": {"attacks": []}}, "axes.attacks: must be a non-empty list"),
+    ({"axes": {"attacks": ["nope"]}}, "unknown attack 'nope'"),
+    ({"axes": {"defenses": [{"name": "dp_sgd", "target_epsilon": [0.01]}]}},
+     "defenses.0.target_epsilon: 0.01 cannot be reached"),
+    ({"axes": {"defenses": [[{"name": "prune", "p": 0.1}, {"name": "nope"}]]}},
+     "axes.defenses.0.1.name: unknown defense 'nope'"),
+    ({"axes": {"defenses": [{"name": "prune", "p": ["a"]}]}}, "axes.defenses.0.p: swept values must be numbers"),
+    ({"reference": "graphdlg_table99"}, "reference: no table 'graphdlg_table99'"),
+])
+def test_bad_specs_name_the_key(spec, message):
+    with pytest.raises(ConfigError) as info:
+        build_sweep({"base": BASE, **spec}, Path(__file__).resolve().parents[2] / "experiments/configs/reproduce")
+    assert message in str(info.value) and "\n" not in str(info.value)
