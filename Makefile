@@ -27,6 +27,7 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_foundation.py
 	$(PY) benchmarks/bench_round.py
+	$(PY) benchmarks/bench_dp_sgd.py
 
 # The same apps through Flower's CLI (a local SuperLink with the simulation engine). The SuperLink
 # stays up after the run and installs the app's dependencies into its own runtime env the first
