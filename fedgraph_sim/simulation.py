@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
-from fedgraph_sim.config import RunConfig, load_config, to_yaml
+from fedgraph_sim.config import RunConfig, defense_label, load_config, to_yaml
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import library_versions, new_run_dir, read_rows, summarize, write_summary
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
@@ -36,7 +36,7 @@ class Session:
         from clients.defenses import ClientTurn, build_defenses
 
         self.config, self.progress, self.capture = config, progress, capture
-        defenses = build_defenses(config.defenses)
+        self.defenses = defenses = build_defenses(config.defenses)
         self.attacks = {name: build_attack(name.split("@")[0], config.attack.params.get(name))
                         for name in config.attack.names}
         for name in config.attack.params:
@@ -60,6 +60,9 @@ class Session:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         versions = {"versions": library_versions()}
         (self.run_dir / "config.yaml").write_text(to_yaml(self.config, versions))
+        variances = {k: v for k, v in self.defenses.report().items() if "variance" in k}
+        if variances:  # the effective noise (DESIGN.md: log the variance)
+            log.info("defenses %s: %s", defense_label(self.config.defenses), variances)
         self.runner = AttackRunner(self.config, self.run_dir, self.knowledge, self.attacks, self.progress)
         if self.progress is not None:
             self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
