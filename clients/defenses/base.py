@@ -45,10 +45,20 @@ class Defense:
         return {}
 
 
+def check_number(value: Any, key: str, *, low: float = 0.0, strict: bool = False,
+                 high: float | None = None) -> float:
+    """``value`` as a float if it is a finite number >= ``low`` (> with ``strict``) and < ``high``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > low if strict else value >= low) and (high is None or value < high)
+    if high is not None:
+        require(ok, key, f"must be in {'(' if strict else '['}{low:g}, {high:g}) (got {value!r})")
+    else:
+        require(ok, key, f"must be a number {'>' if strict else '>='} {low:g} (got {value!r})")
+    return float(value)
+
+
 def check_sigma(sigma: Any) -> float:
-    require(isinstance(sigma, (int, float)) and not isinstance(sigma, bool) and math.isfinite(sigma)
-            and sigma >= 0, "sigma", f"must be a number >= 0 (got {sigma!r})")
-    return float(sigma)
+    return check_number(sigma, "sigma")
 
 
 def check_choice(value: Any, key: str, choices: tuple[str, ...]) -> str:

@@ -11,23 +11,13 @@ reported in every row.
 from __future__ import annotations
 
 import logging
-import math
 
 import torch
 
-from clients.defenses.base import Defense, Noise, Update, clip_to
+from clients.defenses.base import Defense, Noise, Update, check_number, clip_to
 from fedgraph_sim import registry
-from fedgraph_sim.errors import require
 
 log = logging.getLogger(__name__)
-
-
-def check_clip(clip) -> float | None:
-    if clip is None:
-        return None
-    require(isinstance(clip, (int, float)) and not isinstance(clip, bool) and math.isfinite(clip)
-            and clip > 0, "clip", f"must be a number > 0 (got {clip!r})")
-    return float(clip)
 
 
 @registry.defenses.register("dp_gradients")
@@ -37,7 +27,7 @@ class DPGradients(Defense):
     def __init__(self, sigma: float, noise: str = "laplace", laplace_param: str = "scale",
                  clip: float | None = None) -> None:
         self.noise = Noise(sigma, noise, laplace_param)
-        self.clip = check_clip(clip)
+        self.clip = None if clip is None else check_number(clip, "clip", strict=True)
         log.info("dp_gradients: %s per update entry", self.noise.describe())
 
     def apply(self, update: Update, rng: torch.Generator) -> Update:

@@ -16,7 +16,6 @@ the usual approximation.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
@@ -26,9 +25,9 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 from torch_geometric.data import Batch, Data
 
-from clients.defenses.base import Defense, Update
+from clients.defenses.base import Defense, Update, check_number
 from fedgraph_sim import registry
-from fedgraph_sim.errors import ConfigError, require
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.models.classifier import to_dense
 
 
@@ -80,18 +79,12 @@ class DPSGD(Defense):
 
     def __init__(self, clip: float = 1.0, noise_multiplier: float | None = 1.0,
                  target_epsilon: float | None = None, delta: float = 1e-5) -> None:
-        def positive(value, key, allow_zero=False):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            require(ok and (value >= 0 if allow_zero else value > 0), key,
-                    f"must be a number {'>=' if allow_zero else '>'} 0 (got {value!r})")
-            return float(value)
-
-        self.clip = positive(clip, "clip")
-        self.delta = positive(delta, "delta")
-        require(self.delta < 1, "delta", f"must be < 1 (got {delta!r})")
-        self.target_epsilon = None if target_epsilon is None else positive(target_epsilon, "target_epsilon")
+        self.clip = check_number(clip, "clip", strict=True)
+        self.delta = check_number(delta, "delta", strict=True, high=1.0)
+        self.target_epsilon = (None if target_epsilon is None
+                               else check_number(target_epsilon, "target_epsilon", strict=True))
         self.noise_multiplier = (None if self.target_epsilon is not None
-                                 else positive(noise_multiplier, "noise_multiplier", allow_zero=True))
+                                 else check_number(noise_multiplier, "noise_multiplier"))
         self.history: list[tuple[float, float, int]] = []
         self._z = self.noise_multiplier
 

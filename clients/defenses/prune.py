@@ -12,9 +12,8 @@ import math
 
 import torch
 
-from clients.defenses.base import Defense, Update, check_choice
+from clients.defenses.base import Defense, Update, check_choice, check_number
 from fedgraph_sim import registry
-from fedgraph_sim.errors import require
 
 SCOPES = ("tensor", "global")
 
@@ -33,9 +32,7 @@ class Prune(Defense):
     name = "prune"
 
     def __init__(self, p: float, scope: str = "tensor") -> None:
-        require(isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p < 1, "p",
-                f"must be in [0, 1) (got {p!r})")
-        self.p, self.scope = float(p), check_choice(scope, "scope", SCOPES)
+        self.p, self.scope = check_number(p, "p", high=1.0), check_choice(scope, "scope", SCOPES)
 
     def apply(self, update: Update, rng: torch.Generator) -> Update:
         if self.scope == "tensor":

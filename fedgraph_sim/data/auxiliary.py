@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import dense_to_sparse

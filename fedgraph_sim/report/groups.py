@@ -9,7 +9,7 @@ mean ± std over the rows that carry it.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
 from fedgraph_sim.metrics import aggregate
