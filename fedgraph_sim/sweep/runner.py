@@ -128,37 +128,37 @@ class SweepRunner:
                 (self.dir / REFERENCE).write_text(yaml.safe_dump(self.sweep.reference, sort_keys=False))
         feds = [f for f in self.sweep.federations if not self._done(self.fed_dir(f))]
         cells = [c for c in self.sweep.cells if not self._done(self.cell_dir(c))]
-        total = len(self.sweep.federations) + len(self.sweep.cells)
-        overall = None
+        self._counts = {"federation": len(self.sweep.federations) - len(feds), "cell": len(self.sweep.cells) - len(cells)}
+        self._overall = None
         if self.progress is not None:
-            overall = self.progress.add_task(f"sweep {self.sweep.name}", total=total,
-                                             completed=total - len(feds) - len(cells))
+            total = len(self.sweep.federations) + len(self.sweep.cells)
+            self._overall = self.progress.add_task("", total=total, completed=sum(self._counts.values()))
+            self._describe()
         start, failures, ran = time.time(), [], {"federation": 0, "cell": 0}
         context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker) as pool:
-            running: dict[Future, tuple[str, object, object]] = {}
+        pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker)
+        running: dict[Future, tuple[str, object]] = {}
 
-            def submit_cells_of(fed: Federation) -> None:
-                for cell in cells:
-                    if cell.federation is fed:
-                        job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
-                                          str(self.cell_dir(cell)), {"sweep": self.sweep.name, "cell": cell.id,
-                                                                     **fed.columns()})
-                        running[job] = ("cell", cell, self._task(f"{cell.attack} on {fed.id}"))
+        def submit_cells_of(fed: Federation) -> None:
+            for cell in cells:
+                if cell.federation is fed:
+                    columns = {"sweep": self.sweep.name, "cell": cell.id, **fed.columns()}
+                    job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
+                                      str(self.cell_dir(cell)), columns)
+                    running[job] = ("cell", cell)
 
+        try:
             pending = {f.id for f in feds}
             for fed in self.sweep.federations:
                 if fed.id in pending:
-                    running[pool.submit(federation_job, fed.config.model_dump_json(), str(self.fed_dir(fed)))] = (
-                        "federation", fed, self._task(f"federation {fed.id}"))
+                    job = pool.submit(federation_job, fed.config.model_dump_json(), str(self.fed_dir(fed)))
+                    running[job] = ("federation", fed)
                 else:
                     submit_cells_of(fed)
             while running:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for job in finished:
-                    kind, item, task = running.pop(job)
-                    if task is not None:
-                        self.progress.remove_task(task)
+                    kind, item = running.pop(job)
                     try:
                         job.result()
                     except Exception as exc:  # one failed job must not stop the sweep
@@ -166,24 +166,33 @@ class SweepRunner:
                         if kind == "federation":
                             n = sum(c.federation is item for c in cells)
                             failures.append(f"  its {n} attack cell(s) were not run")
-                            self._advance(overall, 1 + n)
-                            continue
+                            self._advance("cell", n)
                     else:
                         ran[kind] += 1
                         if kind == "federation":
                             submit_cells_of(item)
-                    self._advance(overall, 1)
+                    self._advance(kind, 1)
+        except KeyboardInterrupt:
+            # Stop now: queued jobs are cancelled and running ones killed (their directories lack
+            # a done marker, so --resume reruns them).
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
         timing = self._timing(time.time() - start, ran["federation"], ran["cell"])
         return SweepResult(self.dir, self.merge(), failures, timing)
 
-    def _task(self, description: str):
-        if self.progress is None:
-            return None
-        return self.progress.add_task(description, total=None)
+    def _advance(self, kind: str, n: int) -> None:
+        self._counts[kind] += n
+        if self._overall is not None:
+            self.progress.advance(self._overall, n)
+            self._describe()
 
-    def _advance(self, task, n: int) -> None:
-        if task is not None:
-            self.progress.advance(task, n)
+    def _describe(self) -> None:
+        self.progress.update(self._overall, description=(
+            f"sweep {self.sweep.name}: {self._counts['federation']}/{len(self.sweep.federations)} "
+            f"federations, {self._counts['cell']}/{len(self.sweep.cells)} attack cells"))
 
     def merge(self) -> list[dict]:
         """Every finished cell's rows, in cell order, into one table and its summary."""
