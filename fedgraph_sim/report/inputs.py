@@ -101,8 +101,8 @@ def _read_yaml(path: Path, notes: list[str]) -> dict:
 
 
 def _with_utility(rows: list[dict], directory: Path, kind: str) -> list[dict]:
-    """Fill ``test_accuracy``/``test_loss`` from ``utility.jsonl`` where a row lacks them: a single
-    run adds them only to its summary, and older sweeps did not copy them into rows."""
+    """Fill ``test_accuracy``/``test_loss`` from ``utility.jsonl`` where a row lacks them (a single
+    run's rows are written before its last round, so only its summary carries them)."""
     cache: dict[Path, dict] = {}
     out = []
     for row in rows:
