@@ -36,7 +36,7 @@ class Session:
         from clients.defenses import ClientTurn, build_defenses
 
         self.config, self.progress, self.capture = config, progress, capture
-        self.defenses = defenses = build_defenses(config.defenses)
+        self.defenses = build_defenses(config.defenses)
         self.attacks = {name: build_attack(name.split("@")[0], config.attack.params.get(name))
                         for name in config.attack.names}
         for name in config.attack.params:
@@ -44,8 +44,8 @@ class Session:
                 raise ConfigError(f"attack.params.{name}: '{name}' is not in attack.names")
         self.scenario = build_scenario(config)
         train, rounds = config.train, config.federation.rounds
-        defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
-                           for c in self.scenario.clients])
+        self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
+                                for c in self.scenario.clients])
         self.knowledge = attacker_knowledge(config, self.scenario)
         self.run_dir = None
         self.runner = None

@@ -14,6 +14,7 @@ import logging
 import math
 import time
 import zlib
+from pathlib import Path
 from typing import Iterable
 
 import torch
@@ -39,11 +40,6 @@ def _is_finite(rec: Reconstruction) -> bool:
     return bool(torch.isfinite(rec.x).all() and torch.isfinite(rec.adj).all())
 
 
-def save_drawing(path, drawing: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(drawing))
-
-
 def is_selected(config: RunConfig, update: ObservedUpdate) -> bool:
     """Whether ``attack.rounds`` and ``attack.clients`` select this update."""
     sel = config.attack
@@ -62,6 +58,7 @@ class AttackRunner:
         self.config, self.knowledge, self.attacks = config, knowledge, attacks
         self.audit = AuditStore(audit_dir or run_dir)
         self.writer = ResultWriter(run_dir)
+        self.drawings_dir = Path(run_dir) / "drawings"
         self.extra_columns = dict(extra_columns or {})
         self.progress = progress  # a rich Progress, or None
         self.rows_written = 0
@@ -160,7 +157,8 @@ class AttackRunner:
         self.drawings_kept[name] = kept + 1
         schema = self.knowledge.schema
         block = next(b for b in schema.blocks if b.name == schema.type_block)
-        save_drawing(self.writer.path.parent / "drawings" / f"{name}_{kept}.json", {
+        self.drawings_dir.mkdir(parents=True, exist_ok=True)
+        (self.drawings_dir / f"{name}_{kept}.json").write_text(json.dumps({
             "attack": name, "defense": row["defense"], "dataset": row["dataset"],
             "round": row["round"], "client": row["client"], "graph_id": row["graph_id"],
             "type_block": block.name, "type_values": [str(v) for v in block.values],
@@ -169,7 +167,7 @@ class AttackRunner:
             "rec_types": schema.node_types(rec.x.float()).tolist(),
             "rec_adj": rec.adj.detach().double().clamp(0, 1).tolist(),
             "scores": {k: row.get(f"identity_{k}") for k in ("node_type_accuracy", "adj_auc", "adj_ap")},
-        })
+        }))
 
     def _progress_fn(self, task):
         if task is None:
