@@ -47,8 +47,8 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
 
     ds = scenario.dataset
     model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
-    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    sent = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    sent = msg.content["arrays"].to_torch_state_dict()  # load_state_dict copies: stays the sent weights
+    model.load_state_dict(sent)
     if config.train.sampling == "epoch":
         chosen = epoch_batches(indices, batch_size, steps, round_, config.seed, partition_id)
     else:
