@@ -47,7 +47,7 @@ class DLG(Attack):
         p = self.params
         gen = ctx.generator()
         model = knowledge.build_model(update.global_weights)
-        matcher = GradientMatcher(model, update.gradient, p.distance)
+        matcher = GradientMatcher(model, update.gradient, p.distance, knowledge.loss)
         dummy = DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen, p.feature_init)
         labels = self.labels(update, knowledge, gen)
         learn_labels = labels.dtype != torch.long

@@ -43,7 +43,7 @@ class InvertingGradients(Attack):
         p = self.params
         gen = ctx.generator()
         model = knowledge.build_model(update.global_weights)
-        matcher = GradientMatcher(model, update.gradient, "cosine")
+        matcher = GradientMatcher(model, update.gradient, "cosine", knowledge.loss)
         dummy = DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen, p.feature_init)
         _, bias = classifier_gradients(update, knowledge)
         labels = torch.tensor(label_from_bias(bias, len(knowledge.node_counts)))

@@ -63,9 +63,9 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
     with defenses.training(model, defense_rng):
         gradient_fn = defenses.gradient_fn(defense_rng)
         if steps == 1:
-            update, loss = fedsgd_gradient(model, batches[0], gradient_fn)
+            update, loss = fedsgd_gradient(model, batches[0], gradient_fn, config.train.loss)
         else:
-            update, loss = fedavg_weights(model, batches, lr, gradient_fn)
+            update, loss = fedavg_weights(model, batches, lr, gradient_fn, config.train.loss)
     AuditStore(run_dir).write(AuditRecord(round_, partition_id, [g for b in batches for g in b], steps))
     # The defended quantity is the update itself: the gradient, or the weight delta in FedAvg.
     if steps == 1:

@@ -8,9 +8,10 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import GraphClassifier, classification_loss
 
-GradientFn = Callable[[GraphClassifier, Sequence[Data]], tuple[dict[str, torch.Tensor], float]]
+# (model, graphs, loss name) -> (gradient by parameter name, loss value)
+GradientFn = Callable[[GraphClassifier, Sequence[Data], str], tuple[dict[str, torch.Tensor], float]]
 
 
 def batch_rng(seed: int, round: int, client_key: int) -> np.random.Generator:
@@ -40,34 +41,37 @@ def epoch_batches(indices: np.ndarray, batch_size: int, steps: int, round: int, 
     return out
 
 
-def loss_on(model: GraphClassifier, graphs: Sequence[Data]) -> torch.Tensor:
+def loss_on(model: GraphClassifier, graphs: Sequence[Data], loss: str = "cross_entropy") -> torch.Tensor:
     batch = Batch.from_data_list(list(graphs))
     logits = model(batch.x, batch.edge_index, batch.batch)
-    return torch.nn.functional.cross_entropy(logits, batch.y.view(-1))
+    return classification_loss(logits, batch.y.view(-1), loss)
 
 
-def mean_gradient(model: GraphClassifier, graphs: Sequence[Data]) -> tuple[dict[str, torch.Tensor], float]:
-    """The exact gradient of the mean cross-entropy over ``graphs``, by parameter name."""
+def mean_gradient(model: GraphClassifier, graphs: Sequence[Data],
+                  loss: str = "cross_entropy") -> tuple[dict[str, torch.Tensor], float]:
+    """The exact gradient of the mean training loss over ``graphs``, by parameter name."""
     params = dict(model.named_parameters())
-    loss = loss_on(model, graphs)
+    loss = loss_on(model, graphs, loss)
     grads = torch.autograd.grad(loss, list(params.values()))
     return {n: g.detach() for n, g in zip(params, grads)}, loss.item()
 
 
-def fedsgd_gradient(model: GraphClassifier, graphs: Sequence[Data],
-                    gradient_fn: GradientFn | None = None) -> tuple[dict[str, torch.Tensor], float]:
+def fedsgd_gradient(model: GraphClassifier, graphs: Sequence[Data], gradient_fn: GradientFn | None = None,
+                    loss: str = "cross_entropy") -> tuple[dict[str, torch.Tensor], float]:
     """One batch's gradient (``gradient_fn``, e.g. DP-SGD's, or the plain mean gradient)."""
     model.train()
-    return (gradient_fn or mean_gradient)(model, graphs)
+    return (gradient_fn or mean_gradient)(model, graphs, loss)
 
 
 def fedavg_weights(model: GraphClassifier, batches: Sequence[Sequence[Data]], lr: float,
-                   gradient_fn: GradientFn | None = None) -> tuple[dict[str, torch.Tensor], float]:
+                   gradient_fn: GradientFn | None = None,
+                   loss: str = "cross_entropy") -> tuple[dict[str, torch.Tensor], float]:
     """Plain SGD (no momentum, no weight decay) over ``batches``; returns the new weights."""
     model.train()
     losses = []
+    loss_name = loss
     for graphs in batches:
-        grads, loss = (gradient_fn or mean_gradient)(model, graphs)
+        grads, loss = (gradient_fn or mean_gradient)(model, graphs, loss_name)
         with torch.no_grad():
             for name, param in model.named_parameters():
                 param.add_(grads[name], alpha=-lr)

@@ -45,6 +45,7 @@ class TrainConfig(Section):
     batch_size: int = Field(1, ge=1)
     local_steps: int = Field(1, ge=1)  # 1 = FedSGD (gradient replies); > 1 = FedAvg (weights)
     lr: float = Field(0.01, gt=0)
+    loss: Literal["cross_entropy", "bce"] = "cross_entropy"  # bce: BCE-with-logits on one-hot targets
     # random: each batch drawn afresh from a seeded RNG per (seed, round, client);
     # epoch: a seeded permutation per (seed, client, epoch) walked round by round, so successive
     # rounds use different graphs until the partition is exhausted
@@ -56,12 +57,21 @@ class TrainConfig(Section):
 
 
 class ModelConfig(Section):
+    """Keyword arguments of :class:`~fedgraph_sim.models.GraphClassifier` (see its docstring)."""
+
     conv: str = "gcn"
     layers: int = Field(2, ge=1)
     hidden: int = Field(16, ge=1)
     pool: Literal["sum", "mean", "max"] = "mean"
     readout: Literal["linear", "mlp"] = "linear"
     readout_placement: Literal["after_pool", "per_node"] = "after_pool"
+    readout_input: Literal["last", "concat_input"] = "last"  # concat_input: [X0 || H_L]
+    readout_hidden: list[int] | None = None  # mlp hidden widths (default [hidden])
+    conv_bias: bool = True
+    activation: Literal["relu", "elu", "gelu"] = "relu"
+    last_activation: bool = True  # an activation after the last message-passing layer too
+    heads: int = Field(1, ge=1)  # attention heads (gat)
+    residual: bool = False  # skip projections (gat)
 
 
 class AuxConfig(Section):

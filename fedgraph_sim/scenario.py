@@ -88,5 +88,5 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
                               max_nodes=config.data.max_nodes, node_order=config.data.node_order)
     scenario_name = aux_cfg.scenario if aux_cfg.scenario != "same" else f"same:{aux_cfg.source}"
     return AttackerKnowledge(model=config.model.model_dump(), num_features=ds.num_features,
-                             num_classes=ds.num_classes, schema=ds.schema,
+                             num_classes=ds.num_classes, schema=ds.schema, loss=config.train.loss,
                              aux_graphs=tuple(graphs), aux_scenario=scenario_name)

@@ -89,7 +89,7 @@ class Session:
         ds = self.scenario.dataset
         model = GraphClassifier(ds.num_features, ds.num_classes, **self.config.model.model_dump())
         model.load_state_dict(arrays.to_torch_state_dict())
-        metrics = evaluate(model, [ds.graphs[i] for i in test])
+        metrics = evaluate(model, [ds.graphs[i] for i in test], self.config.train.loss)
         write_utility(self.run_dir, server_round, metrics)
         return MetricRecord(metrics)
 

@@ -69,7 +69,9 @@ class AttackerKnowledge:
     """What the threat model grants beyond the update.
 
     ``model`` holds the architecture keyword arguments of :class:`GraphClassifier` (the server
-    built the model). ``aux_graphs`` are the auxiliary graphs of the configured scenario.
+    built the model) and ``loss`` the training loss it configured (``train.loss``). ``schema``
+    describes the node features: one-hot blocks, their values, the degree block and the
+    standardisation statistics. ``aux_graphs`` are the auxiliary graphs of the configured scenario.
     ``node_counts`` and ``labels`` are per-graph hints for the update at hand, present only when
     the threat config grants them (and then recorded in every result row).
     """
@@ -78,6 +80,7 @@ class AttackerKnowledge:
     num_features: int
     num_classes: int
     schema: FeatureSchema
+    loss: str = "cross_entropy"
     aux_graphs: tuple[Data, ...] = ()
     aux_scenario: str = "none"
     node_counts: tuple[int, ...] | None = None

@@ -14,18 +14,20 @@ from typing import Iterable, Sequence
 import torch
 from torch_geometric.data import Batch, Data
 
+from fedgraph_sim.models import classification_loss
+
 UTILITY_FILE = "utility.jsonl"
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, graphs: Sequence[Data]) -> dict[str, float]:
-    """Accuracy and mean cross-entropy of ``model`` (evaluation mode) on ``graphs``."""
+def evaluate(model: torch.nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> dict[str, float]:
+    """Accuracy and mean training loss (``train.loss``) of ``model`` (evaluation mode) on ``graphs``."""
     model.eval()
     batch = Batch.from_data_list(list(graphs))
     logits = model(batch.x, batch.edge_index, batch.batch)
     y = batch.y.view(-1)
     return {"test_accuracy": float((logits.argmax(1) == y).float().mean()),
-            "test_loss": float(torch.nn.functional.cross_entropy(logits, y)),
+            "test_loss": float(classification_loss(logits, y, loss)),
             "test_graphs": len(graphs)}
 
 

@@ -4,8 +4,8 @@ the gradient-matching objective and the optimisation loops."""
 from attacks.common.distances import DISTANCES, cosine_distance, l2_distance
 from attacks.common.dummy import DummyGraphs, symmetric_adjacency
 from attacks.common.labels import idlg_label, label_from_bias
-from attacks.common.matching import GradientMatcher, soft_cross_entropy
+from attacks.common.matching import GradientMatcher
 from attacks.common.optimize import adam, lbfgs
 
 __all__ = ["DISTANCES", "DummyGraphs", "GradientMatcher", "adam", "cosine_distance", "idlg_label",
-           "l2_distance", "label_from_bias", "lbfgs", "soft_cross_entropy", "symmetric_adjacency"]
+           "l2_distance", "label_from_bias", "lbfgs", "symmetric_adjacency"]

@@ -14,16 +14,15 @@ import torch
 from torch import Tensor
 
 from attacks.common.distances import DISTANCES
-from fedgraph_sim.models import GraphClassifier
-
-
-def soft_cross_entropy(logits: Tensor, target_probs: Tensor) -> Tensor:
-    return -(target_probs * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
+from fedgraph_sim.models import GraphClassifier, classification_loss
 
 
 class GradientMatcher:
-    def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], distance: str = "l2") -> None:
-        self.model = model
+    """``loss``: the training loss the server configured (``AttackerKnowledge.loss``)."""
+
+    def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], distance: str = "l2",
+                 loss: str = "cross_entropy") -> None:
+        self.model, self.loss = model, loss
         named = [(n, p) for n, p in model.named_parameters()]
         self.params = [p for _, p in named]
         dtype = self.params[0].dtype
@@ -32,10 +31,6 @@ class GradientMatcher:
 
     def __call__(self, x: Tensor, adj: Tensor, mask: Tensor, labels: Tensor) -> Tensor:
         """``labels``: class indices ``[B]`` (long) or class probabilities ``[B, C]``."""
-        logits = self.model.forward_dense(x, adj, mask)
-        if labels.dtype == torch.long:
-            loss = torch.nn.functional.cross_entropy(logits, labels)
-        else:
-            loss = soft_cross_entropy(logits, labels)
+        loss = classification_loss(self.model.forward_dense(x, adj, mask), labels, self.loss)
         grads = torch.autograd.grad(loss, self.params, create_graph=True)
         return self.distance(grads, self.target)

@@ -236,7 +236,7 @@ class GraphDLG(Attack):
         """[ext] Gradient matching over softmax one-hot node types, structure fixed."""
         slices = list(knowledge.schema.slices().values())
         z = (x0 * 3.0).clone().requires_grad_()  # GNFR's scaled rows as initial logits
-        matcher = GradientMatcher(model, update.gradient, "cosine")
+        matcher = GradientMatcher(model, update.gradient, "cosine", knowledge.loss)
         labels = torch.tensor([label])
         mask = torch.ones(1, x0.size(0), dtype=torch.bool)
         adam([z], lambda: matcher(blockwise_softmax(z, slices)[None], adj[None], mask, labels), ctx,

@@ -28,7 +28,7 @@ from torch_geometric.data import Batch, Data
 from clients.defenses.base import Defense, Update, check_number
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.models.classifier import to_dense
+from fedgraph_sim.models import classification_loss, to_dense
 
 
 def epsilon(history: Sequence[tuple[float, float, int]], delta: float) -> float:
@@ -57,8 +57,9 @@ class _Dense(nn.Module):
         return self.model.forward_dense(x, adj, mask)
 
 
-def per_graph_gradients(model: nn.Module, graphs: Sequence[Data]) -> tuple[Update, Tensor]:
-    """``({name: [B, *shape]}, losses [B])``: each graph's own cross-entropy gradient."""
+def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
+                        loss: str = "cross_entropy") -> tuple[Update, Tensor]:
+    """``({name: [B, *shape]}, losses [B])``: each graph's own training-loss gradient."""
     batch = Batch.from_data_list(list(graphs))
     x, adj, mask = to_dense(batch)
     y = batch.y.view(-1)
@@ -67,7 +68,7 @@ def per_graph_gradients(model: nn.Module, graphs: Sequence[Data]) -> tuple[Updat
 
     def loss_one(p, x1, a1, m1, y1):
         logits = functional_call(dense, p, (x1[None], a1[None], m1[None]))
-        return nn.functional.cross_entropy(logits, y1[None])
+        return classification_loss(logits, y1[None], loss)
 
     grads, losses = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0, 0, 0))(params, x, adj, mask, y)
     return {k.removeprefix("model."): v for k, v in grads.items()}, losses
@@ -101,8 +102,8 @@ class DPSGD(Defense):
         self._z = self.plan(sample_rate, planned_steps)
 
     def gradient_fn(self, rng: torch.Generator):
-        def step(model: nn.Module, graphs: Sequence[Data]) -> tuple[Update, float]:
-            grads, losses = per_graph_gradients(model, graphs)
+        def step(model: nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> tuple[Update, float]:
+            grads, losses = per_graph_gradients(model, graphs, loss)
             sq = sum((g.flatten(1).double() ** 2).sum(1) for g in grads.values())
             factors = (self.clip / (sq.sqrt() + 1e-12)).clamp(max=1.0).to(losses.dtype)
             out = {}

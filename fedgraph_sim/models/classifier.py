@@ -13,6 +13,8 @@ from fedgraph_sim.errors import require
 POOLS = ("sum", "mean", "max")
 READOUTS = ("linear", "mlp")
 PLACEMENTS = ("after_pool", "per_node")
+READOUT_INPUTS = ("last", "concat_input")
+ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU}
 _SPARSE_POOL = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 
 
@@ -27,16 +29,26 @@ def dense_pool(h: Tensor, mask: Tensor, pool: str) -> Tensor:
 
 
 class GraphClassifier(nn.Module):
-    r"""``layers`` message-passing layers with ReLU after each (including the last), a pooling
-    readout and a classifier, as in GraphDLG (Wei et al. 2026, Sec. 3) by default:
+    r"""``layers`` message-passing layers with an activation after each (including the last), a
+    pooling readout and a classifier, as in GraphDLG (Wei et al. 2026, Sec. 3) by default:
 
     .. math::
         H_k = \mathrm{ReLU}(\mathrm{conv}_k(H_{k-1}, A)),\quad
         h_G = \mathrm{pool}(H_L),\quad \mathrm{logits} = W_{fc} h_G + b_{fc}.
 
-    ``readout_placement="per_node"`` applies the classifier to every node and pools the logits
-    (the GRAIN architecture, Drencheva et al. 2025). ``readout="mlp"`` inserts one hidden ReLU
-    layer of width ``hidden``. No dropout or batch norm: the attacker's forward is deterministic.
+    Options for other papers' victims:
+
+    - ``readout_placement="per_node"`` applies the classifier to every node and pools the logits;
+      ``readout_input="concat_input"`` feeds it ``[X_0 || H_L]`` instead of ``H_L``;
+      ``readout="mlp"`` with ``readout_hidden=[300, 64]`` gives it ReLU hidden layers. With
+      ``conv_bias=False``, ``last_activation=False``, ``hidden=300`` this is GRAIN's GCN
+      (Drencheva et al., ICLR 2025, App. C): its readout input is the per-node row of
+      ``[X_0 || H_2]``, which the first readout weight's gradient spans.
+    - ``heads`` (GAT): layers before the last concatenate their heads, the last averages them;
+      ``residual`` adds a linear skip projection; ``activation="elu"``. GRAIN's GAT is
+      ``heads=2, residual=True, activation="elu", last_activation=False``.
+
+    No dropout or batch norm: the attacker's forward is deterministic.
 
     ``forward`` is the sparse PyG path used for training; ``forward_dense`` evaluates the same
     parameters on padded dense inputs so attacks can differentiate through a soft adjacency and
@@ -45,7 +57,10 @@ class GraphClassifier(nn.Module):
 
     def __init__(self, in_channels: int, num_classes: int, *, conv: str = "gcn",
                  layers: int = 2, hidden: int = 16, pool: str = "mean",
-                 readout: str = "linear", readout_placement: str = "after_pool") -> None:
+                 readout: str = "linear", readout_placement: str = "after_pool",
+                 readout_input: str = "last", readout_hidden: list[int] | None = None,
+                 conv_bias: bool = True, activation: str = "relu", last_activation: bool = True,
+                 heads: int = 1, residual: bool = False) -> None:
         super().__init__()
         conv_type = registry.models.get(conv)
         require(layers >= 1, "model.layers", f"must be >= 1 (got {layers})")
@@ -57,17 +72,41 @@ class GraphClassifier(nn.Module):
                 f"unknown readout '{readout}'; valid: {', '.join(READOUTS)}")
         require(readout_placement in PLACEMENTS, "model.readout_placement",
                 f"unknown placement '{readout_placement}'; valid: {', '.join(PLACEMENTS)}")
+        require(readout_input in READOUT_INPUTS, "model.readout_input",
+                f"unknown readout input '{readout_input}'; valid: {', '.join(READOUT_INPUTS)}")
+        require(activation in ACTIVATIONS, "model.activation",
+                f"unknown activation '{activation}'; valid: {', '.join(ACTIVATIONS)}")
+        require(heads >= 1, "model.heads", f"must be >= 1 (got {heads})")
+        require(conv_type.multi_head or (heads == 1 and not residual), "model.heads",
+                f"heads and residual apply to attention layers only (conv '{conv}')")
+        hidden_widths = [hidden] if readout_hidden is None else list(readout_hidden)
+        require(all(isinstance(w, int) and w >= 1 for w in hidden_widths), "model.readout_hidden",
+                f"must be a list of widths >= 1 (got {readout_hidden})")
+        require(readout == "mlp" or readout_hidden is None, "model.readout_hidden",
+                "applies to readout: mlp only")
         self.conv_name, self.pool, self.readout_placement = conv, pool, readout_placement
+        self.readout_input = readout_input
         self._dense_conv = conv_type.dense
-        dims = [in_channels] + [hidden] * layers
-        self.convs = nn.ModuleList(conv_type.build(i, o) for i, o in zip(dims[:-1], dims[1:]))
-        # One ReLU module per layer so defenses can hook layer outputs (DP-Activations).
-        self.acts = nn.ModuleList(nn.ReLU() for _ in range(layers))
+        self.convs = nn.ModuleList()
+        width = in_channels
+        for k in range(layers):
+            concat = k < layers - 1  # heads: concatenated in between, averaged at the end
+            self.convs.append(conv_type.build(width, hidden, bias=conv_bias, heads=heads,
+                                              concat=concat, residual=residual))
+            width = hidden * heads if concat else hidden
+        # One activation module per layer so defenses can hook layer outputs (DP-Activations);
+        # Identity after the last layer when last_activation is off.
+        self.acts = nn.ModuleList(ACTIVATIONS[activation]() if k < layers - 1 or last_activation
+                                  else nn.Identity() for k in range(layers))
+        readout_width = hidden + (in_channels if readout_input == "concat_input" else 0)
         if readout == "linear":
-            self.classifier = nn.Linear(hidden, num_classes)
+            self.classifier = nn.Linear(readout_width, num_classes)
         else:
-            self.classifier = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(),
-                                            nn.Linear(hidden, num_classes))
+            mlp: list[nn.Module] = []
+            for w in hidden_widths:
+                mlp += [nn.Linear(readout_width, w), nn.ReLU()]
+                readout_width = w
+            self.classifier = nn.Sequential(*mlp, nn.Linear(readout_width, num_classes))
 
     @property
     def final_linear(self) -> nn.Linear:
@@ -81,20 +120,29 @@ class GraphClassifier(nn.Module):
             return "classifier"
         return f"classifier.{len(self.classifier) - 1}"
 
+    @property
+    def first_readout_name(self) -> str:
+        """Parameter-name prefix of the classifier's first linear layer."""
+        return "classifier" if isinstance(self.classifier, nn.Linear) else "classifier.0"
+
     def node_embeddings(self, x: Tensor, edge_index: Tensor) -> Tensor:
         for conv, act in zip(self.convs, self.acts):
             x = act(conv(x, edge_index))
         return x
 
+    def _readout_rows(self, x0: Tensor, h: Tensor) -> Tensor:
+        return torch.cat([x0, h], dim=-1) if self.readout_input == "concat_input" else h
+
     def graph_embedding(self, x: Tensor, edge_index: Tensor, batch: Tensor) -> Tensor:
         """The pooled output of the message-passing layers, ``h_G`` (GraphDLG's encoder)."""
-        return _SPARSE_POOL[self.pool](self.node_embeddings(x, edge_index), batch)
+        return _SPARSE_POOL[self.pool](self._readout_rows(x, self.node_embeddings(x, edge_index)), batch)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
         if batch is None:
             batch = x.new_zeros(x.size(0), dtype=torch.long)
         if self.readout_placement == "per_node":
-            return _SPARSE_POOL[self.pool](self.classifier(self.node_embeddings(x, edge_index)), batch)
+            rows = self._readout_rows(x, self.node_embeddings(x, edge_index))
+            return _SPARSE_POOL[self.pool](self.classifier(rows), batch)
         return self.classifier(self.graph_embedding(x, edge_index, batch))
 
     def dense_node_embeddings(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
@@ -110,10 +158,10 @@ class GraphClassifier(nn.Module):
             mask = None if mask is None else mask.unsqueeze(0)
         if mask is None:
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-        h = self.dense_node_embeddings(x, adj, mask)
+        rows = self._readout_rows(x, self.dense_node_embeddings(x, adj, mask))
         if self.readout_placement == "per_node":
-            return dense_pool(self.classifier(h), mask, self.pool)
-        return self.classifier(dense_pool(h, mask, self.pool))
+            return dense_pool(self.classifier(rows), mask, self.pool)
+        return self.classifier(dense_pool(rows, mask, self.pool))
 
 
 def to_dense(batch) -> tuple[Tensor, Tensor, Tensor]:

@@ -24,28 +24,48 @@ def with_self_loops(adj: Tensor) -> Tensor:
     return adj * (1 - eye) + eye
 
 
+def _plus_bias(out: Tensor, bias: Tensor | None) -> Tensor:
+    return out if bias is None else out + bias
+
+
 def dense_gcn(conv: GCNConv, x: Tensor, adj: Tensor) -> Tensor:
     """Kipf & Welling (2017): ``D^-1/2 (A + I) D^-1/2 X Theta^T + b``."""
     a_hat = with_self_loops(adj)
     d_inv_sqrt = a_hat.sum(-1).clamp(min=1e-12).pow(-0.5)
     a_norm = d_inv_sqrt.unsqueeze(-1) * a_hat * d_inv_sqrt.unsqueeze(-2)
-    return a_norm @ conv.lin(x) + conv.bias
+    return _plus_bias(a_norm @ conv.lin(x), conv.bias)
+
+
+def gat_attention(conv: GATConv, h: Tensor, weights: Tensor) -> Tensor:
+    """Attention coefficients ``alpha [B, H, N, N]`` of projected features ``h [B, N, H, C]``
+    over the neighbourhoods ``weights [B, N, N]`` (self-loops included, 0 = no edge; a soft
+    weight scales the edge's share). Rows without any neighbour get all-zero coefficients."""
+    a_src = (h * conv.att_src.unsqueeze(0)).sum(-1).transpose(1, 2)  # [B, H, N]
+    a_dst = (h * conv.att_dst.unsqueeze(0)).sum(-1).transpose(1, 2)
+    scores = torch.nn.functional.leaky_relu(a_dst.unsqueeze(-1) + a_src.unsqueeze(-2), conv.negative_slope)
+    w = weights.unsqueeze(1)
+    scores = scores.masked_fill(w <= 0, float("-inf"))
+    scores = scores - scores.amax(dim=-1, keepdim=True).detach().nan_to_num(neginf=0.0)
+    alpha = w * scores.exp()
+    return alpha / alpha.sum(-1, keepdim=True).clamp(min=1e-30)
+
+
+def gat_combine(conv: GATConv, alpha: Tensor, h: Tensor, x: Tensor) -> Tensor:
+    """``sum_j alpha_ij h_j`` per head, heads concatenated or averaged, plus the skip projection
+    of ``x`` (``residual=True``) and the bias."""
+    out = (alpha @ h.transpose(1, 2)).transpose(1, 2)  # [B, N, H, C]
+    out = out.flatten(-2) if conv.concat else out.mean(-2)
+    if conv.res is not None:
+        out = out + conv.res(x)
+    return _plus_bias(out, conv.bias)
 
 
 def dense_gat(conv: GATConv, x: Tensor, adj: Tensor) -> Tensor:
-    """Velickovic et al. (2018), one head: ``alpha_ij ~ A_ij exp(LeakyReLU(a_dst.h_i + a_src.h_j))``
-    over ``A + I``, then ``sum_j alpha_ij h_j + b``."""
-    h = conv.lin(x)  # [B, N, C]
-    a_src = (h * conv.att_src.view(1, 1, -1)).sum(-1)
-    a_dst = (h * conv.att_dst.view(1, 1, -1)).sum(-1)
-    scores = torch.nn.functional.leaky_relu(
-        a_dst.unsqueeze(-1) + a_src.unsqueeze(-2), conv.negative_slope)
-    weights = with_self_loops(adj)
-    scores = scores.masked_fill(weights <= 0, float("-inf"))
-    scores = scores - scores.amax(dim=-1, keepdim=True).detach()
-    alpha = weights * scores.exp()
-    alpha = alpha / alpha.sum(-1, keepdim=True)
-    return alpha @ h + conv.bias
+    """Velickovic et al. (2018): per head ``alpha_ij ~ A_ij exp(LeakyReLU(a_dst.h_i + a_src.h_j))``
+    over ``A + I``, then ``sum_j alpha_ij h_j``; heads concatenated (``concat``) or averaged, plus
+    an optional skip projection and the bias (PyG's ``GATConv``)."""
+    h = conv.lin(x).unflatten(-1, (conv.heads, conv.out_channels))  # [B, N, H, C]
+    return gat_combine(conv, gat_attention(conv, h, with_self_loops(adj)), h, x)
 
 
 def dense_sage(conv: SAGEConv, x: Tensor, adj: Tensor) -> Tensor:
@@ -56,13 +76,27 @@ def dense_sage(conv: SAGEConv, x: Tensor, adj: Tensor) -> Tensor:
 
 @dataclass(frozen=True)
 class ConvType:
-    """How to build one layer, and its dense forward."""
+    """How to build one layer (``build(in, out, bias=, heads=, concat=, residual=)``; ``heads``,
+    ``concat`` and ``residual`` apply to attention layers only), and its dense forward."""
 
-    build: Callable[[int, int], torch.nn.Module]
+    build: Callable[..., torch.nn.Module]
     dense: Callable[[torch.nn.Module, Tensor, Tensor], Tensor]
+    multi_head: bool = False
+
+
+def _gcn(i, o, *, bias, heads, concat, residual):
+    return GCNConv(i, o, bias=bias)
+
+
+def _gat(i, o, *, bias, heads, concat, residual):
+    return GATConv(i, o, heads=heads, concat=concat, bias=bias, residual=residual)
+
+
+def _sage(i, o, *, bias, heads, concat, residual):
+    return SAGEConv(i, o, aggr="mean", bias=bias)
 
 
 # No caching, no dropout, no "improved" normalisation: attacks mirror the model exactly.
-registry.models.add("gcn", ConvType(lambda i, o: GCNConv(i, o), dense_gcn))
-registry.models.add("gat", ConvType(lambda i, o: GATConv(i, o, heads=1), dense_gat))
-registry.models.add("sage", ConvType(lambda i, o: SAGEConv(i, o, aggr="mean"), dense_sage))
+registry.models.add("gcn", ConvType(_gcn, dense_gcn))
+registry.models.add("gat", ConvType(_gat, dense_gat, multi_head=True))
+registry.models.add("sage", ConvType(_sage, dense_sage))

@@ -84,3 +84,69 @@ def test_default_architecture_follows_graphdlg():
 def test_bad_model_config(kwargs, key):
     with pytest.raises(ConfigError, match=key):
         GraphClassifier(7, 2, **kwargs)
+
+
+GRAIN_GCN = dict(conv="gcn", hidden=32, conv_bias=False, last_activation=False, readout="mlp",
+                 readout_hidden=[32, 8], readout_input="concat_input", readout_placement="per_node")
+GRAIN_GAT = dict(conv="gat", hidden=32, heads=2, residual=True, activation="elu", last_activation=False,
+                 readout="mlp", readout_hidden=[32, 32], readout_placement="per_node")
+
+
+@pytest.mark.parametrize("kwargs", [GRAIN_GCN, GRAIN_GAT], ids=["grain_gcn", "grain_gat"])
+@pytest.mark.parametrize("loss", ["cross_entropy", "bce"])
+def test_grain_architectures_dense_equals_sparse(kwargs, loss):
+    from fedgraph_sim.models import classification_loss
+
+    batch = random_batch(seed=5, classes=2)
+    torch.manual_seed(2)
+    model = GraphClassifier(6, 2, **kwargs)
+    y = batch.y.view(-1)
+    sparse_loss, sparse_grads = loss_and_grads(
+        model, classification_loss(model(batch.x, batch.edge_index, batch.batch), y, loss))
+    x, adj, mask = to_dense(batch)
+    dense_loss, dense_grads = loss_and_grads(model, classification_loss(model.forward_dense(x, adj, mask), y, loss))
+    assert torch.allclose(sparse_loss, dense_loss, atol=1e-5)
+    for (name, _), gs, gd in zip(model.named_parameters(), sparse_grads, dense_grads):
+        assert torch.allclose(gs, gd, atol=1e-5), name
+    assert all(g.abs().sum() > 0 for g in sparse_grads)
+
+
+def test_grain_gcn_layout():
+    model = GraphClassifier(6, 2, **GRAIN_GCN)
+    names = dict(model.named_parameters())
+    assert not any(n.startswith("convs") and n.endswith("bias") for n in names)  # bias-free GCN
+    assert names["classifier.0.weight"].shape == (32, 6 + 32)  # readout sees [X0 || H2]
+    assert [m.out_features for m in model.classifier if isinstance(m, torch.nn.Linear)] == [32, 8, 2]
+    assert isinstance(model.acts[-1], torch.nn.Identity) and isinstance(model.acts[0], torch.nn.ReLU)
+
+
+def test_grain_gat_layout():
+    model = GraphClassifier(6, 2, **GRAIN_GAT)
+    first, last = model.convs
+    assert first.heads == 2 and first.concat and not last.concat
+    assert first.res.weight.shape == (64, 6) and last.lin.weight.shape == (64, 64)
+    assert last.res.weight.shape == (32, 64)
+    assert isinstance(model.acts[0], torch.nn.ELU) and isinstance(model.acts[1], torch.nn.Identity)
+
+
+def test_bce_loss_is_the_mean_over_one_hot_entries():
+    from fedgraph_sim.models import classification_loss
+
+    logits = torch.tensor([[0.5, -1.0]])
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor([[0.0, 1.0]]))
+    assert torch.allclose(classification_loss(logits, torch.tensor([1]), "bce"), expected)
+    soft = torch.tensor([[0.25, 0.75]])
+    assert torch.allclose(classification_loss(logits, soft, "cross_entropy"),
+                          -(soft * torch.log_softmax(logits, -1)).sum())
+
+
+@pytest.mark.parametrize("kwargs, key", [
+    (dict(heads=2), "model.heads"),
+    (dict(readout_hidden=[8]), "model.readout_hidden"),
+    (dict(readout="mlp", readout_hidden=[0]), "model.readout_hidden"),
+    (dict(readout_input="both"), "model.readout_input"),
+    (dict(activation="tanh"), "model.activation"),
+])
+def test_bad_grain_options(kwargs, key):
+    with pytest.raises(ConfigError, match=key):
+        GraphClassifier(7, 2, **kwargs)

@@ -1,0 +1,36 @@
+"""The training loss of the federated model (``train.loss``), shared by clients and attackers.
+
+- ``cross_entropy``: softmax cross-entropy, mean over the batch (GraphDLG, DLG, iDLG).
+- ``bce``: binary cross-entropy with logits on one-hot targets, mean over batch x classes: the
+  loss of GRAIN (Drencheva et al., ICLR 2025), whose official code trains
+  ``BCEWithLogitsLoss`` on ``[1, 0]`` / ``[0, 1]`` targets and averages over all entries.
+
+Targets are class indices ``[B]`` (long) or class probabilities ``[B, C]`` (soft labels, as DLG
+optimises them).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from fedgraph_sim.errors import require
+
+LOSSES = ("cross_entropy", "bce")
+
+
+def _probabilities(target: Tensor, num_classes: int) -> Tensor:
+    if target.dtype == torch.long:
+        return torch.nn.functional.one_hot(target, num_classes).to(torch.get_default_dtype())
+    return target
+
+
+def classification_loss(logits: Tensor, target: Tensor, loss: str = "cross_entropy") -> Tensor:
+    """The mean loss of ``logits [B, C]`` against ``target`` (indices ``[B]`` or probs ``[B, C]``)."""
+    require(loss in LOSSES, "train.loss", f"unknown loss '{loss}'; valid: {', '.join(LOSSES)}")
+    if loss == "bce":
+        probs = _probabilities(target, logits.size(-1)).to(logits.dtype)
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, probs)
+    if target.dtype == torch.long:
+        return torch.nn.functional.cross_entropy(logits, target)
+    return -(target * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
