@@ -24,8 +24,9 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 
 def type_frequencies(knowledge: AttackerKnowledge) -> torch.Tensor:
+    """The auxiliary nodes' mean one-hot row (value frequencies per block), in one-hot space."""
     x = torch.cat([g.x.float() for g in knowledge.aux_graphs])
-    return x.mean(0)
+    return knowledge.schema.destandardize(x).mean(0)
 
 
 def mean_adjacency(knowledge: AttackerKnowledge) -> torch.Tensor:
@@ -52,14 +53,12 @@ class MajorityType(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
-        freq = type_frequencies(knowledge)
+        freq, schema = type_frequencies(knowledge), knowledge.schema
         onehot = torch.zeros_like(freq)
-        type_slice = knowledge.schema.type_slice
-        onehot[type_slice.start + int(freq[type_slice].argmax())] = 1
-        for name, s in knowledge.schema.slices().items():  # other blocks: their own mode
-            if name != knowledge.schema.type_block:
-                onehot[s.start + int(freq[s].argmax())] = 1
-        return [Reconstruction(x=onehot.repeat(n, 1), adj=torch.zeros(n, n), num_nodes=n)
+        for s in schema.slices().values():  # every block its own mode (the type block: the majority type)
+            onehot[s.start + int(freq[s].argmax())] = 1
+        x = schema.standardize(onehot[None])
+        return [Reconstruction(x=x.repeat(n, 1), adj=torch.zeros(n, n), num_nodes=n)
                 for n in knowledge.node_counts]
 
 
@@ -72,5 +71,6 @@ class AuxMeanAdjacency(Attack):
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
         freq, prior = type_frequencies(knowledge), mean_adjacency(knowledge)
-        return [Reconstruction(x=freq.repeat(n, 1), adj=_crop(prior, n), num_nodes=n)
+        x = knowledge.schema.standardize(freq[None])
+        return [Reconstruction(x=x.repeat(n, 1), adj=_crop(prior, n), num_nodes=n)
                 for n in knowledge.node_counts]

@@ -28,6 +28,10 @@ class DataConfig(Section):
     options: dict[str, Any] = {}  # loader options, e.g. synthetic's num_graphs
     test_fraction: float = Field(0.0, ge=0.0, lt=1.0)  # held-out split for the global model
     node_order: Literal["original", "shuffled", "canonical"] = "original"  # data/order.py
+    features: str | None = None  # MoleculeNet node features: pyg (default, 177 slots) | grain (140)
+    degree_feature: bool = False  # append a one-hot degree block (GRAIN on TU sets)
+    subset: int | None = Field(None, ge=1)  # keep this many graphs of a seeded shuffle
+    subset_seed: int = 42  # the shuffle's seed (GRAIN's experiments: seed 42, first 100)
 
 
 class PartitionConfig(Section):

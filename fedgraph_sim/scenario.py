@@ -39,10 +39,14 @@ def _stratified_take(labels: np.ndarray, pool: np.ndarray, fraction: float,
 
 
 def load_config_dataset(config: RunConfig) -> GraphDataset:
-    options = dict(config.data.options)
-    if config.data.task is not None:
-        options["task"] = config.data.task
-    dataset = load_dataset(config.data.dataset, max_nodes=config.data.max_nodes, **options)
+    data = config.data
+    options = dict(data.options)
+    if data.task is not None:
+        options["task"] = data.task
+    if data.features is not None:
+        options["features"] = data.features
+    dataset = load_dataset(data.dataset, max_nodes=data.max_nodes, degree_feature=data.degree_feature,
+                           subset=data.subset, subset_seed=data.subset_seed, **options)
     return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))
 
 

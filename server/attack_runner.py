@@ -140,7 +140,7 @@ class AttackRunner:
                 adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
                 for alignment in ALIGNMENTS:
                     by_prior = {name: graph_metrics(rec.x, rec.adj, graph.x, adj, alignment=alignment,
-                                                    type_slice=knowledge.schema.type_slice,
+                                                    schema=knowledge.schema,
                                                     entries=self.config.metrics.entries)
                                 for name, rec in recs.items()}
                     for metric, prior in PRIOR_OF.items():
@@ -209,7 +209,7 @@ class AttackRunner:
                 adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
                 for alignment in ALIGNMENTS:
                     scores = graph_metrics(rec.x, rec.adj, graph.x, adj, alignment=alignment,
-                                           type_slice=knowledge.schema.type_slice,
+                                           schema=knowledge.schema,
                                            entries=self.config.metrics.entries)
                     for metric, value in scores.items():
                         column = metric_column(alignment, metric)

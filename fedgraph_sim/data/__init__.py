@@ -12,7 +12,8 @@ from functools import partial
 from fedgraph_sim import registry
 from fedgraph_sim.data import store
 from fedgraph_sim.data.auxiliary import adapt_width, auxiliary_graphs, erdos_renyi_graphs
-from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs
+from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs, seeded_subset
+from fedgraph_sim.data.degree import with_degree_block
 from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES, load_moleculenet
 from fedgraph_sim.data.partition import dirichlet_partition
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema, single_block_schema
@@ -36,9 +37,12 @@ def _loader(name: str):
         raise ConfigError(f"{exc} (or tu:NAME for any TU dataset)") from None
 
 
-def load_dataset(name: str, *, max_nodes: int | None = None, **options) -> GraphDataset:
-    """Load a dataset by name; ``options`` go to its loader (``task`` for MoleculeNet,
-    ``num_graphs``/``min_nodes``/``max_nodes``/``seed`` for ``synthetic``)."""
+def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: bool = False,
+                 subset: int | None = None, subset_seed: int = 42, **options) -> GraphDataset:
+    """Load a dataset by name; ``options`` go to its loader (``task`` and ``features`` for
+    MoleculeNet, ``num_graphs``/``min_nodes``/``max_nodes``/``seed`` for ``synthetic``). Then drop
+    graphs above ``max_nodes``, keep ``subset`` graphs of a seeded shuffle, and append a degree
+    block if ``degree_feature``."""
     loader = _loader(name)
     accepted = inspect.signature(loader).parameters
     for key in options:
@@ -47,7 +51,10 @@ def load_dataset(name: str, *, max_nodes: int | None = None, **options) -> Graph
             raise ConfigError(f"data.{key}: not an option of dataset {name}; valid options: {valid}")
     if max_nodes is not None and max_nodes < 1:
         raise ConfigError(f"data.max_nodes: must be >= 1 (got {max_nodes})")
-    return drop_large_graphs(loader(**options), max_nodes)
+    dataset = drop_large_graphs(loader(**options), max_nodes)
+    if subset is not None:
+        dataset = seeded_subset(dataset, subset, subset_seed)
+    return with_degree_block(dataset) if degree_feature else dataset
 
 
 def available_datasets() -> list[str]:

@@ -17,7 +17,9 @@ is_aromatic            2      False, True
 is_in_ring             2      False, True
 =====================  =====  ===============================================
 
-Total width 177. Labels: one task is chosen (``task``: index or column name, default the first);
+Total width 177. ``features="grain"`` replaces them with GRAIN's 8 RDKit atom properties (140
+slots, standardised with the dataset's statistics; ``fedgraph_sim/data/grain_features.py``).
+Labels: one task is chosen (``task``: index or column name, default the first);
 graphs whose label is missing (NaN) are dropped. Regression sets (ESOL, FreeSolv, Lipo) become
 binary classification by splitting at the task's median, recorded in ``meta["label_rule"]``.
 """
@@ -34,6 +36,7 @@ from torch_geometric.utils.smiles import x_map
 
 from fedgraph_sim.data import store
 from fedgraph_sim.data.dataset import GraphDataset, split_in_memory
+from fedgraph_sim.data.grain_features import grain_molecules
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
 from fedgraph_sim.errors import ConfigError
 
@@ -42,6 +45,7 @@ SCHEMA = FeatureSchema(
     type_block="atomic_num",
 )
 REGRESSION = {"esol", "freesolv", "lipo"}
+FEATURES = ("pyg", "grain")
 # PyG's key -> display name; PCBA/MUV/ToxCast load too when their raw files exist.
 MOLECULENET_NAMES = {key: spec[0] for key, spec in MoleculeNet.names.items()}
 MOLECULENET_NAMES["lipo"] = "Lipo"
@@ -69,7 +73,10 @@ def _resolve_task(task, names: list[str], dataset: str) -> int:
                       f"or one of {', '.join(names)}")
 
 
-def load_moleculenet(name: str, task=None) -> GraphDataset:
+def load_moleculenet(name: str, task=None, features: str = "pyg") -> GraphDataset:
+    if features not in FEATURES:
+        raise ConfigError(f"data.features: unknown node features '{features}' for {name}; "
+                          f"valid: {', '.join(FEATURES)}")
     key = name.lower()
     root = store.prepare("moleculenet", key)
     try:
@@ -101,5 +108,9 @@ def load_moleculenet(name: str, task=None) -> GraphDataset:
                            y=torch.tensor([label]), num_nodes=n, graph_id=i,
                            smiles=pyg._data.smiles[i]))
     meta["dropped_missing_label"] = dropped
+    schema = SCHEMA
+    if features == "grain":
+        graphs, schema, outside = grain_molecules(graphs)
+        meta["features"], meta["dropped_outside_schema"] = "grain", outside
     return GraphDataset(name=MOLECULENET_NAMES[key], graphs=graphs, num_classes=2,
-                        schema=SCHEMA, source="moleculenet", meta=meta)
+                        schema=schema, source="moleculenet", meta=meta)

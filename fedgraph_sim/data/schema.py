@@ -1,7 +1,13 @@
-"""Node-feature schemas: which one-hot block sits where, and what its columns mean.
+"""Node-feature schemas: which one-hot block sits where, what its columns mean, and how the
+model sees them.
 
-Attacks get the schema as part of their :class:`~fedgraph_sim.threat.AttackerKnowledge` (GRAIN and
-TabLeak-style attacks optimise one softmax per block), metrics use it to find the node-type block.
+Attacks get the schema as part of their :class:`~fedgraph_sim.threat.AttackerKnowledge` (GRAIN
+enumerates candidate nodes from the value sets, TabLeak-style attacks optimise one softmax per
+block), metrics use it to decode node types. A schema may standardise every column with dataset
+statistics, ``(onehot - mean) / std`` with columns of zero std mapped to 0, as GRAIN's
+molecules are (Drencheva et al., ICLR 2025): the server fixes that representation, so the
+attacker knows it. ``degree_block`` names the block holding each node's degree in the graph, when
+there is one (GRAIN needs it).
 """
 
 from __future__ import annotations
@@ -28,16 +34,25 @@ class FeatureSchema:
     """An ordered list of one-hot blocks; ``type_block`` names the block that defines node type.
 
     ``continuous`` marks schemas whose columns are real-valued (random auxiliary graphs), where
-    argmax-based node types are still defined but not meaningful.
+    argmax-based node types are still defined but not meaningful. ``mean``/``std`` (one entry per
+    column) standardise the one-hot encoding; ``degree_block`` names the block whose values are
+    node degrees.
     """
 
     blocks: tuple[FeatureBlock, ...]
     type_block: str
     continuous: bool = False
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    degree_block: str | None = None
 
     @property
     def width(self) -> int:
         return sum(b.width for b in self.blocks)
+
+    @property
+    def standardized(self) -> bool:
+        return self.mean is not None
 
     def slices(self) -> dict[str, slice]:
         out, start = {}, 0
@@ -46,15 +61,43 @@ class FeatureSchema:
             start += block.width
         return out
 
+    def block(self, name: str) -> FeatureBlock:
+        return next(b for b in self.blocks if b.name == name)
+
     @property
     def type_slice(self) -> slice:
         return self.slices()[self.type_block]
 
+    def _stats(self, like: torch.Tensor, cols: slice | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        mean = torch.tensor(self.mean, dtype=like.dtype)
+        std = torch.tensor(self.std, dtype=like.dtype)
+        return (mean, std) if cols is None else (mean[cols], std[cols])
+
+    def standardize(self, onehot: torch.Tensor, cols: slice | None = None) -> torch.Tensor:
+        """The model's encoding of one-hot rows (of the columns ``cols``, default all)."""
+        if not self.standardized:
+            return onehot
+        mean, std = self._stats(onehot, cols)
+        safe = torch.where(std > 0, std, torch.ones_like(std))
+        return torch.where(std > 0, (onehot - mean) / safe, torch.zeros_like(onehot))
+
+    def destandardize(self, x: torch.Tensor) -> torch.Tensor:
+        """Back to one-hot space; columns of zero std come back as their (constant) mean."""
+        if not self.standardized:
+            return x
+        mean, std = self._stats(x)
+        return x * std + mean
+
+    def decode(self, x: torch.Tensor) -> torch.Tensor:
+        """Per node and block, the index of its value (argmax per block in one-hot space)."""
+        raw = self.destandardize(x)
+        return torch.stack([raw[..., s].argmax(dim=-1) for s in self.slices().values()], dim=-1)
+
     def node_types(self, x: torch.Tensor) -> torch.Tensor:
         """Per-node index into the type block's values (argmax over its columns)."""
-        return x[..., self.type_slice].argmax(dim=-1)
+        return self.destandardize(x)[..., self.type_slice].argmax(dim=-1)
 
-    def encode(self, categorical: torch.Tensor) -> torch.Tensor:
+    def onehot(self, categorical: torch.Tensor) -> torch.Tensor:
         """One-hot encode an integer matrix whose column j indexes ``blocks[j].values``."""
         if categorical.dim() != 2 or categorical.size(1) != len(self.blocks):
             raise ValueError(
@@ -66,10 +109,31 @@ class FeatureSchema:
         ]
         return torch.cat(parts, dim=1).float()
 
+    def encode(self, categorical: torch.Tensor) -> torch.Tensor:
+        """The model's encoding (one-hot, standardised if the schema is) of categorical rows."""
+        return self.standardize(self.onehot(categorical))
+
+    def degrees(self, x: torch.Tensor) -> torch.Tensor:
+        """Each node's degree as its degree block says (needs ``degree_block``)."""
+        if self.degree_block is None:
+            raise ValueError("the schema has no degree block")
+        index = self.blocks.index(self.block(self.degree_block))
+        values = torch.tensor([int(v) for v in self.blocks[index].values])
+        return values[self.decode(x)[..., index]]
+
+    def with_block(self, block: FeatureBlock, *, degree: bool = False) -> "FeatureSchema":
+        """This schema with ``block`` appended (unstandardised: its columns get mean 0, std 1)."""
+        mean = None if self.mean is None else self.mean + (0.0,) * block.width
+        std = None if self.std is None else self.std + (1.0,) * block.width
+        return FeatureSchema(self.blocks + (block,), self.type_block, self.continuous, mean, std,
+                             block.name if degree else self.degree_block)
+
     def to_dict(self) -> dict:
         return {
             "type_block": self.type_block,
+            "degree_block": self.degree_block,
             "continuous": self.continuous,
+            "standardized": self.standardized,
             "width": self.width,
             "blocks": [
                 {"name": b.name, "width": b.width, "values": [_plain(v) for v in b.values]}

@@ -4,7 +4,8 @@ All metrics are computed on the true-n block: a reconstruction with more nodes i
 nodes the alignment picks, a shorter one is padded with zero features and zero edge scores.
 
 - ``feature_mse``: mean over the n x F entries of ``(x_hat - x)^2``.
-- ``node_type_accuracy``: fraction of nodes whose argmax over the schema's type block is right.
+- ``node_type_accuracy``: fraction of nodes whose type (the argmax over the schema's type block,
+  in one-hot space when the schema standardises its columns) is right.
 - ``adj_auc`` / ``adj_ap``: ROC AUC and average precision of the edge scores against the true 0/1
   adjacency. Undefined when the entry set holds one class only (no edge, or complete): then NaN,
   and ``structure_skipped`` is 1 so aggregation can count such graphs.
@@ -25,6 +26,7 @@ twice and adds n diagonal entries that are never edges: any method that outputs 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from fedgraph_sim.errors import require
@@ -81,10 +83,17 @@ def invariant_structure_distances(pred: np.ndarray, truth: np.ndarray) -> dict[s
     return {"degree_distance": degree, "spectral_distance": spectral}
 
 
-def graph_metrics(x_hat, adj_hat, x, adj, *, type_slice: slice | None = None,
-                  alignment: str = "identity", entries: str = "upper_offdiag") -> dict[str, float]:
+def _types(x: np.ndarray, schema) -> np.ndarray:
+    if schema is None:
+        return x.argmax(1)
+    return schema.node_types(torch.from_numpy(x)).numpy()
+
+
+def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "identity",
+                  entries: str = "upper_offdiag") -> dict[str, float]:
     """Score one reconstruction. ``x_hat [n', F]``, ``adj_hat [n', n']`` scores in [0, 1];
-    ``x [n, F]``, ``adj [n, n]`` the truth."""
+    ``x [n, F]``, ``adj [n, n]`` the truth; ``schema`` (a ``FeatureSchema``) defines node types
+    (default: the argmax over all columns)."""
     require(alignment in ALIGNMENTS, "metrics.alignment",
             f"unknown alignment '{alignment}'; valid: {', '.join(ALIGNMENTS)}")
     require(entries in ENTRY_SETS, "metrics.entries",
@@ -100,10 +109,9 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, type_slice: slice | None = None,
         order = matched_alignment(x_hat, x, adj_hat, adj)
     xa, aa = _aligned(x_hat, adj_hat, order)
 
-    types = type_slice or slice(0, x.shape[1])
     out = {
         "feature_mse": float(((xa - x) ** 2).mean()),
-        "node_type_accuracy": float((xa[:, types].argmax(1) == x[:, types].argmax(1)).mean()),
+        "node_type_accuracy": float((_types(xa, schema) == _types(x, schema)).mean()),
     }
     if entries == "full":
         scores, truth = aa.ravel(), adj.ravel()
