@@ -4,9 +4,10 @@ Attacks import ``fedgraph_sim`` only, never ``clients`` or ``fedgraph_sim.audit`
 the server sees (tests/unit/test_threat_boundary.py).
 """
 
-from attacks import dlg, graphdlg, idlg, inverting_gradients, priors, random_guess  # noqa: F401
-from attacks.base import (Attack, AttackContext, AttackTimeout, Budget, Reconstruction,
+from attacks import (dlg, grain, graphdlg, idlg, inverting_gradients, priors, random_guess,  # noqa: F401
+                     tableak)
+from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Budget, Reconstruction,
                           Requirements, build_attack, register)
 
-__all__ = ["Attack", "AttackContext", "AttackTimeout", "Budget", "Reconstruction", "Requirements",
-           "build_attack", "register"]
+__all__ = ["Attack", "AttackContext", "AttackFailed", "AttackTimeout", "Budget", "Reconstruction",
+           "Requirements", "build_attack", "register"]

@@ -46,6 +46,11 @@ class AttackTimeout(RuntimeError):
     """Raised by :meth:`Budget.check` when an attack's time budget is spent."""
 
 
+class AttackFailed(RuntimeError):
+    """Raised when an attack runs as designed but recovers nothing (e.g. no candidate passed its
+    checks); the row gets status ``failed`` and this message, not ``error``."""
+
+
 class Budget:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds

@@ -1,14 +1,19 @@
 """``dlg``: Deep Leakage from Gradients (Zhu, Liu and Han, NeurIPS 2019), adapted to graphs.
 
 Threat model: honest-but-curious server with the exact FedSGD gradient of one batch, the global
-weights, and the node count of each graph (as GraphDLG and GRAIN grant every baseline).
+weights, and the node count of each graph (as GraphDLG and GRAIN grant every baseline); with
+``adjacency: granted`` also the true adjacency (the "+A" baselines of GRAIN's Table 2, through the
+explicit ``threat.adjacency_known`` grant).
 Recovers: node features, adjacency scores and the label, by jointly optimising dummy features
 ``X``, edge logits ``S`` (adjacency = sigmoid of a symmetric upper triangle) and label logits
-``l`` so that the gradient of softmax-CE with soft label ``softmax(l)`` matches the observed one
-under ``sum_l ||grad_hat_l - grad_l||^2``.
+``l`` so that the gradient of the training loss with soft label ``softmax(l)`` matches the
+observed one under ``sum_l ||grad_hat_l - grad_l||^2``.
 Defaults (GraphDLG spec section 5): L-BFGS, lr 1, 100 steps (one closure per step, 20 inner
-evaluations), ``randn`` initialisation. The original code uses 300 steps; raise ``iterations``
+evaluations), free ``randn`` features. The original code uses 300 steps; raise ``iterations``
 for a longer-budget check. Like breaching, the lowest-loss finite iterate is returned.
+GRAIN's adaptation (Drencheva et al., ICLR 2025, Sec. 6; official code): ``features: softmax``
+(one softmax per one-hot block, in the model's encoding), lr 0.01, 2000 steps, and
+``discretize: true`` (edges at 0.5, the argmax value of every block).
 """
 
 from __future__ import annotations
@@ -18,8 +23,19 @@ from dataclasses import dataclass
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import DummyGraphs, GradientMatcher, lbfgs
+from attacks.common import DummyGraphs, GradientMatcher, lbfgs, schema_softmax
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+
+FEATURES = ("free", "softmax")
+ADJACENCY = ("optimise", "granted")
+
+
+def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruction:
+    """Edges at 0.5 and one value per feature block, in the model's encoding."""
+    schema = knowledge.schema
+    return Reconstruction(x=schema.encode(schema.decode(rec.x)), adj=(rec.adj >= 0.5).float(),
+                          num_nodes=rec.num_nodes, label=rec.label, info=rec.info)
 
 
 @register
@@ -35,6 +51,22 @@ class DLG(Attack):
         max_iter: int = 20
         distance: str = "l2"
         feature_init: str = "randn"
+        features: str = "free"  # free | softmax (GRAIN's baselines)
+        adjacency: str = "optimise"  # optimise | granted (the "+A" baselines)
+        discretize: bool = False  # GRAIN's baselines: edges at 0.5, argmax per block
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        for key, valid in (("features", FEATURES), ("adjacency", ADJACENCY)):
+            if getattr(self.params, key) not in valid:
+                raise ConfigError(f"attack.params.{self.name}.{key}: unknown '{getattr(self.params, key)}'; "
+                                  f"valid: {', '.join(valid)}")
+
+    def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        reason = super().not_applicable(update, knowledge)
+        if reason is None and self.params.adjacency == "granted" and knowledge.adjacencies is None:
+            return "adjacency: granted needs the true-adjacency grant (threat.adjacency_known)"
+        return reason
 
     def labels(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                gen: torch.Generator) -> torch.Tensor:
@@ -42,21 +74,37 @@ class DLG(Attack):
         return torch.randn(len(knowledge.node_counts), knowledge.num_classes,
                            generator=gen).requires_grad_()
 
-    def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
-                    ctx: AttackContext) -> list[Reconstruction]:
+    def feature_map(self, knowledge: AttackerKnowledge):
+        if self.params.features == "softmax":
+            return lambda z: schema_softmax(z, knowledge.schema)
+        return lambda z: z
+
+    def dummy(self, knowledge: AttackerKnowledge, gen: torch.Generator) -> DummyGraphs:
+        granted = list(knowledge.adjacencies) if self.params.adjacency == "granted" else None
+        return DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen,
+                           self.params.feature_init, adjacency=granted)
+
+    def optimise(self, update: ObservedUpdate, knowledge: AttackerKnowledge, ctx: AttackContext,
+                 gen: torch.Generator) -> list[Reconstruction]:
+        """One DLG run from a fresh draw of ``gen``: reconstructions before discretisation."""
         p = self.params
-        gen = ctx.generator()
         model = knowledge.build_model(update.global_weights)
         matcher = GradientMatcher(model, update.gradient, p.distance, knowledge.loss)
-        dummy = DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen, p.feature_init)
+        dummy = self.dummy(knowledge, gen)
+        feature_map = self.feature_map(knowledge)
         labels = self.labels(update, knowledge, gen)
         learn_labels = labels.dtype != torch.long
         variables = dummy.variables() + ([labels] if learn_labels else [])
 
         def objective():
             target = torch.softmax(labels, dim=-1) if learn_labels else labels
-            return matcher(*dummy.dense(), target)
+            return matcher(*dummy.dense(feature_map), target)
 
         loss = lbfgs(variables, objective, ctx, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter)
         guesses = labels.argmax(-1) if learn_labels else labels
-        return dummy.reconstructions(guesses.tolist(), info={"gradient_distance": loss})
+        return dummy.reconstructions(guesses.tolist(), feature_map, info={"gradient_distance": loss})
+
+    def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
+                    ctx: AttackContext) -> list[Reconstruction]:
+        recs = self.optimise(update, knowledge, ctx, ctx.generator())
+        return [discretized(r, knowledge) for r in recs] if self.params.discretize else recs

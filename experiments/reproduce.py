@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedgraph_sim.errors import ConfigError  # noqa: E402
-from fedgraph_sim.reproduction import load_reproduction, markdown  # noqa: E402
+from fedgraph_sim.reproduction import load_reproduction, markdown, table_columns  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run(case.config, session=session)
         note = (f"{case.config.federation.rounds} rounds; run `{result.run_dir}`; "
                 f"{time.time() - start:.0f} s (attacks {result.timings['attacks']:.0f} s)")
-        section = markdown(case.label, result.summary, reference, note)
+        section = markdown(case.label, result.summary, reference, note, **table_columns(spec))
         with table.open("a") as fh:
             fh.write(section + "\n")
         print(section, flush=True)

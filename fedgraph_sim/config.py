@@ -30,7 +30,7 @@ class DataConfig(Section):
     node_order: Literal["original", "shuffled", "canonical"] = "original"  # data/order.py
     features: str | None = None  # MoleculeNet node features: pyg (default, 177 slots) | grain (140)
     degree_feature: bool = False  # append a one-hot degree block (GRAIN on TU sets)
-    subset: int | None = Field(None, ge=1)  # keep this many graphs of a seeded shuffle
+    subset: int | None = Field(None, ge=1)  # the federation holds this many graphs of a seeded shuffle
     subset_seed: int = 42  # the shuffle's seed (GRAIN's experiments: seed 42, first 100)
 
 
@@ -90,6 +90,9 @@ class AuxConfig(Section):
 class ThreatConfig(Section):
     node_count: bool = True  # hint: the true node count of each attacked graph
     label: bool = False  # hint: the true label of each attacked graph
+    # hint: the true adjacency, for every attack (true) or the listed ones (e.g. [dlg@A]); the
+    # "+A" baselines of GRAIN's Table 2
+    adjacency_known: bool | list[str] = False
     # The server observes only the weighted sum of each round's updates (a faithful simulation
     # of what secure aggregation reveals; Flower's SecAgg+ needs the legacy strategy API).
     secure_aggregation: bool = False
@@ -209,6 +212,11 @@ def _check_cross_fields(config: RunConfig) -> None:
         for c in config.attack.clients:
             if not 0 <= c < fed.num_clients:
                 raise ConfigError(f"attack.clients: client {c} is out of range 0..{fed.num_clients - 1}")
+    granted = config.threat.adjacency_known
+    if isinstance(granted, list):
+        for name in granted:
+            if name not in config.attack.names:
+                raise ConfigError(f"threat.adjacency_known: '{name}' is not in attack.names")
     if config.aux.source != "holdout":
         prefix, _, index = config.aux.source.partition(":")
         if prefix != "client" or not index.isdigit() or int(index) >= fed.num_clients:

@@ -3,7 +3,8 @@
 A reproduction YAML holds ``reference`` (a table key in ``reference_<paper>.yaml`` beside it),
 ``base`` (run-config keys over ``default.yaml``), ``cases`` (each a ``label`` and dotted ``set``
 overrides) and optionally ``victim_graphs`` (rounds = min(victim_graphs, the victim partition
-size): one victim graph per FedSGD round). ``markdown`` renders our summary beside the paper's.
+size): one victim graph per FedSGD round), ``metrics`` (the table's columns, default the
+reconstruction metrics) and ``alignments``. ``markdown`` renders our summary beside the paper's.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import yaml
 
 from fedgraph_sim.config import DEFAULT_CONFIG, RunConfig, validate_config
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.metrics import METRICS
+from fedgraph_sim.metrics import ALIGNMENTS, GSM_METRICS, METRICS
 
 HEADERS = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc": "AUC",
            "adj_ap": "AP", "edge_accuracy": "edge ACC", "degree_distance": "deg dist",
-           "spectral_distance": "spec dist"}
+           "spectral_distance": "spec dist", "gsm0": "GSM-0", "gsm1": "GSM-1", "gsm2": "GSM-2",
+           "full_iso": "FULL", "full_repo": "FULL (GSM-1 = 1)"}
+#: The columns of a reproduction table unless its config names others.
+DEFAULT_TABLE_METRICS = tuple(m for m in METRICS if m not in GSM_METRICS)
 
 
 @dataclass
@@ -63,6 +67,12 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
             raise ConfigError(f"{item}: overrides are dotted key=value pairs")
         key, raw = item.split("=", 1)
         extra[key.strip()] = yaml.safe_load(raw)
+    for metric in spec.get("metrics", ()):
+        if metric not in METRICS:
+            raise ConfigError(f"{path.name}: metrics: unknown metric '{metric}'; valid: {', '.join(METRICS)}")
+    for alignment in spec.get("alignments", ()):
+        if alignment not in ALIGNMENTS:
+            raise ConfigError(f"{path.name}: alignments: unknown '{alignment}'; valid: {', '.join(ALIGNMENTS)}")
     labels = [c["label"] for c in spec["cases"]]
     if only:
         unknown = [c for c in only if c not in labels]
@@ -90,41 +100,71 @@ def load_reference(folder: Path, key: str | None) -> dict:
     return tables[key]
 
 
+def table_columns(spec: dict) -> dict:
+    """The ``metrics`` and ``alignments`` a reproduction config asks its tables to show."""
+    return {"metrics": tuple(spec.get("metrics", DEFAULT_TABLE_METRICS)),
+            "alignments": tuple(spec.get("alignments", ALIGNMENTS))}
+
+
 def _fmt(mean: float, std: float | None = None) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "-"
     return f"{mean:.4f}" if std is None else f"{mean:.4f} ± {std:.4f}"
 
 
+def _percent(value) -> str:
+    return "-" if value is None or math.isnan(value) else f"{100 * value:.1f}"
+
+
 def _with_gain(entry: dict, metric: str) -> str:
     """``mean ± std [Δ gain vs prior]``: the information gain over the gradient-free prior on
-    the same graphs, and the prior's own value there."""
-    text = _fmt(entry[f"{metric}_mean"], entry[f"{metric}_std"])
+    the same graphs, and the prior's own value there. GSM metrics, as the GRAIN paper reports
+    them: in percent over every attacked graph (failures count 0), with the bootstrap 95% CI."""
     gain, prior = entry.get(f"gain_{metric}_mean"), entry.get(f"prior_{metric}_mean")
+    if metric in GSM_METRICS:
+        text = (f"{_percent(entry.get(f'{metric}_all_mean'))} [{_percent(entry.get(f'{metric}_ci_low'))}, "
+                f"{_percent(entry.get(f'{metric}_ci_high'))}]")
+        if gain is None or math.isnan(gain):
+            return text
+        return f"{text} [Δ {100 * gain:+.1f} vs {_percent(prior)}]"
+    text = _fmt(entry[f"{metric}_mean"], entry[f"{metric}_std"])
     if gain is None or math.isnan(gain):
         return text
     return f"{text} [Δ {gain:+.4f} vs {prior:.4f}]"
 
 
-def markdown(label: str, summary: list[dict], reference: dict, note: str = "") -> str:
+def _paper_cell(metric: str, value) -> str:
+    return f"*{_percent(value)}*" if metric in GSM_METRICS else f"*{_fmt(value)}*"
+
+
+def markdown(label: str, summary: list[dict], reference: dict, note: str = "",
+             metrics: tuple[str, ...] = DEFAULT_TABLE_METRICS,
+             alignments: tuple[str, ...] = ALIGNMENTS) -> str:
     """One case: our rows (attack x alignment, mean ± std) with the paper's row under each attack."""
     paper = reference.get("values", {}).get(label, {})
     paper_metrics = reference.get("metrics", list(METRICS))
     lines = [f"### {label}", ""]
     if note:
         lines += [note, ""]
-    lines += ["Cells: mean ± std over attacked graphs [Δ information gain vs the gradient-free prior "
-              "on the same graphs: majority_type for feature MSE and type ACC, aux_mean_adjacency "
-              "for AUC, AP and edge ACC]. Italic rows: the paper.", ""]
-    lines.append("| attack | alignment | graphs | " + " | ".join(HEADERS[m] for m in METRICS) + " |")
-    lines.append("|---|---|---|" + "---|" * len(METRICS))
+    legend = ("Cells: mean ± std over attacked graphs [Δ information gain vs the gradient-free prior "
+              "on the same graphs: majority_type for feature MSE, type ACC and GSM-0, "
+              "aux_mean_adjacency for the structure metrics]. Italic rows: the paper.")
+    if any(m in GSM_METRICS for m in metrics):
+        legend += (" GSM and FULL in %, over every attacked graph with failures as 0 [bootstrap 95% CI]"
+                   "; their Δ over the graphs with a reconstruction.")
+    lines += [legend, ""]
+    lines.append("| attack | alignment | graphs | " + " | ".join(HEADERS[m] for m in metrics) + " |")
+    lines.append("|---|---|---|" + "---|" * len(metrics))
     for entry in summary:
-        cells = [_with_gain(entry, m) for m in METRICS]
-        failed = f" ({entry['failed']} failed)" if entry["failed"] else ""
+        if entry["alignment"] not in alignments:
+            continue
+        cells = [_with_gain(entry, m) for m in metrics]
+        failed = f" ({entry.get('statuses', str(entry['failed']) + ' failed')})" if entry["failed"] else ""
         lines.append(f"| {entry['attack']} | {entry['alignment']} | {entry['graphs']}{failed} | "
                      + " | ".join(cells) + " |")
-        if entry["alignment"] == "identity" and entry["attack"] in paper:
+        if entry["alignment"] == alignments[0] and entry["attack"] in paper:
             values = dict(zip(paper_metrics, paper[entry["attack"]]))
-            lines.append(f"| *{entry['attack']} (paper)* | *identity* | | "
-                         + " | ".join(f"*{_fmt(values[m])}*" if m in values else "" for m in METRICS) + " |")
+            lines.append(f"| *{entry['attack']} (paper)* | *{alignments[0]}* | | "
+                         + " | ".join(_paper_cell(m, values[m]) if m in values and values[m] is not None
+                                      else "" for m in metrics) + " |")
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
-from fedgraph_sim.metrics import ALIGNMENTS, METRICS, aggregate
+from fedgraph_sim.metrics import ALIGNMENTS, GSM_METRICS, METRICS, aggregate, bootstrap_ci
 
 SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
 
@@ -93,23 +93,33 @@ def run_columns(rows: list[dict]) -> dict:
             "federations": len(per_federation), "defense_epsilon_max": max(eps, default=float("nan"))}
 
 
+def is_scored(row: dict, alignment: str = ALIGNMENTS[0]) -> bool:
+    """Rows with metrics: ``ok`` rows, and timed-out attacks scored on their best graph so far."""
+    return row["status"] in ("ok", "timeout") and metric_column(alignment, "gsm0") in row
+
+
 def summarize(rows: Iterable[dict]) -> list[dict]:
-    """Mean, std and count of every metric per (attack, defense, alignment), over ``ok`` rows;
-    other statuses are counted per attack."""
+    """Mean, std and count of every metric per (attack, defense, alignment), over scored rows;
+    statuses are counted per attack. For GRAIN's GSM family also the papers' convention: the mean
+    over every attacked graph with a failure (no graph recovered) counted as 0, and its bootstrap
+    95% interval (10 000 resamples)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    attempted: dict[tuple, list[dict]] = defaultdict(list)
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
         key = (row.get("dataset", ""), row["attack"], row.get("defense", "none"))
         statuses[key][row["status"]] += 1
-        if row["status"] == "ok":
+        if row["status"] != "not_applicable":
+            attempted[key].append(row)
+        if row["status"] == "ok" or is_scored(row):
             groups[key].append(row)
     out = []
     for key, status in statuses.items():
         dataset, attack, defense = key
         for alignment in ALIGNMENTS:
             entry = {"dataset": dataset, "attack": attack, "defense": defense, "alignment": alignment,
-                     "graphs": status.get("ok", 0),
-                     "failed": sum(v for k, v in status.items() if k != "ok")}
+                     "graphs": len(groups[key]), "failed": sum(status.values()) - len(groups[key]),
+                     "statuses": " ".join(f"{k}={v}" for k, v in sorted(status.items()))}
             for metric in METRICS:
                 column = metric_column(alignment, metric)
                 agg = aggregate(groups[key], column)
@@ -121,6 +131,10 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                 entry[f"gain_{metric}_mean"] = gain["mean"]
                 entry[f"gain_{metric}_std"] = gain["std"]
                 entry[f"prior_{metric}_mean"] = aggregate(groups[key], f"prior_{column}")["mean"]
+                if metric in GSM_METRICS:
+                    values = [float(r.get(column, 0.0)) for r in attempted[key]]
+                    entry[f"{metric}_all_mean"] = sum(values) / len(values) if values else float("nan")
+                    entry[f"{metric}_ci_low"], entry[f"{metric}_ci_high"] = bootstrap_ci(values)
             entry.update(run_columns(groups[key]))
             out.append(entry)
     return out

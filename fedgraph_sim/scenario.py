@@ -46,21 +46,30 @@ def load_config_dataset(config: RunConfig) -> GraphDataset:
     if data.features is not None:
         options["features"] = data.features
     dataset = load_dataset(data.dataset, max_nodes=data.max_nodes, degree_feature=data.degree_feature,
-                           subset=data.subset, subset_seed=data.subset_seed, **options)
+                           **options)
     return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))
 
 
 def build_scenario(config: RunConfig) -> Scenario:
+    """With ``data.subset`` the federation holds the first ``subset`` graphs of a seeded shuffle
+    (GRAIN's experiments: seed 42, 100 graphs) and a held-out auxiliary split comes from the
+    graphs outside it, so every subset graph is a victim and none is also the attacker's."""
     dataset = load_config_dataset(config)
     labels = dataset.labels
     rng = np.random.default_rng(config.seed)
-    pool = np.arange(len(dataset))
+    pool, outside = np.arange(len(dataset)), np.array([], dtype=np.int64)
+    if config.data.subset is not None:
+        order = np.random.default_rng(config.data.subset_seed).permutation(len(dataset))
+        pool, outside = np.sort(order[:config.data.subset]), np.sort(order[config.data.subset:])
     test = np.array([], dtype=np.int64)
     if config.data.test_fraction > 0:
         test, pool = _stratified_take(labels, pool, config.data.test_fraction, rng)
     aux = np.array([], dtype=np.int64)
     if config.aux.scenario == "same" and config.aux.source == "holdout":
-        aux, pool = _stratified_take(labels, pool, config.aux.fraction, rng)
+        if len(outside):
+            aux, _ = _stratified_take(labels, outside, config.aux.fraction, rng)
+        else:
+            aux, pool = _stratified_take(labels, pool, config.aux.fraction, rng)
     require(len(pool) >= config.federation.num_clients, "federation.num_clients",
             f"{config.federation.num_clients} clients but only {len(pool)} graphs remain after "
             "the test and auxiliary splits")

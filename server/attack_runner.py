@@ -3,7 +3,9 @@
 For every selected update and attack: check the attack's requirements (``not_applicable`` row if
 unmet), run it with a seeded context and a time budget, then, only after it has returned, open the
 audit record and score each reconstruction against the graph it claims to recover. Exceptions,
-NaNs and spent budgets become ``error``, ``nan`` and ``timeout`` rows; the round goes on. Rows are
+NaNs and spent budgets become ``error``, ``nan`` and ``timeout`` rows, an attack that recovers
+nothing by design (``AttackFailed``) a ``failed`` row; the round goes on. A timed-out attack that
+still returned its best graph so far is scored (status ``timeout``, metrics present). Rows are
 appended (and flushed) as they are produced.
 """
 
@@ -20,11 +22,11 @@ from typing import Iterable
 import torch
 from torch_geometric.utils import to_dense_adj
 
-from attacks.base import Attack, AttackContext, AttackTimeout, Budget, Reconstruction
+from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget, Reconstruction
 from fedgraph_sim.audit import AuditStore
 from fedgraph_sim.config import RunConfig, defense_label
 from attacks.priors import AuxMeanAdjacency, MajorityType
-from fedgraph_sim.metrics import ALIGNMENTS, PRIOR_OF, graph_metrics
+from fedgraph_sim.metrics import PRIOR_OF, score_reconstruction
 from fedgraph_sim.results import ResultWriter, metric_column
 from fedgraph_sim.threat import AGGREGATE, AttackerKnowledge, ObservedUpdate
 
@@ -80,14 +82,15 @@ class AttackRunner:
                             AttackContext(seed=seed, budget=Budget(self.config.attack.time_budget)))
                 except Exception as exc:  # reconstruct() retries and reports it in the rows
                     log.warning("%s: per-round preparation failed: %s: %s", name, type(exc).__name__, exc)
+        threat = self.config.threat
         for update in updates:
-            threat = self.config.threat
-            hints = self.audit.hints(update.round, update.client_key,
-                                     node_count=threat.node_count, label=threat.label)
-            knowledge = self.knowledge.with_hints(**hints)
+            hints = self.audit.hints(update.round, update.client_key, node_count=threat.node_count,
+                                     label=threat.label, adjacency=bool(threat.adjacency_known))
             for name, attack in self.attacks.items():
                 if self._limit_reached(name):
                     continue
+                granted = threat.adjacency_known is True or name in (threat.adjacency_known or ())
+                knowledge = self.knowledge.with_hints(**hints if granted else {**hints, "adjacencies": None})
                 self.updates_attacked[name] = self.updates_attacked.get(name, 0) + 1
                 for row in self.run_one(name, attack, update, knowledge):
                     self.writer.write(row)
@@ -114,12 +117,14 @@ class AttackRunner:
             try:
                 torch.manual_seed(ctx.seed)  # results must not depend on what ran before in this process
                 recs = attack.reconstruct(update, knowledge, ctx)
-                if budget.expired():
-                    status, message = "timeout", f"returned after its {budget.seconds:g} s budget"
-                elif not all(_is_finite(r) for r in recs):
+                if not all(_is_finite(r) for r in recs):
                     status, message = "nan", "reconstruction contains NaN or inf"
+                elif budget.expired():
+                    status, message = "timeout", f"returned after its {budget.seconds:g} s budget"
             except AttackTimeout as exc:
                 status, message = "timeout", str(exc)
+            except AttackFailed as exc:
+                status, message = "failed", str(exc).splitlines()[0]
             except Exception as exc:  # an attack bug must not stop the round
                 status, message = "error", f"{type(exc).__name__}: {exc}".splitlines()[0]
         seconds = time.perf_counter() - start
@@ -138,13 +143,12 @@ class AttackRunner:
                 ctx = AttackContext(seed=0, budget=Budget(self.config.attack.time_budget))
                 recs = {name: prior.reconstruct(update, hinted, ctx)[0] for name, prior in self._priors.items()}
                 adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
-                for alignment in ALIGNMENTS:
-                    by_prior = {name: graph_metrics(rec.x, rec.adj, graph.x, adj, alignment=alignment,
-                                                    schema=knowledge.schema,
-                                                    entries=self.config.metrics.entries)
-                                for name, rec in recs.items()}
-                    for metric, prior in PRIOR_OF.items():
-                        scores[metric_column(alignment, metric)] = by_prior[prior][metric]
+                by_prior = {name: score_reconstruction(rec.x, rec.adj, graph.x, adj, schema=knowledge.schema,
+                                                       entries=self.config.metrics.entries)
+                            for name, rec in recs.items()}
+                for metric, prior in PRIOR_OF.items():
+                    for alignment, values in by_prior[prior].items():
+                        scores[metric_column(alignment, metric)] = values[metric]
             self._prior_cache[key] = scores
         return self._prior_cache[key]
 
@@ -195,22 +199,23 @@ class AttackRunner:
                 "batch_size": update.batch_size, "aux": knowledge.aux_scenario,
                 "hint_node_count": knowledge.node_counts is not None,
                 "hint_label": knowledge.labels is not None,
+                "hint_adjacency": knowledge.adjacencies is not None,
                 "node_order": self.config.data.node_order,
                 "label_true": int(graph.y.view(-1)[0]),
                 **self.extra_columns,
             }
             if status == "ok" and i >= len(recs):
                 row.update(status="error", message=f"attack returned {len(recs)} graphs for {len(graphs)}")
-            if row["status"] == "ok":
+            # ok rows, and timed-out attacks that returned their best graph so far, are scored
+            if row["status"] == "ok" or (row["status"] == "timeout" and i < len(recs)):
                 rec = recs[i]
                 priors = self.prior_scores(update, i, graph, knowledge)
                 row["label_guess"] = rec.label
                 row["label_correct"] = None if rec.label is None else int(rec.label == row["label_true"])
                 adj = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
-                for alignment in ALIGNMENTS:
-                    scores = graph_metrics(rec.x, rec.adj, graph.x, adj, alignment=alignment,
-                                           schema=knowledge.schema,
-                                           entries=self.config.metrics.entries)
+                by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, adj, schema=knowledge.schema,
+                                                    entries=self.config.metrics.entries)
+                for alignment, scores in by_alignment.items():
                     for metric, value in scores.items():
                         column = metric_column(alignment, metric)
                         row[column] = value

@@ -2,10 +2,10 @@
 the gradient-matching objective and the optimisation loops."""
 
 from attacks.common.distances import DISTANCES, cosine_distance, l2_distance
-from attacks.common.dummy import DummyGraphs, symmetric_adjacency
+from attacks.common.dummy import DummyGraphs, schema_softmax, symmetric_adjacency
 from attacks.common.labels import idlg_label, label_from_bias
 from attacks.common.matching import GradientMatcher
 from attacks.common.optimize import adam, lbfgs
 
 __all__ = ["DISTANCES", "DummyGraphs", "GradientMatcher", "adam", "cosine_distance", "idlg_label",
-           "l2_distance", "label_from_bias", "lbfgs", "symmetric_adjacency"]
+           "l2_distance", "label_from_bias", "lbfgs", "schema_softmax", "symmetric_adjacency"]

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import GradientMatcher, adam, label_from_bias
+from attacks.common import GradientMatcher, adam, label_from_bias, schema_softmax
 from attacks.graphdlg.decoder import ADAPTERS, DecoderTraining, StructureDecoder, encode, train_decoder
 from attacks.graphdlg.embedding import recover_embedding
 from attacks.graphdlg.gnfr import gnfr
@@ -64,10 +64,6 @@ def minmax_rows(x: torch.Tensor) -> torch.Tensor:
     """Per-node min-max scaling to [0, 1] (scale invariant, so GNFR's free scale drops out)."""
     low, high = x.min(1, keepdim=True).values, x.max(1, keepdim=True).values
     return (x - low) / (high - low).clamp(min=1e-12)
-
-
-def blockwise_softmax(z: torch.Tensor, slices) -> torch.Tensor:
-    return torch.cat([torch.softmax(z[:, s], dim=1) for s in slices], dim=1)
 
 
 @register
@@ -234,12 +230,11 @@ class GraphDLG(Attack):
 
     def refine(self, model, update, knowledge, x0, adj, label: int, ctx) -> torch.Tensor:
         """[ext] Gradient matching over softmax one-hot node types, structure fixed."""
-        slices = list(knowledge.schema.slices().values())
         z = (x0 * 3.0).clone().requires_grad_()  # GNFR's scaled rows as initial logits
         matcher = GradientMatcher(model, update.gradient, "cosine", knowledge.loss)
         labels = torch.tensor([label])
         mask = torch.ones(1, x0.size(0), dtype=torch.bool)
-        adam([z], lambda: matcher(blockwise_softmax(z, slices)[None], adj[None], mask, labels), ctx,
+        adam([z], lambda: matcher(schema_softmax(z, knowledge.schema)[None], adj[None], mask, labels), ctx,
              iterations=self.params.refine_iterations, lr=self.params.refine_lr)
         with torch.no_grad():
-            return blockwise_softmax(z, slices)
+            return schema_softmax(z, knowledge.schema)

@@ -12,7 +12,7 @@ from functools import partial
 from fedgraph_sim import registry
 from fedgraph_sim.data import store
 from fedgraph_sim.data.auxiliary import adapt_width, auxiliary_graphs, erdos_renyi_graphs
-from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs, seeded_subset
+from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs
 from fedgraph_sim.data.degree import with_degree_block
 from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES, load_moleculenet
 from fedgraph_sim.data.partition import dirichlet_partition
@@ -38,11 +38,10 @@ def _loader(name: str):
 
 
 def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: bool = False,
-                 subset: int | None = None, subset_seed: int = 42, **options) -> GraphDataset:
+                 **options) -> GraphDataset:
     """Load a dataset by name; ``options`` go to its loader (``task`` and ``features`` for
     MoleculeNet, ``num_graphs``/``min_nodes``/``max_nodes``/``seed`` for ``synthetic``). Then drop
-    graphs above ``max_nodes``, keep ``subset`` graphs of a seeded shuffle, and append a degree
-    block if ``degree_feature``."""
+    graphs above ``max_nodes`` and append a degree block if ``degree_feature``."""
     loader = _loader(name)
     accepted = inspect.signature(loader).parameters
     for key in options:
@@ -52,8 +51,6 @@ def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: boo
     if max_nodes is not None and max_nodes < 1:
         raise ConfigError(f"data.max_nodes: must be >= 1 (got {max_nodes})")
     dataset = drop_large_graphs(loader(**options), max_nodes)
-    if subset is not None:
-        dataset = seeded_subset(dataset, subset, subset_seed)
     return with_degree_block(dataset) if degree_feature else dataset
 
 

@@ -77,13 +77,6 @@ def drop_large_graphs(dataset: GraphDataset, max_nodes: int | None) -> GraphData
     return replace(dataset, graphs=kept, meta=meta)
 
 
-def seeded_subset(dataset: GraphDataset, count: int, seed: int) -> GraphDataset:
-    """The first ``count`` graphs of a seeded shuffle (GRAIN's experiments: seed 42, 100 graphs)."""
-    order = np.random.default_rng(seed).permutation(len(dataset.graphs))[:count]
-    meta = {**dataset.meta, "subset": f"{min(count, len(order))} of {len(dataset.graphs)} (seed {seed})"}
-    return replace(dataset, graphs=[dataset.graphs[int(i)] for i in order], meta=meta)
-
-
 def split_in_memory(pyg) -> list[tuple[int, Tensor | None, Tensor, Tensor]]:
     """``(num_nodes, x, edge_index, y)`` per graph of a PyG ``InMemoryDataset``, by slicing its
     storage once (indexing graph by graph is ~10x slower on large sets). PyG stores per-graph

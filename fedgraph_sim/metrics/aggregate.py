@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping
 
+import numpy as np
+
 
 def aggregate(rows: Iterable[Mapping], metric: str) -> dict[str, float]:
     """``{"mean", "std", "count", "skipped"}`` of ``metric`` over rows; NaN or missing values
@@ -21,3 +23,26 @@ def aggregate(rows: Iterable[Mapping], metric: str) -> dict[str, float]:
     mean = sum(values) / len(values)
     var = sum((v - mean) ** 2 for v in values) / len(values)
     return {"mean": mean, "std": math.sqrt(var), "count": len(values), "skipped": skipped}
+
+
+def bootstrap_ci(values: Iterable[float], resamples: int = 10_000, level: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean: ``level`` of the means of ``resamples``
+    resamples with replacement (``numpy.random.default_rng(seed)``). NaN values are dropped;
+    ``(nan, nan)`` for no values, ``(v, v)`` for one."""
+    data = np.asarray([float(v) for v in values], dtype=np.float64)
+    data = data[~np.isnan(data)]
+    if data.size == 0:
+        return float("nan"), float("nan")
+    if data.size == 1:
+        return float(data[0]), float(data[0])
+    rng = np.random.default_rng(seed)
+    # index matrices in chunks of ~4M entries: bounded memory, same draws for a given size
+    chunk = max(1, 4_000_000 // data.size)
+    means = np.concatenate([
+        data[rng.integers(0, data.size, size=(min(chunk, resamples - start), data.size))].mean(1)
+        for start in range(0, resamples, chunk)
+    ])
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)

@@ -16,6 +16,10 @@ nodes the alignment picks, a shorter one is padded with zero features and zero e
   Laplacians divided by sqrt(n), both with the scores thresholded at 0.5. They answer "did the
   attack learn this graph's structure?" without crediting a node order.
 
+- ``gsm0``, ``gsm1``, ``gsm2``, ``full_iso``, ``full_repo``: GRAIN's isomorphism-invariant
+  graph similarity (``gsm.py``), on the reconstruction discretised (edges at 0.5, one value per
+  feature block), so every attack and prior gets them; the same under any alignment.
+
 The entry set is the strict upper triangle by default (``entries="upper_offdiag"``: each node
 pair once, no diagonal), or the full n x n matrix including the diagonal (``entries="full"``, the
 GraphDLG paper's convention, used by the reproduction configs). The full set counts every pair
@@ -31,17 +35,20 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from fedgraph_sim.errors import require
 from fedgraph_sim.metrics.alignment import ALIGNMENTS, identity_alignment, matched_alignment
+from fedgraph_sim.metrics.gsm import GSM_METRICS, gsm
 
 ENTRY_SETS = ("full", "upper_offdiag")
 METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "edge_accuracy",
-           "degree_distance", "spectral_distance")
+           "degree_distance", "spectral_distance") + GSM_METRICS
 # The gradient-free prior each metric is compared with (information gain = metric - prior, on
 # the same graph): node-type metrics against majority_type, structure metrics against
 # aux_mean_adjacency (attacks/priors.py).
 PRIOR_OF = {"feature_mse": "majority_type", "node_type_accuracy": "majority_type",
             "adj_auc": "aux_mean_adjacency", "adj_ap": "aux_mean_adjacency",
             "edge_accuracy": "aux_mean_adjacency", "degree_distance": "aux_mean_adjacency",
-            "spectral_distance": "aux_mean_adjacency"}
+            "spectral_distance": "aux_mean_adjacency", "gsm0": "majority_type",
+            "gsm1": "aux_mean_adjacency", "gsm2": "aux_mean_adjacency",
+            "full_iso": "aux_mean_adjacency", "full_repo": "aux_mean_adjacency"}
 
 
 def _np(a) -> np.ndarray:
@@ -129,3 +136,12 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "iden
         out["adj_auc"] = out["adj_ap"] = float("nan")
         out["structure_skipped"] = 1
     return out
+
+
+def score_reconstruction(x_hat, adj_hat, x, adj, *, schema, entries: str = "upper_offdiag") -> dict[str, dict]:
+    """Every metric of one reconstruction, per alignment (the alignment-free GSM family computed
+    once and repeated under each)."""
+    invariant = {k: v for k, v in gsm(x_hat, adj_hat, x, adj, schema).items() if k in GSM_METRICS}
+    return {alignment: {**graph_metrics(x_hat, adj_hat, x, adj, schema=schema, alignment=alignment,
+                                        entries=entries), **invariant}
+            for alignment in ALIGNMENTS}

@@ -6,13 +6,15 @@ import math
 
 from rich.table import Table
 
-from fedgraph_sim.metrics import METRICS
 from fedgraph_sim.report.groups import Group
 from fedgraph_sim.report.inputs import paper_row
 
 SHORT = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc": "AUC",
          "adj_ap": "AP", "edge_accuracy": "edge ACC", "degree_distance": "deg dist",
-         "spectral_distance": "spec dist"}
+         "spectral_distance": "spec dist", "gsm0": "GSM-0", "gsm1": "GSM-1", "gsm2": "GSM-2",
+         "full_iso": "FULL", "full_repo": "FULL repo"}
+#: The terminal summary's columns (every metric is in summary.csv).
+TERMINAL_METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "gsm0", "gsm2", "full_iso")
 #: The metrics of the markdown tables, in the papers' order of interest.
 TABLE_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse", "edge_accuracy")
 
@@ -36,7 +38,7 @@ def summary_table(summary: list[dict], title: str = "attack results") -> Table:
     table = Table(title=title)
     for column in ("dataset",) * with_dataset + ("attack", "defense", "alignment", "graphs"):
         table.add_column(column, no_wrap=True)
-    for metric in METRICS:
+    for metric in TERMINAL_METRICS:
         table.add_column(SHORT[metric], justify="right", no_wrap=True)
     for column in ("test acc",) * with_accuracy + ("ε",) * with_epsilon:
         table.add_column(column, justify="right", no_wrap=True)
@@ -44,7 +46,7 @@ def summary_table(summary: list[dict], title: str = "attack results") -> Table:
         graphs = str(entry["graphs"]) + (f" ({entry['failed']} failed)" if entry["failed"] else "")
         table.add_row(*(entry.get("dataset", ""),) * with_dataset,
                       entry["attack"], entry["defense"], entry["alignment"], graphs,
-                      *(_cell(entry[f"{m}_mean"], entry.get(f"gain_{m}_mean", math.nan)) for m in METRICS),
+                      *(_cell(entry.get(f"{m}_mean", math.nan), entry.get(f"gain_{m}_mean", math.nan)) for m in TERMINAL_METRICS),
                       *(_cell(entry.get("test_accuracy_mean", math.nan)),) * with_accuracy,
                       *(_cell(entry.get("defense_epsilon_max", math.nan)),) * with_epsilon)
     table.caption = ("mean over attacked graphs (std and counts in summary.csv); (+x.xxx): information "

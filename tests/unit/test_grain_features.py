@@ -49,18 +49,29 @@ def test_degree_block_on_synthetic():
 
 
 def test_load_dataset_options():
-    data = load_dataset("synthetic", degree_feature=True, subset=15, subset_seed=42, num_graphs=40)
-    again = load_dataset("synthetic", degree_feature=True, subset=15, subset_seed=42, num_graphs=40)
-    assert len(data) == 15 and [g.graph_id for g in data.graphs] == [g.graph_id for g in again.graphs]
-    assert data.schema.degree_block == "degree"
+    data = load_dataset("synthetic", degree_feature=True, num_graphs=40)
+    assert len(data) == 40 and data.schema.degree_block == "degree"
     with pytest.raises(ConfigError, match="data.features: not an option of dataset synthetic"):
         load_dataset("synthetic", features="grain")
 
 
+def test_subset_is_the_federation_and_the_holdout_lies_outside_it():
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.scenario import build_scenario
+
+    config = load_config(None, ["data.dataset=synthetic", "data.subset=30", "data.options={num_graphs: 80}",
+                                "federation.num_clients=2", "aux.fraction=0.25"])
+    scenario = build_scenario(config)
+    victims = set(int(i) for c in scenario.clients for i in c)
+    again = set(int(i) for c in build_scenario(config).clients for i in c)
+    assert len(victims) == 30 and victims == again
+    assert not victims & set(scenario.aux.tolist()) and len(scenario.aux) == round(0.25 * 50)
+
+
 @pytest.mark.realdata
 def test_tox21_grain_features(data_root):
-    data = load_dataset("Tox21", task="SR-p53", features="grain", subset=100)
-    assert data.num_features == 140 and len(data) == 100
+    data = load_dataset("Tox21", task="SR-p53", features="grain")
+    assert data.num_features == 140 and len(data) == 6767
     assert data.meta["dropped_outside_schema"] == 0
     assert all(torch.equal(data.schema.degrees(g.x), degrees_of(g)) for g in data.graphs)
     mutag = load_dataset("MUTAG", degree_feature=True)

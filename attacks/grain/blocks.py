@@ -1,0 +1,276 @@
+"""Building blocks: 1-hop blocks T1*, 2-hop blocks T2*, and the structure filter (GRAIN,
+Drencheva et al., ICLR 2025, Sec. 5 and Alg. 2, 3 and 7).
+
+An ``l``-hop block is the ``l``-hop computation tree of a centre node. Node types are indices into
+T0, each with its degree feature ``deg[t]``. A 1-hop block is a centre type and the multiset of its
+``deg[c]`` neighbour types; a 2-hop block adds, under every neighbour of degree > 1 (a "dangling"
+neighbour), the other neighbours of a compatible 1-hop block centred there. Each candidate's centre
+state is span-checked against the next layer's weight gradient: layer 2's for 1-hop blocks, the
+readout's (or layer 3's) for 2-hop blocks.
+
+Blocks are canonical: neighbours sorted by (degree descending, type), so equal blocks are equal
+tuples and duplicates collapse. A tree is enough even for rings: the centre's state depends only
+on its computation tree, cycles are closed later by merging nodes (``build.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from attacks.grain.embed import StarLayer, check_input
+from attacks.grain.spancheck import RowSpace
+
+
+@dataclass(frozen=True)
+class Block:
+    """A 2-hop block: ``centre`` type, and per neighbour slot its type and its children's types
+    (its neighbours other than the centre; empty for degree-1 neighbours). ``distance`` is the
+    span-check residual; ``score`` the structure filter's (lower is better)."""
+
+    centre: int
+    slots: tuple[tuple[int, tuple[int, ...]], ...]
+    distance: float = 0.0
+    score: float = 0.0
+
+    @property
+    def neighbour_types(self) -> tuple[int, ...]:
+        return tuple(t for t, _ in self.slots)
+
+
+@dataclass
+class OneHopBlocks:
+    """T1*: ``centre [K]``, neighbour types ``nbrs [K, D]`` (``mask`` marks real ones), their
+    layer-1 centre ``states [K, F1]`` and span distances."""
+
+    centre: Tensor
+    nbrs: Tensor
+    mask: Tensor
+    states: Tensor
+    distance: Tensor
+    candidates: int = 0
+
+    def __len__(self) -> int:
+        return self.centre.numel()
+
+    def neighbours(self, i: int) -> tuple[int, ...]:
+        return tuple(self.nbrs[i][self.mask[i]].tolist())
+
+
+@dataclass
+class Stage:
+    """Counts and seconds of one stage, for the attack's per-graph info."""
+
+    candidates: int = 0
+    kept: int = 0
+    seconds: float = 0.0
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def canonical_order(deg: Tensor) -> list[int]:
+    """Type ids sorted by (degree descending, id): the order neighbours are listed in."""
+    return sorted(range(deg.numel()), key=lambda t: (-int(deg[t]), t))
+
+
+def _padded(rows: list[tuple[int, ...]], width: int) -> tuple[Tensor, Tensor]:
+    nbrs = torch.zeros(len(rows), max(width, 1), dtype=torch.long)
+    mask = torch.zeros(len(rows), max(width, 1), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        nbrs[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[i, :len(r)] = True
+    return nbrs, mask
+
+
+def _multisets(allowed: Tensor, k: int):
+    """Every multiset of ``k`` types from ``allowed`` (sorted tuples), in chunks by first type."""
+    if k == 1:
+        yield allowed[:, None]
+        return
+    for p in range(allowed.numel()):
+        rest = allowed[p:]
+        tails = torch.combinations(rest, r=k - 1, with_replacement=True) if k > 2 else rest[:, None]
+        yield torch.cat([allowed[p].expand(tails.size(0), 1), tails], 1)
+
+
+def _gcn_sums(layer1: StarLayer, deg: Tensor) -> Tensor:
+    """Per type, its layer-1 projection over ``sqrt(deg + 1)`` (float32): a GCN centre's
+    pre-activation is ``(Q_c + sum_j Q_j) / sqrt(deg_c + 1)``, so the neighbour sums of a chunk of
+    multisets serve every centre of that degree."""
+    return (layer1.proj / (deg.to(layer1.proj.dtype) + 1).sqrt()[:, None]).float()
+
+
+def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
+                   max_combinations: float, expired: Callable[[], bool]) -> OneHopBlocks:
+    """Every centre type with every multiset of ``deg[c]`` neighbour types (neighbours of degree
+    0 excluded), span-checked at layer 2. A degree whose ``|T0|^k`` exceeds ``max_combinations``
+    is skipped, as the official code does. For GCN, candidates are screened in float32 from
+    shared neighbour sums (``RowSpace.plausible``) and the survivors checked exactly."""
+    types = deg.numel()
+    order = torch.tensor(canonical_order(deg))
+    allowed = order[deg[order] > 0]
+    q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" else None
+    bias = None if layer1.conv.bias is None else layer1.conv.bias.detach().float()
+    kept_c, kept_n, kept_s, kept_d, total = [], [], [], [], 0
+    for k in sorted({int(d) for d in deg.tolist() if d > 0}):
+        if types ** k > max_combinations:
+            continue
+        centres = torch.nonzero(deg == k).flatten().tolist()
+        for combos in _multisets(allowed, k):
+            if expired():
+                break
+            sums = q[combos].sum(1) if q is not None else None
+            for c in centres:
+                total += combos.size(0)
+                if sums is not None:  # GCN: a cheap float32 screen first
+                    pre = (q[c] + sums) / float(deg[c] + 1) ** 0.5
+                    candidates = space.plausible(layer1.act(pre if bias is None else pre + bias), tau)
+                else:
+                    candidates = torch.arange(combos.size(0))
+                if candidates.numel() == 0:
+                    continue
+                nbrs = combos[candidates]
+                centre = torch.full((nbrs.size(0),), c, dtype=torch.long)
+                states = layer1(centre, nbrs, torch.ones_like(nbrs, dtype=torch.bool), deg[centre], deg[nbrs])
+                keep, dist = space.passing(states, tau)
+                kept_c.append(centre[keep])
+                kept_n.append(nbrs[keep])
+                kept_s.append(states[keep])
+                kept_d.append(dist)
+    if not kept_c:
+        empty = torch.zeros(0, dtype=torch.long)
+        return OneHopBlocks(empty, torch.zeros(0, 1, dtype=torch.long), torch.zeros(0, 1, dtype=torch.bool),
+                            torch.zeros(0, 1, dtype=torch.float64), torch.zeros(0, dtype=torch.float64), total)
+    width = max(n.size(1) for n in kept_n)
+    rows = [tuple(r) for n in kept_n for r in n.tolist()]
+    nbrs, mask = _padded(rows, width)
+    return OneHopBlocks(torch.cat(kept_c), nbrs, mask, torch.cat(kept_s), torch.cat(kept_d), total)
+
+
+def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor, x0: Tensor,
+                   space: RowSpace, *, tau: float, max_candidates: int,
+                   expired: Callable[[], bool]) -> tuple[list[Block], int, bool]:
+    """Glue compatible 1-hop blocks onto every dangling neighbour of each 1-hop block (Alg. 3),
+    embed the centres through layer 2 and span-check them; returns ``(T2*, candidates checked,
+    truncated)``. Assignments of blocks to neighbours of the same type are multisets."""
+    by_centre: dict[int, list[int]] = defaultdict(list)
+    nbr_sets = [Counter(one_hop.neighbours(i)) for i in range(len(one_hop))]
+    for i in range(len(one_hop)):
+        by_centre[int(one_hop.centre[i])].append(i)
+
+    leaf_index: dict[tuple[int, int], int] = {}  # (leaf type, centre type) -> row of the leaf table
+    leaf_pairs: list[tuple[int, int]] = []
+    entries: list[tuple[int, tuple[int, ...], tuple[tuple[int, tuple[int, ...]], ...]]] = []
+    truncated = False
+    for i in range(len(one_hop)):
+        if expired():
+            break
+        c, nbrs = int(one_hop.centre[i]), one_hop.neighbours(i)
+        groups: dict[int, int] = Counter(t for t in nbrs if deg[t] > 1)
+        choices = []
+        for t, count in sorted(groups.items()):
+            compatible = [j for j in by_centre.get(t, []) if nbr_sets[j][c] > 0]
+            choices.append(list(itertools.combinations_with_replacement(compatible, count)))
+        for pick in itertools.product(*choices):
+            chosen = iter(j for group in pick for j in group)
+            by_type = defaultdict(list)
+            for (t, _), group in zip(sorted(groups.items()), pick):
+                by_type[t] = list(group)
+            slots, rows = [], []
+            for t in nbrs:
+                if deg[t] > 1:
+                    j = by_type[t].pop(0)
+                    rest = Counter(one_hop.neighbours(j))
+                    rest[c] -= 1
+                    slots.append((t, tuple(sorted(rest.elements(), key=lambda s: (-int(deg[s]), s)))))
+                    rows.append(j)
+                else:
+                    key = (t, c)
+                    if key not in leaf_index:
+                        leaf_index[key] = len(leaf_pairs)
+                        leaf_pairs.append(key)
+                    slots.append((t, ()))
+                    rows.append(-1 - leaf_index[key])
+            del chosen
+            entries.append((i, tuple(rows), tuple(slots)))
+            if len(entries) >= max_candidates:
+                truncated = True
+                break
+        if truncated:
+            break
+    if not entries:
+        return [], 0, truncated
+
+    # Layer-2 inputs: the 1-hop blocks' states, then the leaf neighbours' (leaf; centre) states.
+    if leaf_pairs:
+        leaves = torch.tensor(leaf_pairs)
+        ones = torch.ones(len(leaf_pairs), 1, dtype=torch.bool)
+        leaf_states = layer1(leaves[:, 0], leaves[:, 1:], ones, deg[leaves[:, 0]], deg[leaves[:, 1:]])
+        table = torch.cat([one_hop.states, leaf_states])
+    else:
+        table = one_hop.states
+    offset = len(one_hop)
+    width = max(len(rows) for _, rows, _ in entries)
+    centre_rows = torch.tensor([i for i, _, _ in entries])
+    nbr_rows = torch.zeros(len(entries), width, dtype=torch.long)
+    mask = torch.zeros(len(entries), width, dtype=torch.bool)
+    for k, (_, rows, _) in enumerate(entries):
+        mapped = [r if r >= 0 else offset + (-1 - r) for r in rows]
+        nbr_rows[k, :len(mapped)] = torch.tensor(mapped)
+        mask[k, :len(mapped)] = True
+    layer2 = StarLayer(model, 1, table)
+    centre_types = one_hop.centre[centre_rows]
+    nbr_types = torch.tensor([[t for t, _ in slots] + [0] * (width - len(slots)) for _, _, slots in entries])
+    states = layer2(centre_rows, nbr_rows, mask, deg[centre_types], deg[nbr_types])
+    keep, dist = space.passing(check_input(model, x0[centre_types], states), tau)
+    out = []
+    for k, d in zip(keep.tolist(), dist.tolist()):
+        _, _, slots = entries[k]
+        ordered = tuple(sorted(slots, key=lambda s: (-int(deg[s[0]]), s[0], s[1])))
+        out.append(Block(int(centre_types[k]), ordered, d))
+    return sorted(set(out), key=lambda b: (b.distance, b.centre, b.slots)), len(entries), truncated
+
+
+def is_complete(block: Block, deg: Tensor) -> bool:
+    """No second-hop node needs more neighbours: the whole graph lies within the block."""
+    return all(int(deg[c]) == 1 for _, children in block.slots for c in children)
+
+
+def structure_filter(blocks: list[Block], deg: Tensor) -> tuple[list[Block], list[Block]]:
+    """GRAIN's structure filter (Alg. 7) and scores: around every non-centre node ``u`` of a block,
+    the part of the block visible from ``u`` must be covered by some block centred at ``u``'s type;
+    ``S_u`` is the smallest span distance among the covering blocks, ``S = sum_u S_u`` (lower is
+    better). Returns ``(passing blocks, all blocks)``, each sorted by score; blocks with an
+    uncovered node score +inf."""
+    def multiset(types) -> tuple[int, ...]:
+        return tuple(sorted(types, key=lambda s: (-int(deg[s]), s)))
+
+    # Covers of a first-hop node: (centre, neighbour multiset, slot type, slot children).
+    first: dict[tuple, float] = {}
+    # Covers of a second-hop node: (centre, slot type, slot children).
+    second: dict[tuple, float] = {}
+    for b in blocks:
+        for t, children in b.slots:
+            k1 = (b.centre, b.neighbour_types, t, children)
+            k2 = (b.centre, t, children)
+            first[k1] = min(first.get(k1, float("inf")), b.distance)
+            second[k2] = min(second.get(k2, float("inf")), b.distance)
+    scored = []
+    for b in blocks:
+        total = 0.0
+        for i, (t, children) in enumerate(b.slots):
+            others = list(b.neighbour_types)
+            others.pop(i)
+            total += first.get((t, multiset((b.centre, *children)), b.centre, multiset(others)), float("inf"))
+            for w in range(len(children)):
+                siblings = list(children)
+                u = siblings.pop(w)
+                total += second.get((u, t, multiset((b.centre, *siblings))), float("inf"))
+        scored.append(Block(b.centre, b.slots, b.distance, total))
+    scored.sort(key=lambda b: (b.score, b.distance))
+    return [b for b in scored if b.score < float("inf")], scored

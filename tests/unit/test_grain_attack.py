@@ -1,0 +1,108 @@
+import dataclasses
+
+import pytest
+import torch
+
+from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
+from attacks.grain import GRAIN
+from attacks.grain.scorer import GradientScorer
+from fedgraph_sim.metrics import gsm
+from tests.unit.grain_cases import dense_adj, molecule, observed, victim
+
+
+def run(smiles: str, kind: str = "gcn", budget: float = 60.0, **params):
+    update, knowledge = observed(smiles, kind)
+    rec = GRAIN(**params).reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(budget)))[0]
+    g, schema = molecule(smiles)
+    return rec, gsm(rec.x, rec.adj, g.x, dense_adj(g), schema)
+
+
+@pytest.mark.parametrize("smiles", ["CCO", "Cc1ccccc1", "c1ccncc1", "OCC(O)CO", "CC(=O)Oc1ccccc1C(=O)O"])
+def test_small_molecules_are_recovered_exactly(smiles):
+    rec, scores = run(smiles)
+    assert rec.info["exact"] == 1 and rec.info["gradient_distance"] < 1e-6
+    assert scores["full_iso"] == 1.0 and scores["gsm0"] == 1.0
+    assert rec.label == int(molecule(smiles)[0].y)  # the label with the closest replayed gradient
+    assert {"seconds_t0", "t0_nodes", "rank_1"} <= set(rec.info)
+
+
+def test_benzene_is_any_ring_of_ch_to_a_mean_pooled_gradient():
+    """Every node of a CH ring has the same unrolled neighbourhood whatever the ring's size, so
+    with per-node logits averaged every such ring gives the client's gradient: exact in gradient,
+    not in size (GRAIN's rings close at 5 atoms or more)."""
+    rec, scores = run("c1ccccc1")
+    assert rec.info["exact"] == 1 and rec.info["rank_1"] == 1
+    assert rec.num_nodes >= 5 and scores["gsm0"] == pytest.approx(scores["size_factor"])
+
+
+def test_gat_victim_is_recovered_exactly():
+    rec, scores = run("Cc1ccccc1", kind="gat")
+    assert rec.info["exact"] == 1 and scores["full_iso"] == 1.0
+
+
+def test_the_replayed_client_gradient_matches_at_the_truth():
+    update, knowledge = observed("CC(=O)Oc1ccccc1C(=O)O")
+    g, schema = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    scorer = GradientScorer(model, update.gradient, g.x, "bce", 2)
+    edges = [tuple(e) for e in g.edge_index.T.tolist() if e[0] < e[1]]
+    d, label = scorer.distance(list(range(g.num_nodes)), edges)
+    assert d < 1e-6 and label == int(g.y)
+    flipped, _ = scorer.distance(list(range(g.num_nodes)), edges[1:])
+    assert flipped > 1e-4
+
+
+def test_requirements_name_their_reason():
+    update, knowledge = observed("CCO")
+    attack = GRAIN()
+    assert attack.not_applicable(update, knowledge) is None
+    pooled = dataclasses.replace(knowledge, model={**knowledge.model, "readout_placement": "after_pool"})
+    assert "readout applied per node" in attack.not_applicable(update, pooled)
+    sage = dataclasses.replace(knowledge, model={**knowledge.model, "conv": "sage"})
+    assert "GCN or GAT" in attack.not_applicable(update, sage)
+    plain = dataclasses.replace(knowledge, schema=dataclasses.replace(knowledge.schema, degree_block=None))
+    assert "degree as a feature" in attack.not_applicable(update, plain)
+    batch = dataclasses.replace(update, batch_size=2)
+    assert "batch size 1" in attack.not_applicable(batch, knowledge)
+
+
+def test_a_graph_as_wide_as_the_layers_is_out_of_scope():
+    update, knowledge = observed("CC(=O)Oc1ccccc1C(=O)O")
+    narrow = dict(knowledge.model, hidden=4, readout_hidden=[4, 4])
+    torch.manual_seed(0)
+    model = dataclasses.replace(knowledge, model=narrow).build_model()
+    from clients.training import mean_gradient
+
+    g, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    grads, _ = mean_gradient(model, [g], "bce")
+    update = dataclasses.replace(update, global_weights={k: v.detach().numpy() for k, v in model.state_dict().items()},
+                                 returned={k: v.numpy() for k, v in grads.items()})
+    with pytest.raises(AttackFailed, match="n >= d"):
+        GRAIN().reconstruct(update, dataclasses.replace(knowledge, model=narrow),
+                            AttackContext(seed=0, budget=Budget(60)))
+
+
+def test_a_spent_budget_times_out_or_returns_the_best_graph_so_far(monkeypatch):
+    import attacks.grain.attack as grain_attack
+
+    update, knowledge = observed("CC(=O)Oc1ccccc1C(=O)O")
+    spent = Budget(1e9)
+    spent.deadline = 0.0
+    with pytest.raises(AttackTimeout):  # nothing built yet: no graph to return
+        GRAIN().reconstruct(update, knowledge, AttackContext(seed=0, budget=spent))
+
+    real_search = grain_attack.search
+
+    def search_until_first_score(passes, deg, score, **kwargs):
+        scored = []
+
+        def counting(g):
+            scored.append(g)
+            return score(g)
+
+        return real_search(passes, deg, counting, **{**kwargs, "expired": lambda: bool(scored)})
+
+    monkeypatch.setattr(grain_attack, "search", search_until_first_score)
+    rec = GRAIN(grad_evals=10_000).reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))[0]
+    assert rec.info["found"] == "timeout:best_partial" and rec.info["dfs_evaluations"] == 1
+    assert rec.info["exact"] == 0 and rec.num_nodes > 1 and torch.isfinite(rec.x).all()

@@ -1,0 +1,73 @@
+import copy
+
+import pytest
+import torch
+
+from attacks.grain.blocks import Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
+from attacks.grain.embed import StarLayer
+from attacks.grain.nodes import propose_nodes
+from attacks.grain.spancheck import RowSpace
+from tests.unit.grain_cases import molecule, neighbours, observed, victim
+
+NEVER = lambda: False  # noqa: E731
+
+
+def true_blocks(smiles: str, kind: str = "gcn"):
+    """T0, T1*, T2* of the attack, and the molecule's own 1- and 2-hop blocks in T0 types."""
+    update, knowledge = observed(smiles, kind)
+    g, schema = molecule(smiles)
+    grad = update.gradient
+    nodes = propose_nodes(schema, grad["convs.0.lin.weight"], tol=1e-7, tau=1e-3,
+                          group_size=10_000, abort_size=2_000_000)
+    deg = schema.degrees(nodes.x.float())
+    index = {tuple(r): i for i, r in enumerate(nodes.categories.tolist())}
+    types = [index[tuple(r)] for r in schema.decode(g.x).tolist()]
+    model = copy.deepcopy(victim(kind)).double()
+    layer1 = StarLayer(model, 0, nodes.x)
+    t1 = one_hop_blocks(layer1, deg, RowSpace(grad["convs.1.lin.weight"], 1e-7), tau=1e-2,
+                        max_combinations=1e8, expired=NEVER)
+    t2, _, _ = two_hop_blocks(model, layer1, t1, deg, nodes.x, RowSpace(grad["classifier.0.weight"], 1e-8),
+                              tau=1e-2, max_candidates=10 ** 6, expired=NEVER)
+    order = lambda ts: tuple(sorted(ts, key=lambda t: (-int(deg[t]), t)))  # noqa: E731
+    nbrs = neighbours(g)
+    ones = {(types[v], order(types[u] for u in nbrs[v])) for v in range(g.num_nodes)}
+    twos = set()
+    for v in range(g.num_nodes):
+        slots = [(types[u], order(types[w] for w in nbrs[u] if w != v) if deg[types[u]] > 1 else ())
+                 for u in nbrs[v]]
+        twos.add((types[v], tuple(sorted(slots, key=lambda s: (-int(deg[s[0]]), s[0], s[1])))))
+    return deg, t1, t2, ones, twos
+
+
+@pytest.mark.parametrize("kind", ["gcn", "gat"])
+@pytest.mark.parametrize("smiles", ["CC(=O)Oc1ccccc1C(=O)O", "CC(C)Cc1ccc(cc1)C(C)C(=O)O", "C1CCNCC1"])
+def test_every_true_block_passes_its_span_check(kind, smiles):
+    deg, t1, t2, ones, twos = true_blocks(smiles, kind)
+    found_ones = {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}
+    assert ones <= found_ones
+    assert len(found_ones) <= max(10, t1.candidates // 10)  # the check filters
+    found_twos = {(b.centre, b.slots) for b in t2}
+    assert twos <= found_twos
+    passing, everything = structure_filter(t2, deg)
+    assert twos <= {(b.centre, b.slots) for b in passing}  # true blocks cover each other
+    assert len(everything) == len(t2) and all(a.score <= b.score for a, b in zip(passing, passing[1:]))
+
+
+def test_complete_block_is_the_whole_graph():
+    deg = torch.tensor([2, 1])
+    assert is_complete(Block(0, ((0, (1,)), (1, ()))), deg)
+    assert not is_complete(Block(0, ((0, (0,)), (1, ()))), deg)
+
+
+def test_structure_filter_drops_a_block_nothing_covers():
+    """Butane as leaf (0) - link (1) - link - leaf: its two blocks cover each other; a block whose
+    link neighbour would need a (link; link, link) block nowhere in the set is dropped."""
+    deg = torch.tensor([1, 2])
+    leaf = Block(0, ((1, (1,)),), 0.1)
+    inner = Block(1, ((1, (0,)), (0, ())), 0.2)
+    orphan = Block(1, ((1, (1,)), (0, ())), 0.05)
+    passing, everything = structure_filter([leaf, inner, orphan], deg)
+    assert {(b.centre, b.slots) for b in passing} == {(leaf.centre, leaf.slots), (inner.centre, inner.slots)}
+    assert everything[-1].slots == orphan.slots and everything[-1].score == float("inf")
+    scores = {b.slots: b.score for b in passing}
+    assert scores[inner.slots] == pytest.approx(0.2 + 0.1 + 0.1)  # itself, then the leaf block twice

@@ -1,0 +1,64 @@
+from attacks.grain.blocks import Block
+from attacks.grain.build import (PartialGraph, SearchBudget, glue, has_short_ring, merge,
+                                 ring_closures, search)
+
+# Types: 0 = aromatic CH (degree 2), 1 = methyl (degree 1), 2 = aromatic C bearing it (degree 3).
+DEG = [2, 1, 3]
+CH_BLOCK = Block(0, ((0, (0,)), (0, (0,))))  # an aromatic CH between two CH
+TOLUENE_C = Block(2, ((0, (0,)), (0, (0,)), (1, ())))
+CH_NEXT_TO_C = Block(0, ((2, (0, 1)), (0, (0,))))
+NEAR = Block(0, ((0, (2,)), (0, (0,))))  # a CH whose neighbour CH touches the substituted C
+
+
+def ring(graph: PartialGraph) -> bool:
+    return sorted(len(a) for a in graph.adj) == [1] + [2] * 5 + [3] if graph.num_nodes == 7 else False
+
+
+def test_a_block_is_a_tree_and_its_second_hop_nodes_dangle():
+    g = PartialGraph.from_block(TOLUENE_C)
+    assert g.num_nodes == 6 and g.types == (2, 0, 0, 0, 0, 1)
+    assert g.dangling(DEG) == [2, 4]  # the two second-hop CH need one more neighbour
+    assert not g.over_degree(DEG) and len(g.edges()) == 5
+
+
+def test_glue_matches_known_neighbours_and_adds_the_rest():
+    g = PartialGraph.from_block(TOLUENE_C)
+    out = glue(g, 2, NEAR, DEG)  # node 2: CH whose known neighbour (node 1) touches the C
+    assert len(out) == 1
+    glued, added = out[0]
+    assert glued.num_nodes == 8 and added == [6, 7]  # the unmatched CH and its CH child
+    assert glued.adj[2] == {1, 6} and glued.adj[6] == {2, 7}
+    assert glue(g, 2, CH_BLOCK, DEG) == []  # node 1's other neighbour is the C, not a CH
+    assert glue(g, 2, TOLUENE_C, DEG) == []  # wrong centre type
+
+
+def test_ring_closure_merges_at_distance_and_rejects_small_rings():
+    g = PartialGraph.from_block(TOLUENE_C)
+    glued, added = glue(g, 2, NEAR, DEG)[0]
+    variants = ring_closures(glued, added, DEG, min_ring=5, first=False, deadline=float("inf"))
+    assert variants[-1] == glued  # the unmerged graph comes last
+    closed = [v for v in variants if ring(v)]
+    assert len(closed) == 1 and closed[0].dangling(DEG) == []  # toluene
+    assert all(not has_short_ring(v.adj, 5) for v in variants)
+    square = merge(PartialGraph((0,) * 5, tuple(frozenset(a) for a in ({1}, {0, 2}, {1, 3}, {2, 4}, {3}))), [(0, 4)])
+    assert has_short_ring(square.adj, 5) and not has_short_ring(square.adj, 4)
+
+
+def test_search_finds_the_graph_the_scorer_accepts():
+    seen = []
+
+    def score(g: PartialGraph) -> float:
+        seen.append(g.num_nodes)
+        return 0.0 if ring(g) else 1.0
+
+    budget = SearchBudget(max_depth=7, max_nodes=20)
+    result = search([[TOLUENE_C, NEAR, CH_NEXT_TO_C, CH_BLOCK]], DEG, score, budget=budget, exact_tol=1e-6,
+                    min_ring=5, expired=lambda: False)
+    assert result.exact and ring(result.graph) and result.evaluations == len(seen)
+
+
+def test_search_stops_when_the_budget_expires():
+    result = search([[TOLUENE_C, NEAR, CH_BLOCK]], DEG, lambda g: 1.0,
+                    budget=SearchBudget(max_depth=7, max_nodes=20), exact_tol=1e-6, min_ring=5,
+                    expired=lambda: True)
+    assert result.timed_out and not result.exact
