@@ -4,7 +4,10 @@ A reproduction YAML holds ``reference`` (a table key in ``reference_<paper>.yaml
 ``base`` (run-config keys over ``default.yaml``), ``cases`` (each a ``label`` and dotted ``set``
 overrides) and optionally ``victim_graphs`` (rounds = min(victim_graphs, the victim partition
 size): one victim graph per FedSGD round), ``metrics`` (the table's columns, default the
-reconstruction metrics) and ``alignments``. ``markdown`` renders our summary beside the paper's.
+reconstruction metrics) and ``alignments``. ``extends: OTHER.yaml`` takes another config's base
+and cases (``cases`` may then list labels to keep); ``group_by: {num_nodes: [15, 25]}`` renders
+one table per graph-size bucket (n <= 15, 16-25, >= 26) over the rows of all cases together.
+``markdown`` renders our summary beside the paper's.
 """
 
 from __future__ import annotations
@@ -51,12 +54,45 @@ def dotted_tree(patch: dict) -> dict:
     return tree
 
 
+def read_spec(path: Path) -> dict:
+    """A reproduction YAML, with ``extends`` resolved (the other file's keys under this one's)."""
+    spec = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{path.name}: a reproduction config is a mapping")
+    if "extends" in spec:
+        parent_path = path.parent / spec.pop("extends")
+        if not parent_path.is_file():
+            raise ConfigError(f"{path.name}: extends: no such file {parent_path.name}")
+        parent = read_spec(parent_path)
+        keep = spec.pop("cases", None)
+        spec = {**parent, **spec}
+        if keep is not None:
+            by_label = {c["label"]: c for c in parent["cases"]}
+            unknown = [label for label in keep if label not in by_label]
+            if unknown:
+                raise ConfigError(f"{path.name}: cases: {unknown[0]} is not a case of {parent_path.name}")
+            spec["cases"] = [by_label[label] for label in keep]
+    return spec
+
+
+def size_buckets(spec: dict) -> list[tuple[str, int, float]] | None:
+    """``(label, low, high)`` node-count buckets of ``group_by.num_nodes`` (upper bounds)."""
+    bounds = (spec.get("group_by") or {}).get("num_nodes")
+    if not bounds:
+        return None
+    edges = [0] + [int(b) for b in bounds]
+    out = [(f"n <= {edges[1]}", 0, edges[1])]
+    out += [(f"{lo + 1} <= n <= {hi}", lo + 1, hi) for lo, hi in zip(edges[1:-1], edges[2:])]
+    out.append((f"n >= {edges[-1] + 1}", edges[-1] + 1, float("inf")))
+    return out
+
+
 def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[str] | None = None):
     """``(spec, cases, reference)`` with every case's config validated up front."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"--config: no such file {path}")
-    spec = yaml.safe_load(path.read_text()) or {}
+    spec = read_spec(path)
     for key in ("base", "cases"):
         if key not in spec:
             raise ConfigError(f"{path.name}: a reproduction config needs '{key}'")

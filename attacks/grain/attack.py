@@ -41,7 +41,7 @@ import torch
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
                           Requirements, register)
 from attacks.grain.blocks import Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
-from attacks.grain.build import PartialGraph, SearchBudget, search
+from attacks.grain.build import PartialGraph, SearchBudget, preference, search
 from attacks.grain.embed import SUPPORTED, StarLayer
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.scorer import GradientScorer
@@ -82,6 +82,9 @@ class GRAIN(Attack):
         # [ext] score every complete graph the search builds, as the paper's Alg. 4 reads, not
         # only those within the official code's evaluation budget
         score_complete: bool = False
+        # [ext] an exact graph that may be a k-fold cover of a smaller one (same gradient under
+        # mean pooling) does not end the search: the smallest exact graph found is returned
+        prefer_smaller: bool = False
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
@@ -134,7 +137,7 @@ class _Run:
 
     def score(self, graph: PartialGraph) -> float:
         d, label = self.scorer.distance(graph.types, graph.edges())
-        if d < self.best[0]:
+        if preference(d, graph, self.p.exact_tol) < preference(self.best[0], self.best[1], self.p.exact_tol):
             self.best = (d, graph, label)
         return d
 
@@ -204,7 +207,7 @@ class _Run:
                               grad_evals=p.grad_evals, start_blocks=p.start_blocks,
                               seeds_per_block=p.seeds_per_block, pass_seconds=p.dfs_pass_seconds,
                               total_seconds=p.dfs_total_seconds, overlap_seconds=p.overlap_seconds,
-                              score_complete=p.score_complete)
+                              score_complete=p.score_complete, prefer_smaller=p.prefer_smaller)
         passes = [passing] + ([backup] if p.backup_pass and backup != passing else [])
         result = self.stage("dfs", search, passes, [int(d) for d in deg], self.score, budget=budget,
                             exact_tol=p.exact_tol, min_ring=p.min_ring, expired=self.expired)

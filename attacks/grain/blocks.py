@@ -106,15 +106,16 @@ def _gcn_sums(layer1: StarLayer, deg: Tensor) -> Tensor:
 
 
 def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
-                   max_combinations: float, expired: Callable[[], bool]) -> OneHopBlocks:
+                   max_combinations: float, expired: Callable[[], bool], screen: bool = True) -> OneHopBlocks:
     """Every centre type with every multiset of ``deg[c]`` neighbour types (neighbours of degree
     0 excluded), span-checked at layer 2. A degree whose ``|T0|^k`` exceeds ``max_combinations``
     is skipped, as the official code does. For GCN, candidates are screened in float32 from
-    shared neighbour sums (``RowSpace.plausible``) and the survivors checked exactly."""
+    shared neighbour sums (``RowSpace.plausible``) and the survivors checked exactly (``screen``
+    off: every candidate checked exactly, the same result, slower; for benchmarks)."""
     types = deg.numel()
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
-    q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" else None
+    q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" and screen else None
     bias = None if layer1.conv.bias is None else layer1.conv.bias.detach().float()
     kept_c, kept_n, kept_s, kept_d, total = [], [], [], [], 0
     for k in sorted({int(d) for d in deg.tolist() if d > 0}):

@@ -14,6 +14,7 @@ rejects graphs with such rings). No node may end with more neighbours than its d
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -247,6 +248,29 @@ def ring_closures(graph: PartialGraph, added: list[int], deg, *, min_ring: int, 
     return [g for _, g in out] + [graph]
 
 
+def may_be_a_cover(graph: PartialGraph) -> bool:
+    """Whether ``graph`` could be a k-fold cover (k >= 2) of a smaller graph: every class of its
+    colour refinement (Weisfeiler-Lehman, starting from node types) must then have a size divisible
+    by k. A cover repeats every node's unrolled neighbourhood k times, so with per-node logits
+    averaged it gives exactly the gradient of the smaller graph."""
+    colours = list(graph.types)
+    for _ in range(graph.num_nodes):
+        signature = [(colours[v], tuple(sorted(colours[w] for w in graph.adj[v]))) for v in range(graph.num_nodes)]
+        index = {sig: i for i, sig in enumerate(sorted(set(signature)))}
+        refined = [index[sig] for sig in signature]
+        if len(set(refined)) == len(set(colours)):
+            break
+        colours = refined
+    return math.gcd(*Counter(colours).values()) >= 2
+
+
+def preference(distance: float, graph: PartialGraph | None, exact_tol: float) -> tuple:
+    """Order of reconstructions: exact ones first, the smaller the better; then by distance."""
+    if graph is None:
+        return (2, 0, distance)
+    return (0, graph.num_nodes, distance) if distance < exact_tol else (1, 0, distance)
+
+
 @dataclass
 class SearchBudget:
     """The official code's DFS limits (App. A.6)."""
@@ -260,6 +284,7 @@ class SearchBudget:
     total_seconds: float = 1800.0
     overlap_seconds: float = 60.0
     score_complete: bool = False
+    prefer_smaller: bool = False
 
 
 @dataclass
@@ -276,18 +301,23 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
            budget: SearchBudget, exact_tol: float, min_ring: int,
            expired: Callable[[], bool]) -> SearchResult:
     """Depth-first search over gluings (Alg. 4), started from the best-scored blocks; a second
-    pass uses the backup blocks when the first finds no exact graph."""
+    pass uses the backup blocks when the first finds no exact graph. With ``prefer_smaller`` an
+    exact graph that may be a cover of a smaller one does not end the search: it goes on among
+    smaller graphs, and the smallest exact graph found is returned."""
     start = time.monotonic()
     best, best_dist, steps, evals = None, float("inf"), 0, 0
-    timed_out = False
+    exact: PartialGraph | None = None
 
     def evaluate(g: PartialGraph):
         nonlocal best, best_dist, evals
         evals += 1
         d = score(g)
-        if d < best_dist:
+        if preference(d, g, exact_tol) < preference(best_dist, best, exact_tol):
             best, best_dist = g, d
         return d
+
+    def result(timed_out: bool = False) -> SearchResult:
+        return SearchResult(best, best_dist, exact is not None, steps, evals, timed_out)
 
     for blocks in blocks_by_pass:
         pass_start = time.monotonic()
@@ -309,10 +339,11 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
             while stack:
                 now = time.monotonic()
                 if expired() or now - start > budget.total_seconds:
-                    timed_out = True
-                    return SearchResult(best, best_dist, False, steps, evals, timed_out)
+                    return result(timed_out=True)
                 graph, depth, share = stack.pop()
                 steps += 1
+                if exact is not None and graph.num_nodes >= exact.num_nodes:
+                    continue
                 dangling = graph.dangling(deg)
                 leaf = (not dangling or now - pass_start > budget.pass_seconds or depth > budget.max_depth
                         or graph.num_nodes > budget.max_nodes)
@@ -320,7 +351,9 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
                     # The official code scores a leaf only while its share of the evaluation
                     # budget is >= 1; ``score_complete`` scores every complete graph (Alg. 4).
                     if (share >= 1 or (budget.score_complete and not dangling)) and evaluate(graph) < exact_tol:
-                        return SearchResult(graph, best_dist, True, steps, evals, False)
+                        exact = graph
+                        if not (budget.prefer_smaller and may_be_a_cover(graph)):
+                            return result()
                     continue
                 v = dangling[0]
                 children = []
@@ -333,4 +366,4 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
                         evaluate(graph)
                     continue
                 stack.extend((c, depth + 1, share / len(children)) for c in reversed(children))
-    return SearchResult(best, best_dist, False, steps, evals, timed_out)
+    return result()

@@ -1,6 +1,6 @@
 from attacks.grain.blocks import Block
-from attacks.grain.build import (PartialGraph, SearchBudget, glue, has_short_ring, merge,
-                                 ring_closures, search)
+from attacks.grain.build import (PartialGraph, SearchBudget, glue, has_short_ring, may_be_a_cover,
+                                 merge, ring_closures, search)
 
 # Types: 0 = aromatic CH (degree 2), 1 = methyl (degree 1), 2 = aromatic C bearing it (degree 3).
 DEG = [2, 1, 3]
@@ -62,3 +62,12 @@ def test_search_stops_when_the_budget_expires():
                     budget=SearchBudget(max_depth=7, max_nodes=20), exact_tol=1e-6, min_ring=5,
                     expired=lambda: True)
     assert result.timed_out and not result.exact
+
+
+def test_covers_are_recognised():
+    path = PartialGraph((0, 0, 0), (frozenset({1}), frozenset({0, 2}), frozenset({1})))
+    assert not may_be_a_cover(path)  # two ends and one middle
+    hexagon = PartialGraph((0,) * 6, tuple(frozenset({(i - 1) % 6, (i + 1) % 6}) for i in range(6)))
+    assert may_be_a_cover(hexagon)
+    toluene = merge(glue(PartialGraph.from_block(TOLUENE_C), 2, NEAR, DEG)[0][0], [(4, 7)])
+    assert ring(toluene) and not may_be_a_cover(toluene)

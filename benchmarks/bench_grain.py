@@ -1,0 +1,129 @@
+"""GRAIN's speed on CPU: seconds per molecule, the share of each stage, growth with size, and the
+float32 screen of 1-hop candidates against exact checks only.
+
+    python benchmarks/bench_grain.py [--dataset Tox21] [--graphs 100] [--budget 120] [--conv gcn]
+
+Victims: the first ``--graphs`` molecules of the seed-42 shuffle (grain_table2.yaml's), each
+attacked once at the initial model, as the first round of every victim in that reproduction.
+Prints ratios (this machine's run-to-run noise is large): our time per molecule against the
+GRAIN paper's (Table 2: 14.3 h per 100 Tox21 molecules on an NVIDIA L4), stage shares, and the
+screening speed-up. Without FEDGRAPH_DATA_ROOT it runs on ``synthetic`` with a degree block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import attacks  # noqa: E402,F401
+from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget  # noqa: E402
+from attacks.grain import GRAIN  # noqa: E402
+from attacks.grain.blocks import one_hop_blocks  # noqa: E402
+from attacks.grain.embed import StarLayer  # noqa: E402
+from attacks.grain.nodes import propose_nodes  # noqa: E402
+from attacks.grain.spancheck import RowSpace  # noqa: E402
+from clients.training import fedsgd_gradient  # noqa: E402
+from fedgraph_sim.config import load_config  # noqa: E402
+from fedgraph_sim.data import available_datasets  # noqa: E402
+from fedgraph_sim.models import GraphClassifier  # noqa: E402
+from fedgraph_sim.scenario import attacker_knowledge, build_scenario  # noqa: E402
+from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
+
+PAPER_SECONDS = {"gcn": 14.3 * 3600 / 100, "gat": 10.8 * 3600 / 100}  # Tox21, GRAIN Table 2
+STAGES = ("t0", "one_hop", "two_hop", "filter", "dfs")
+GAT = ["model.conv=gat", "model.heads=2", "model.residual=true", "model.activation=elu",
+       "model.readout_input=last", "model.readout_hidden=[300, 300]"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="Tox21" if "Tox21" in available_datasets() else "synthetic")
+    parser.add_argument("--graphs", type=int, default=100)
+    parser.add_argument("--budget", type=float, default=120.0, help="attack time budget per molecule (s)")
+    parser.add_argument("--conv", choices=("gcn", "gat"), default="gcn")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    data = (["data.features=grain", "data.task=SR-p53"] if args.dataset == "Tox21" else
+            ["data.features=grain"] if args.dataset != "synthetic" else
+            ["data.degree_feature=true", "data.options={num_graphs: 200}"])
+    config = load_config(None, [
+        f"data.dataset={args.dataset}", *data, f"data.subset={args.graphs}", "federation.num_clients=1",
+        "partition.min_partition_size=1", "train.loss=bce",
+        "model={conv: gcn, hidden: 300, conv_bias: false, last_activation: false, readout: mlp, "
+        "readout_hidden: [300, 64], readout_input: concat_input, readout_placement: per_node}",
+        *(GAT if args.conv == "gat" else [])])
+    scenario = build_scenario(config)
+    knowledge = attacker_knowledge(config, scenario)
+    ds = scenario.dataset
+    torch.manual_seed(config.seed)
+    model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+    weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+    results = []
+    for i in scenario.clients[0]:
+        g = ds.graphs[int(i)]
+        grad, _ = fedsgd_gradient(model, [g], loss="bce")
+        update = ObservedUpdate(round=1, client_key=0, global_weights=weights,
+                                returned={k: v.numpy() for k, v in grad.items()}, kind="gradient",
+                                num_examples=1, metrics={}, lr=0.01, local_steps=1, batch_size=1)
+        start = time.perf_counter()
+        info = {}
+        try:
+            info = GRAIN().reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(args.budget)))[0].info
+        except (AttackFailed, AttackTimeout) as exc:
+            info = {"found": type(exc).__name__}
+        results.append((g.num_nodes, time.perf_counter() - start, info))
+        print(f"  n={g.num_nodes:3d} {results[-1][1]:7.2f} s  {info.get('found')}", flush=True)
+
+    seconds = [s for _, s, _ in results]
+    exact = [s for _, s, info in results if info.get("exact") == 1]
+    print(f"\n{args.dataset} {args.conv}, {len(results)} molecules, budget {args.budget:g} s per molecule")
+    print(f"seconds per molecule: median {statistics.median(seconds):.2f}, p90 {percentile(seconds, 0.9):.1f}, "
+          f"mean {statistics.mean(seconds):.1f}; exact ones ({len(exact)}): median "
+          f"{statistics.median(exact) if exact else float('nan'):.2f}, p90 {percentile(exact, 0.9) if exact else float('nan'):.1f}")
+    paper = PAPER_SECONDS[args.conv]
+    print(f"paper / ours, mean seconds per molecule: {paper / statistics.mean(seconds):.1f}x "
+          f"(paper {paper / 60:.1f} min on an NVIDIA L4)")
+    totals = {stage: sum(info.get(f"seconds_{stage}", 0.0) for _, _, info in results) for stage in STAGES}
+    whole = sum(seconds)
+    print("stage shares of the total: " + ", ".join(f"{k} {v / whole:.1%}" for k, v in totals.items()))
+    for label, low, high in (("n <= 15", 0, 15), ("16-25", 16, 25), ("n >= 26", 26, 10 ** 6)):
+        group = [s for n, s, _ in results if low <= n <= high]
+        if group:
+            print(f"  {label:8s}: {len(group):3d} molecules, median {statistics.median(group):7.2f} s, "
+                  f"max {max(group):7.1f} s")
+
+    # The float32 screen of 1-hop candidates (GCN) against checking every candidate exactly.
+    n, _, _ = max(results, key=lambda r: r[2].get("one_hop_candidates", 0))
+    g = max((ds.graphs[int(i)] for i in scenario.clients[0]), key=lambda h: h.num_nodes * (h.num_nodes <= n))
+    grad, _ = fedsgd_gradient(model, [g], loss="bce")
+    nodes = propose_nodes(ds.schema, grad["convs.0.lin.weight"].double(), tol=1e-7, tau=1e-3,
+                          group_size=10_000, abort_size=2_000_000)
+    deg = ds.schema.degrees(nodes.x.float())
+    layer1 = StarLayer(model.double(), 0, nodes.x)
+    space = RowSpace(grad["convs.1.lin.weight"], 1e-7)
+    timings = {}
+    for screen in (True, False):
+        start = time.perf_counter()
+        blocks = one_hop_blocks(layer1, deg, space, tau=1e-2, max_combinations=1e8,
+                                expired=lambda: False, screen=screen)
+        timings[screen] = (time.perf_counter() - start, len(blocks), blocks.candidates)
+    print(f"1-hop blocks of a {g.num_nodes}-atom molecule ({timings[True][2]} candidates, "
+          f"{timings[True][1]} kept either way: {timings[True][1] == timings[False][1]}): exact only / "
+          f"screened = {timings[False][0] / timings[True][0]:.1f}x ({timings[False][0]:.1f} s / {timings[True][0]:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
