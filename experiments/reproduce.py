@@ -1,13 +1,14 @@
 """Run a reproduction config through the real federation; write our table beside the paper's.
 
     python experiments/reproduce.py --config experiments/configs/reproduce/graphdlg_table1.yaml \\
-        [--cases MUTAG,PTC_MR] [--reuse runs/<stamp>-graphdlg_table1] [key=value ...]
+        [--cases MUTAG,PTC_MR] [--reuse runs/<stamp>-graphdlg_table1 ...] [key=value ...]
 
 Each case is one federation (``experiments/run_round.py`` semantics); the markdown table goes to
 ``<output.dir>/<timestamp>-<name>/table.md`` and to the terminal, and ``cases.json`` there maps
 each case to its run directory. ``--reuse DIR`` takes the rows of a case from an earlier
 reproduction's run instead of running it again, when that run's configuration is this case's
-(e.g. GRAIN's Table 3 regroups the GCN runs of its Table 2 by graph size).
+(e.g. GRAIN's Table 3 regroups the GCN runs of its Table 2 by graph size); give several
+directories when the cases ran separately.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from fedgraph_sim.errors import ConfigError  # noqa: E402
 from fedgraph_sim.reproduction import load_reproduction, markdown, size_buckets, table_columns  # noqa: E402
 
 
-def reusable_run(reuse: Path | None, label: str, config) -> Path | None:
+def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
     """The earlier run of case ``label`` if its resolved configuration equals ``config``'s."""
-    if reuse is None:
+    if not reuse:
         return None
-    index = reuse / "cases.json"
-    runs = json.loads(index.read_text()) if index.is_file() else {}
+    runs = {}
+    for folder in reuse:
+        index = folder / "cases.json"
+        runs.update(json.loads(index.read_text()) if index.is_file() else {})
     if label not in runs:
-        raise ConfigError(f"--reuse: {reuse} has no run of case '{label}'")
+        raise ConfigError(f"--reuse: no run of case '{label}' in {', '.join(map(str, reuse))}")
     run_dir = Path(runs[label])
     earlier = yaml.safe_load((run_dir / "config.yaml").read_text())
     mine = config.model_dump(mode="json")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True)
     parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all)")
-    parser.add_argument("--reuse", default=None, help="an earlier reproduction's directory to take runs from")
+    parser.add_argument("--reuse", nargs="+", default=[], help="earlier reproductions' directories to take runs from")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -61,9 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         from fedgraph_sim.scenario import build_scenario
         from fedgraph_sim.simulation import Session, run
 
-        reuse = Path(args.reuse) if args.reuse else None
-        if reuse is not None and not reuse.is_dir():
-            raise ConfigError(f"--reuse: no such directory {reuse}")
+        reuse = [Path(d) for d in args.reuse]
+        for folder in reuse:
+            if not folder.is_dir():
+                raise ConfigError(f"--reuse: no such directory {folder}")
         sessions, earlier = [], []
         for case in cases:  # validate and build every case before running any
             if "victim_graphs" in spec:

@@ -105,6 +105,10 @@ class AttackConfig(Section):
     max_graphs: int | None = Field(None, ge=1)  # per update
     limit: dict[str, int] = {}  # at most this many attacked updates per attack over the run
     time_budget: float = Field(120.0, gt=0)  # seconds per attack call
+    time_budgets: dict[str, float] = {}  # per-attack overrides, e.g. {dlg@softmax: 400}
+
+    def budget_of(self, name: str) -> float:
+        return self.time_budgets.get(name, self.time_budget)
     # Per-attack parameters, e.g. {dlg: {iterations: 300}}. "name@label" runs a variant of an
     # attack under its own row name, e.g. graphdlg@refine with {refine_features: true}.
     params: dict[str, dict[str, Any]] = {}
@@ -212,6 +216,12 @@ def _check_cross_fields(config: RunConfig) -> None:
         for c in config.attack.clients:
             if not 0 <= c < fed.num_clients:
                 raise ConfigError(f"attack.clients: client {c} is out of range 0..{fed.num_clients - 1}")
+    for key in ("limit", "time_budgets"):
+        for name, value in getattr(config.attack, key).items():
+            if name not in config.attack.names:
+                raise ConfigError(f"attack.{key}.{name}: '{name}' is not in attack.names")
+            if key == "time_budgets" and not value > 0:
+                raise ConfigError(f"attack.time_budgets.{name}: must be > 0 (got {value})")
     granted = config.threat.adjacency_known
     if isinstance(granted, list):
         for name in granted:

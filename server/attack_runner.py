@@ -79,7 +79,7 @@ class AttackRunner:
                 try:
                     torch.manual_seed(seed)  # module inits draw from the global RNG: seed it per call
                     prepare(updates, self.knowledge,
-                            AttackContext(seed=seed, budget=Budget(self.config.attack.time_budget)))
+                            AttackContext(seed=seed, budget=Budget(self.config.attack.budget_of(name))))
                 except Exception as exc:  # reconstruct() retries and reports it in the rows
                     log.warning("%s: per-round preparation failed: %s: %s", name, type(exc).__name__, exc)
         threat = self.config.threat
@@ -102,7 +102,7 @@ class AttackRunner:
 
     def run_one(self, name: str, attack: Attack, update: ObservedUpdate,
                 knowledge: AttackerKnowledge) -> list[dict]:
-        budget = Budget(self.config.attack.time_budget)
+        budget = Budget(self.config.attack.budget_of(name))
         status, message, recs = "ok", "", []
         task = None
         if self.progress is not None:

@@ -156,6 +156,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     name = spec.get("name", "sweep")
     sweep = Sweep(name=name, spec=spec, folder=Path(folder),
                   reference=load_reference(Path(folder), spec.get("reference")))
+    if isinstance(axes.get("attacks"), list):  # per-attack settings in base refer to these
+        base.setdefault("attack", {})["names"] = axes["attacks"]
     base_config = validate_config(copy.deepcopy(base))
     datasets = _axis(axes, "datasets", [base_config.data.dataset])
     seeds = _axis(axes, "seeds", [base_config.seed])
@@ -178,7 +180,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
         data = {"dataset": dataset} if isinstance(dataset, str) else dict(dataset)
         require("dataset" in data, "axes.datasets", f"each entry is a name or a mapping with 'dataset' (got {dataset!r})")
         tree = merge_tree(copy.deepcopy(base), {"data": data, "seed": seed, "defenses": setting.stack})
-        tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}}
+        tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
         fed_id = _slug(f"{data['dataset']}_s{seed}_{setting.label}")[:80] + "-" + _short_hash([data, seed, setting.stack])
         tree["name"] = _slug(f"{name}-{data['dataset']}-s{seed}")
         config = validate_config(tree)
@@ -194,9 +196,10 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
         federation = Federation(fed_id, config, setting)
         sweep.federations.append(federation)
         for attack in attack_names:
-            params = base_config.attack.params
-            attack_cfg = config.attack.model_copy(update={
-                "names": [attack], "params": {attack: params[attack]} if attack in params else {}})
+            own = {key: {attack: getattr(base_config.attack, key)[attack]}
+                   if attack in getattr(base_config.attack, key) else {}
+                   for key in ("params", "limit", "time_budgets")}
+            attack_cfg = config.attack.model_copy(update={"names": [attack], **own})
             cell_config = config.model_copy(update={"attack": attack_cfg})
             sweep.cells.append(Cell(f"{fed_id}__{_slug(attack)}", federation, attack, cell_config))
     return sweep

@@ -49,3 +49,27 @@ def test_markdown_puts_the_paper_row_under_ours():
                                 "0.5000 ± 0.1000 [Δ -0.2500 vs 0.7500] |")
     assert lines[-1] == ("| *graphdlg (paper)* | *identity* | | *0.0844* | *0.7435* | *0.9042* | "
                          "*0.7556* | *0.9341* |  |  |")
+
+
+def test_grain_configs_extend_and_bucket():
+    from fedgraph_sim.reproduction import size_buckets, table_columns
+
+    spec2, cases2, ref2 = load_reproduction(REPRO / "grain_table2.yaml")
+    spec3, cases3, ref3 = load_reproduction(REPRO / "grain_table3.yaml")
+    assert [c.label for c in cases3] == ["Tox21 GCN", "ClinTox GCN", "BBBP GCN"]
+    same = {c.label: c.config for c in cases2}
+    assert all(c.config == same[c.label] for c in cases3)  # so Table 3 can reuse Table 2's runs
+    assert [b[0] for b in size_buckets(spec3)] == list(ref3["values"])
+    assert table_columns(spec3)["metrics"][:3] == ("gsm0", "gsm2", "full_repo")
+    assert cases2[1].config.model.heads == 2 and cases2[1].config.model.readout_input == "last"
+
+
+def test_markdown_shows_gsm_in_percent_with_intervals_beside_the_paper():
+    _, _, reference = load_reproduction(REPRO / "grain_table2.yaml")
+    entry = {"attack": "grain", "alignment": "matched", "graphs": 97, "failed": 3,
+             "statuses": "failed=3 ok=97", "gsm0_all_mean": 0.85, "gsm0_ci_low": 0.8, "gsm0_ci_high": 0.9,
+             "gsm0_mean": 0.88, "gsm0_std": 0.1, "gain_gsm0_mean": 0.3, "prior_gsm0_mean": 0.58}
+    text = markdown("Tox21 GCN", [entry], reference, metrics=("gsm0",), alignments=("matched",))
+    lines = text.splitlines()
+    assert lines[-2] == "| grain | matched | 97 (failed=3 ok=97) | 85.0 [80.0, 90.0] [Δ +30.0 vs 58.0] |"
+    assert lines[-1] == "| *grain (paper)* | *matched* | | *86.9* |"
