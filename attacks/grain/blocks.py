@@ -153,59 +153,59 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     return OneHopBlocks(torch.cat(kept_c), nbrs, mask, torch.cat(kept_s), torch.cat(kept_d), total)
 
 
+def _gluings(one_hop: OneHopBlocks, i: int, deg: Tensor, by_centre: dict[int, list[int]],
+             nbr_sets: list[Counter]):
+    """Every 2-hop tree around 1-hop block ``i``: per neighbour slot ``(type, children, source)``,
+    ``source`` the 1-hop block glued there (centred at the neighbour, holding block ``i``'s centre
+    among its neighbours) or None for a degree-1 neighbour. Blocks glued onto neighbours of one
+    type form a multiset."""
+    c, nbrs = int(one_hop.centre[i]), one_hop.neighbours(i)
+    groups = sorted(Counter(t for t in nbrs if deg[t] > 1).items())
+    choices = [list(itertools.combinations_with_replacement(
+        [j for j in by_centre.get(t, []) if nbr_sets[j][c] > 0], count)) for t, count in groups]
+    for pick in itertools.product(*choices):
+        by_type = {t: list(group) for (t, _), group in zip(groups, pick)}
+        slots = []
+        for t in nbrs:
+            if deg[t] > 1:
+                j = by_type[t].pop(0)
+                rest = nbr_sets[j].copy()
+                rest[c] -= 1
+                slots.append((t, tuple(sorted(rest.elements(), key=lambda s: (-int(deg[s]), s))), j))
+            else:
+                slots.append((t, (), None))
+        yield slots
+
+
 def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor, x0: Tensor,
                    space: RowSpace, *, tau: float, max_candidates: int,
                    expired: Callable[[], bool]) -> tuple[list[Block], int, bool]:
     """Glue compatible 1-hop blocks onto every dangling neighbour of each 1-hop block (Alg. 3),
     embed the centres through layer 2 and span-check them; returns ``(T2*, candidates checked,
-    truncated)``. Assignments of blocks to neighbours of the same type are multisets."""
+    truncated)``."""
     by_centre: dict[int, list[int]] = defaultdict(list)
     nbr_sets = [Counter(one_hop.neighbours(i)) for i in range(len(one_hop))]
     for i in range(len(one_hop)):
         by_centre[int(one_hop.centre[i])].append(i)
 
     leaf_index: dict[tuple[int, int], int] = {}  # (leaf type, centre type) -> row of the leaf table
-    leaf_pairs: list[tuple[int, int]] = []
     entries: list[tuple[int, tuple[int, ...], tuple[tuple[int, tuple[int, ...]], ...]]] = []
     truncated = False
     for i in range(len(one_hop)):
-        if expired():
+        if expired() or truncated:
             break
-        c, nbrs = int(one_hop.centre[i]), one_hop.neighbours(i)
-        groups: dict[int, int] = Counter(t for t in nbrs if deg[t] > 1)
-        choices = []
-        for t, count in sorted(groups.items()):
-            compatible = [j for j in by_centre.get(t, []) if nbr_sets[j][c] > 0]
-            choices.append(list(itertools.combinations_with_replacement(compatible, count)))
-        for pick in itertools.product(*choices):
-            chosen = iter(j for group in pick for j in group)
-            by_type = defaultdict(list)
-            for (t, _), group in zip(sorted(groups.items()), pick):
-                by_type[t] = list(group)
-            slots, rows = [], []
-            for t in nbrs:
-                if deg[t] > 1:
-                    j = by_type[t].pop(0)
-                    rest = Counter(one_hop.neighbours(j))
-                    rest[c] -= 1
-                    slots.append((t, tuple(sorted(rest.elements(), key=lambda s: (-int(deg[s]), s)))))
-                    rows.append(j)
-                else:
-                    key = (t, c)
-                    if key not in leaf_index:
-                        leaf_index[key] = len(leaf_pairs)
-                        leaf_pairs.append(key)
-                    slots.append((t, ()))
-                    rows.append(-1 - leaf_index[key])
-            del chosen
-            entries.append((i, tuple(rows), tuple(slots)))
+        c = int(one_hop.centre[i])
+        for slots in _gluings(one_hop, i, deg, by_centre, nbr_sets):
+            # a layer-2 input per neighbour: a 1-hop block's state, or a leaf's (leaf; centre) one
+            rows = tuple(j if j is not None else -1 - leaf_index.setdefault((t, c), len(leaf_index))
+                         for t, _, j in slots)
+            entries.append((i, rows, tuple((t, children) for t, children, _ in slots)))
             if len(entries) >= max_candidates:
                 truncated = True
                 break
-        if truncated:
-            break
     if not entries:
         return [], 0, truncated
+    leaf_pairs = list(leaf_index)
 
     # Layer-2 inputs: the 1-hop blocks' states, then the leaf neighbours' (leaf; centre) states.
     if leaf_pairs:
