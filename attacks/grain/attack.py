@@ -122,7 +122,6 @@ class _Run:
         self.info: dict = {}
         self.best: tuple[float, PartialGraph | None, int] = (float("inf"), None, 0)
         self.scorer: GradientScorer | None = None
-        self.deg = None
 
     def expired(self) -> bool:
         return self.ctx.budget.expired()
@@ -161,7 +160,6 @@ class _Run:
             raise AttackFailed("no node feature vector passed the layer-1 span check")
         self.ctx.progress(1, 5)
         deg = schema.degrees(nodes.x.float())
-        self.deg = deg
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
                                      self.knowledge.num_classes)
         for t in torch.nonzero(deg == 0).flatten().tolist():  # a single isolated node
