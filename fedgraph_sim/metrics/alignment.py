@@ -5,7 +5,11 @@ order. ``identity`` compares node i with node i (the papers' convention); ``matc
 the assignment of reconstructed to true nodes that minimises the squared distance between node
 descriptors (Hungarian algorithm, scipy's ``linear_sum_assignment``): the features plus a
 structural signature (degree and neighbours' degree sum, scaled by n - 1 and (n - 1)^2; expected
-values for edge scores), so that nodes of the same type are told apart by where they sit.
+values for edge scores), so that nodes of the same type are told apart by where they sit. Equal
+signatures (symmetric atoms) leave it ambiguous: a perfect reconstruction of a molecule with
+repeated atoms scores AUC about 0.7 after it. ``gsm`` uses a feature-preserving isomorphism of the
+discretised reconstruction onto the truth when there is one, else GSM's matching on the features
+and five layers of a fixed random GNN (``gsm.py``): an exact reconstruction scores AUC 1.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-ALIGNMENTS = ("identity", "matched")
+ALIGNMENTS = ("identity", "matched", "gsm")
 
 
 def identity_alignment(n_hat: int, n: int) -> np.ndarray:

@@ -144,14 +144,16 @@ def _r2(f_hat: torch.Tensor, f: torch.Tensor) -> float:
     return 1.0 - num / den
 
 
-def _isomorphic(cats_hat, a_hat, cats, a) -> bool:
+def _isomorphism(cats_hat, a_hat, cats, a) -> dict[int, int] | None:
+    """A feature-preserving isomorphism, true node -> reconstructed node, or None."""
     def graph(c: torch.Tensor, adj: torch.Tensor) -> nx.Graph:
         g = nx.from_numpy_array(adj.numpy())
         nx.set_node_attributes(g, {i: tuple(row) for i, row in enumerate(c.tolist())}, "value")
         return g
 
-    return nx.is_isomorphic(graph(cats_hat, a_hat), graph(cats, a),
-                            node_match=lambda u, v: u["value"] == v["value"])
+    matcher = nx.algorithms.isomorphism.GraphMatcher(
+        graph(cats, a), graph(cats_hat, a_hat), node_match=lambda u, v: u["value"] == v["value"])
+    return dict(matcher.mapping) if matcher.is_isomorphic() else None
 
 
 def gsm(x_hat, adj_hat, x, adj, schema: FeatureSchema,
@@ -159,13 +161,22 @@ def gsm(x_hat, adj_hat, x, adj, schema: FeatureSchema,
     """GSM-0/1/2, the two exactness indicators and the size factor of one reconstruction, all
     fractions in [0, 1]. ``x_hat [n', F]`` (may be continuous), ``adj_hat [n', n']`` edge scores;
     ``x [n, F]``, ``adj [n, n]`` the truth in the model's encoding; torch or numpy."""
+    return gsm_with_order(x_hat, adj_hat, x, adj, schema, evaluator)[0]
+
+
+def gsm_with_order(x_hat, adj_hat, x, adj, schema: FeatureSchema,
+                   evaluator: EvaluationGNN | None = None) -> tuple[dict[str, float], np.ndarray]:
+    """:func:`gsm` and the node correspondence it found: per true node the reconstructed node
+    (-1 if unmatched), a feature-preserving isomorphism when there is one, else GSM's matching.
+    The ``gsm`` alignment of the reconstruction metrics uses it."""
     n_hat, n = int(np.shape(x_hat)[0]), int(np.shape(x)[0])
     require(tuple(np.shape(adj_hat)) == (n_hat, n_hat), "metrics.gsm",
             f"adj_hat must be [{n_hat}, {n_hat}], got {list(np.shape(adj_hat))}")
     require(tuple(np.shape(adj)) == (n, n), "metrics.gsm",
             f"adj must be [{n}, {n}], got {list(np.shape(adj))}")
+    order = np.full(n, -1)
     if n_hat == 0 or n == 0:
-        return dict.fromkeys(_KEYS, 0.0)
+        return dict.fromkeys(_KEYS, 0.0), order
     if evaluator is None:
         evaluator = default_evaluator(int(np.shape(x)[1]))
     s = min(n, n_hat) / max(n, n_hat)
@@ -180,12 +191,17 @@ def gsm(x_hat, adj_hat, x, adj, schema: FeatureSchema,
     feats_hat = evaluator.features(ah[r][:, r] + eye, xh[r])
     feats = evaluator.features(at[c][:, c] + eye, xt[c])
     gsm_n = {f"gsm{k}": max(s * _r2(feats_hat[k - 1], feats[k - 1]), 0.0) for k in _HOPS}
-
+    mapping = _isomorphism(ch, ah, ct, at) if n == n_hat else None
+    if mapping is not None:
+        for t, h in mapping.items():
+            order[t] = h
+    else:
+        order[cols] = rows
     return {
         "gsm0": s * acc,
         "gsm0_f1": s * f1,
         **gsm_n,
         "full_repo": 1.0 if gsm_n["gsm1"] >= 1.0 - _EXACT_TOL else 0.0,
-        "full_iso": 1.0 if n == n_hat and _isomorphic(ch, ah, ct, at) else 0.0,
+        "full_iso": 1.0 if mapping is not None else 0.0,
         "size_factor": float(s),
-    }
+    }, order

@@ -35,7 +35,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from fedgraph_sim.errors import require
 from fedgraph_sim.metrics.alignment import ALIGNMENTS, identity_alignment, matched_alignment
-from fedgraph_sim.metrics.gsm import GSM_METRICS, gsm
+from fedgraph_sim.metrics.gsm import GSM_METRICS, gsm_with_order
 
 ENTRY_SETS = ("full", "upper_offdiag")
 METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "edge_accuracy",
@@ -97,10 +97,11 @@ def _types(x: np.ndarray, schema) -> np.ndarray:
 
 
 def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "identity",
-                  entries: str = "upper_offdiag") -> dict[str, float]:
+                  entries: str = "upper_offdiag", order=None) -> dict[str, float]:
     """Score one reconstruction. ``x_hat [n', F]``, ``adj_hat [n', n']`` scores in [0, 1];
     ``x [n, F]``, ``adj [n, n]`` the truth; ``schema`` (a ``FeatureSchema``) defines node types
-    (default: the argmax over all columns)."""
+    (default: the argmax over all columns); ``order`` is the ``gsm`` alignment's correspondence
+    (per true node, its reconstructed node or -1; ``score_reconstruction`` computes it)."""
     require(alignment in ALIGNMENTS, "metrics.alignment",
             f"unknown alignment '{alignment}'; valid: {', '.join(ALIGNMENTS)}")
     require(entries in ENTRY_SETS, "metrics.entries",
@@ -112,8 +113,11 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "iden
     adj_hat = np.pad(adj_hat, ((0, size - adj_hat.shape[0]), (0, size - adj_hat.shape[1])))
     if alignment == "identity":
         order = identity_alignment(x_hat.shape[0], n)
-    else:
+    elif alignment == "matched":
         order = matched_alignment(x_hat, x, adj_hat, adj)
+    else:
+        require(order is not None, "metrics.alignment", "the gsm alignment needs its node correspondence")
+        order = np.asarray(order)
     xa, aa = _aligned(x_hat, adj_hat, order)
 
     out = {
@@ -141,7 +145,8 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "iden
 def score_reconstruction(x_hat, adj_hat, x, adj, *, schema, entries: str = "upper_offdiag") -> dict[str, dict]:
     """Every metric of one reconstruction, per alignment (the alignment-free GSM family computed
     once and repeated under each)."""
-    invariant = {k: v for k, v in gsm(x_hat, adj_hat, x, adj, schema).items() if k in GSM_METRICS}
+    scores, order = gsm_with_order(x_hat, adj_hat, x, adj, schema)
+    invariant = {k: v for k, v in scores.items() if k in GSM_METRICS}
     return {alignment: {**graph_metrics(x_hat, adj_hat, x, adj, schema=schema, alignment=alignment,
-                                        entries=entries), **invariant}
+                                        entries=entries, order=order), **invariant}
             for alignment in ALIGNMENTS}

@@ -37,7 +37,7 @@ def test_run_simulation_writes_results(tmp_path):
     with (run_dir / "summary.csv").open() as fh:
         summary = list(csv.DictReader(fh))
     assert {(s["attack"], s["alignment"]) for s in summary} == {
-        (a, al) for a in ("random", "idlg", "inverting_gradients") for al in ("identity", "matched")}
+        (a, al) for a in ("random", "idlg", "inverting_gradients") for al in ("identity", "matched", "gsm")}
     assert {"feature_mse_mean", "adj_auc_std", "edge_accuracy_count"} <= set(summary[0])
     assert set(result.timings) == {"setup", "ray_and_messaging", "client_training", "attacks", "total"}
     assert (run_dir / "audit" / "round_1" / "client_1.pt").is_file()

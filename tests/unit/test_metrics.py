@@ -113,3 +113,21 @@ def test_matched_alignment_tells_same_type_nodes_apart_by_structure():
     adj_hat = star[perm][:, perm]
     assert graph_metrics(x, adj_hat, x, star, alignment="matched")["adj_auc"] == pytest.approx(1.0)
     assert graph_metrics(x, adj_hat, x, star)["adj_auc"] < 1.0
+
+
+def test_gsm_alignment_undoes_a_permutation_of_a_symmetric_molecule():
+    """Benzene-like ring with one substituent: ``matched`` cannot tell the symmetric atoms apart,
+    the ``gsm`` alignment maps the isomorphism and scores a perfect reconstruction 1."""
+    from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
+    from fedgraph_sim.metrics import score_reconstruction
+
+    schema = FeatureSchema((FeatureBlock("type", ("CH", "C", "CH3")),), "type")
+    types = torch.tensor([[1], [0], [0], [0], [0], [0], [2]])
+    x = schema.encode(types)
+    adj = torch.zeros(7, 7)
+    for u, w in [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0), (0, 6)]:
+        adj[u, w] = adj[w, u] = 1
+    perm = torch.tensor([3, 6, 1, 0, 5, 2, 4])
+    scores = score_reconstruction(x[perm], adj[perm][:, perm], x, adj, schema=schema)
+    assert scores["gsm"]["adj_auc"] == 1.0 and scores["gsm"]["node_type_accuracy"] == 1.0
+    assert scores["gsm"]["full_iso"] == 1.0 and scores["identity"]["adj_auc"] < 1.0
