@@ -1,0 +1,45 @@
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedgraph_sim.config import load_config, to_yaml
+from fedgraph_sim.errors import ConfigError
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "reproduce.py"
+spec = importlib.util.spec_from_file_location("reproduce", SCRIPT)
+reproduce = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reproduce)
+
+
+def earlier_reproduction(tmp_path, config) -> Path:
+    run_dir = tmp_path / "runs" / "case"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(to_yaml(config, {"versions": {"torch": "x"}}))
+    table = tmp_path / "table"
+    table.mkdir()
+    (table / "cases.json").write_text(json.dumps({"Tox21 GCN": str(run_dir)}))
+    return table
+
+
+def test_reuse_takes_a_run_with_the_same_configuration_only(tmp_path):
+    config = load_config(None, ["data.dataset=synthetic", "name=grain_table2-Tox21_GCN"])
+    table = earlier_reproduction(tmp_path, config)
+    renamed = config.model_copy(update={"name": "other", "output": config.output.model_copy(update={"dir": "x"})})
+    assert reproduce.reusable_run([table], "Tox21 GCN", renamed) == tmp_path / "runs" / "case"
+    assert reproduce.reusable_run([], "Tox21 GCN", config) is None
+    changed = load_config(None, ["data.dataset=synthetic", "seed=1"])
+    with pytest.raises(ConfigError, match="used another configuration"):
+        reproduce.reusable_run([table], "Tox21 GCN", changed)
+    with pytest.raises(ConfigError, match="no run of case 'BBBP GCN'"):
+        reproduce.reusable_run([table], "BBBP GCN", config)
+
+
+def test_reuse_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
+    config_file = SCRIPT.parent / "configs" / "reproduce" / "grain_table3.yaml"
+    assert reproduce.main(["--config", str(config_file), "--reuse", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --reuse: no such directory {tmp_path / 'nope'}"]
+    assert yaml.safe_load(config_file.read_text())["extends"] == "grain_table2.yaml"
