@@ -365,5 +365,9 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
                     if share >= 1:
                         evaluate(graph)
                     continue
-                stack.extend((c, depth + 1, share / len(children)) for c in reversed(children))
+                child_share = share / len(children)
+                # A subtree whose share is below one evaluation can never score a graph: the
+                # official code walks it anyway; skipping it changes no result, only the time.
+                if child_share >= 1 or budget.score_complete:
+                    stack.extend((c, depth + 1, child_share) for c in reversed(children))
     return result()

@@ -71,3 +71,15 @@ def test_covers_are_recognised():
     assert may_be_a_cover(hexagon)
     toluene = merge(glue(PartialGraph.from_block(TOLUENE_C), 2, NEAR, DEG)[0][0], [(4, 7)])
     assert ring(toluene) and not may_be_a_cover(toluene)
+
+
+def test_subtrees_below_one_evaluation_are_not_walked():
+    # With one evaluation per seed every seed's children get a share below one: the paper's
+    # search can score nothing below the seeds, so it does not walk there; score_complete does.
+    blocks = [[TOLUENE_C, NEAR, CH_NEXT_TO_C, CH_BLOCK]]
+    kw = dict(exact_tol=1e-6, min_ring=5, expired=lambda: False)
+    paper = search(blocks, DEG, lambda g: 1.0, budget=SearchBudget(max_depth=7, max_nodes=20, grad_evals=1), **kw)
+    walked = search(blocks, DEG, lambda g: 1.0,
+                    budget=SearchBudget(max_depth=7, max_nodes=20, grad_evals=1, score_complete=True), **kw)
+    assert paper.steps <= 3 * 6 and paper.evaluations <= paper.steps  # the seeds only
+    assert walked.steps > 10 * paper.steps and walked.evaluations > 10 * paper.evaluations
