@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         config = load_config(args.config, args.overrides)
+        if not config.attack.names:  # only a captured federation (sweeps) runs without attacks
+            raise ConfigError("attack.names: empty, so the run would write nothing; name at least "
+                              "one attack or prior, e.g. [random]")
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -6,14 +6,17 @@ becomes one :class:`~fedgraph_sim.errors.ConfigError` line naming the key.
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fedgraph_sim.errors import ConfigError
 
+ATTACK_NAME = re.compile(r"[A-Za-z0-9_]+(@[A-Za-z0-9_.=-]+)?")
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "experiments" / "configs" / "default.yaml"
 
 
@@ -31,7 +34,7 @@ class DataConfig(Section):
     features: str | None = None  # MoleculeNet node features: pyg (default, 177 slots) | grain (140)
     degree_feature: bool = False  # append a one-hot degree block (GRAIN on TU sets)
     subset: int | None = Field(None, ge=1)  # the federation holds this many graphs of a seeded shuffle
-    subset_seed: int = 42  # the shuffle's seed (GRAIN's experiments: seed 42, first 100)
+    subset_seed: int = Field(42, ge=0, lt=2**32)  # the shuffle's seed (GRAIN's experiments: seed 42, first 100)
 
 
 class PartitionConfig(Section):
@@ -42,13 +45,13 @@ class PartitionConfig(Section):
 class FederationConfig(Section):
     num_clients: int = Field(4, ge=1)
     rounds: int = Field(1, ge=1)
-    num_cpus: float = Field(1.0, gt=0)  # per client actor: 1 runs two actors on 2 cores
+    num_cpus: float = Field(1.0, gt=0, allow_inf_nan=False)  # per client actor: 1 runs two actors on 2 cores
 
 
 class TrainConfig(Section):
     batch_size: int = Field(1, ge=1)
     local_steps: int = Field(1, ge=1)  # 1 = FedSGD (gradient replies); > 1 = FedAvg (weights)
-    lr: float = Field(0.01, gt=0)
+    lr: float = Field(0.01, gt=0, allow_inf_nan=False)
     loss: Literal["cross_entropy", "bce"] = "cross_entropy"  # bce: BCE-with-logits on one-hot targets
     # random: each batch drawn afresh from a seeded RNG per (seed, round, client);
     # epoch: a seeded permutation per (seed, client, epoch) walked round by round, so successive
@@ -103,9 +106,9 @@ class AttackConfig(Section):
     rounds: list[int] | Literal["all"] = "all"
     clients: list[int] | Literal["all"] = "all"
     max_graphs: int | None = Field(None, ge=1)  # per update
-    limit: dict[str, int] = {}  # at most this many attacked updates per attack over the run
-    time_budget: float = Field(120.0, gt=0)  # seconds per attack call
-    time_budgets: dict[str, float] = {}  # per-attack overrides, e.g. {dlg@softmax: 400}
+    limit: dict[str, Annotated[int, Field(ge=1)]] = {}  # at most this many attacked updates per attack over the run
+    time_budget: float = Field(120.0, gt=0, allow_inf_nan=False)  # seconds per attack call
+    time_budgets: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # per-attack overrides, e.g. {dlg@softmax: 400}
 
     def budget_of(self, name: str) -> float:
         return self.time_budgets.get(name, self.time_budget)
@@ -125,7 +128,7 @@ class OutputConfig(Section):
 
 class RunConfig(Section):
     name: str = "default"
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32)  # numpy's seed range
     data: DataConfig = DataConfig()
     partition: PartitionConfig = PartitionConfig()
     federation: FederationConfig = FederationConfig()
@@ -216,12 +219,22 @@ def _check_cross_fields(config: RunConfig) -> None:
         for c in config.attack.clients:
             if not 0 <= c < fed.num_clients:
                 raise ConfigError(f"attack.clients: client {c} is out of range 0..{fed.num_clients - 1}")
+    names = config.attack.names
+    for name in names:
+        if not ATTACK_NAME.fullmatch(name):
+            raise ConfigError(f"attack.names: '{name}' is not an attack name or name@label (letters, digits, "
+                              "'_', and in the label also '.', '-', '=')")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"attack.names: {', '.join(repeated)} named twice; use name@label for variants")
     for key in ("limit", "time_budgets"):
-        for name, value in getattr(config.attack, key).items():
-            if name not in config.attack.names:
-                raise ConfigError(f"attack.{key}.{name}: '{name}' is not in attack.names")
-            if key == "time_budgets" and not value > 0:
-                raise ConfigError(f"attack.time_budgets.{name}: must be > 0 (got {value})")
+        for name in getattr(config.attack, key):
+            if name not in names:
+                raise ConfigError(f"attack.{key}.{name}: '{name}' is not in attack.names ({', '.join(names)})")
+    cores = os.cpu_count() or 1
+    if fed.num_cpus > cores:
+        raise ConfigError(f"federation.num_cpus: {fed.num_cpus:g} CPUs per client actor, but this machine "
+                          f"has {cores}; no actor could start")
     granted = config.threat.adjacency_known
     if isinstance(granted, list):
         for name in granted:

@@ -56,9 +56,22 @@ def dotted_tree(patch: dict) -> dict:
 
 def read_spec(path: Path) -> dict:
     """A reproduction YAML, with ``extends`` resolved (the other file's keys under this one's)."""
-    spec = yaml.safe_load(path.read_text()) or {}
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(spec, dict):
         raise ConfigError(f"{path.name}: a reproduction config is a mapping")
+    cases = spec.get("cases")
+    if cases is not None and not isinstance(cases, list):
+        raise ConfigError(f"{path.name}: cases: a list (got {type(cases).__name__})")
+    for i, case in enumerate(cases or ()):
+        if "extends" in spec and isinstance(case, str):
+            continue  # a label of the extended file's cases
+        if not isinstance(case, dict) or not isinstance(case.get("label"), str):
+            raise ConfigError(f"{path.name}: cases.{i}: each case is a mapping with a 'label' and a 'set'")
+        if not isinstance(case.get("set", {}), dict):
+            raise ConfigError(f"{path.name}: cases.{i}.set: a mapping of dotted keys to values")
     if "extends" in spec:
         parent_path = path.parent / spec.pop("extends")
         if not parent_path.is_file():
@@ -102,7 +115,10 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
         if "=" not in item:
             raise ConfigError(f"{item}: overrides are dotted key=value pairs")
         key, raw = item.split("=", 1)
-        extra[key.strip()] = yaml.safe_load(raw)
+        try:
+            extra[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{key.strip()}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
     for metric in spec.get("metrics", ()):
         if metric not in METRICS:
             raise ConfigError(f"{path.name}: metrics: unknown metric '{metric}'; valid: {', '.join(METRICS)}")

@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, GSM_METRICS, METRICS, aggregate, bootstrap_ci
 
 SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
@@ -40,7 +41,10 @@ def new_run_dir(base: str | Path, name: str) -> Path:
     while path.exists():
         suffix += 1
         path = Path(base) / f"{stamp}-{name}-{suffix}"
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:  # a file in the way, no permission, read-only disk
+        raise ConfigError(f"output.dir: cannot create a run directory under {base} ({exc.strerror})") from None
     return path
 
 

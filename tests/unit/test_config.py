@@ -33,6 +33,17 @@ def test_dotted_overrides_are_parsed_as_yaml():
     ("model.conv=gin", r"unknown model 'gin'; valid models: gcn, gat, sage"),
     ("aux.source=client:9", r"^aux.source: "),
     ("federation.rounds", r"overrides are dotted key=value pairs"),
+    ("seed=-1", r"^seed: .*\(got -1\)$"),
+    (f"seed={2**64}", r"^seed: "),
+    ("data.subset_seed=-3", r"^data.subset_seed: "),
+    ("train.lr=.inf", r"^train.lr: "),
+    ("attack.time_budget=.inf", r"^attack.time_budget: "),
+    ("attack.time_budgets={dlg: .nan}", r"^attack.time_budgets.dlg: "),
+    ("attack.limit={random: -1}", r"^attack.limit.random: "),
+    ("attack.limit={nosuch: 1}", r"^attack.limit.nosuch: 'nosuch' is not in attack.names \(random, dlg"),
+    ("attack.names=[dlg, random, dlg]", r"^attack.names: dlg named twice"),
+    ("attack.names=[random@x/y]", r"^attack.names: 'random@x/y' is not an attack name or name@label"),
+    ("federation.num_cpus=1000", r"^federation.num_cpus: .*this machine has"),
 ])
 def test_bad_input_names_the_key(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -43,3 +43,19 @@ def test_reuse_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: --reuse: no such directory {tmp_path / 'nope'}"]
     assert yaml.safe_load(config_file.read_text())["extends"] == "grain_table2.yaml"
+
+
+@pytest.mark.parametrize("text, override, expected", [
+    ("base: {}\ncases: [{label: a, set: {seed: 1}}", None, "bad.yaml: not valid YAML"),
+    ("base: {}\ncases:\n  - set: {seed: 1}\n", None, "bad.yaml: cases.0: each case is a mapping with a 'label'"),
+    ("base: {}\ncases: {label: a}\n", None, "bad.yaml: cases: a list"),
+    ("base: {}\ncases: [{label: a, set: [seed]}]\n", None, "bad.yaml: cases.0.set: a mapping"),
+    ("base: {data: {dataset: synthetic}}\ncases: [{label: a}]\n", "seed=[1", "seed: the value is not valid YAML"),
+])
+def test_a_malformed_reproduction_is_one_line_and_exit_2(tmp_path, capsys, text, override, expected):
+    config_file = tmp_path / "bad.yaml"
+    config_file.write_text(text)
+    argv = ["--config", str(config_file)] + ([override] if override else [])
+    assert reproduce.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {expected}")

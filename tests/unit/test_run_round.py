@@ -1,3 +1,4 @@
+import os
 import importlib.util
 from pathlib import Path
 
@@ -32,6 +33,9 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     ("attack.params.dlg.iters=3", "attack.params.dlg.iters: not a parameter of dlg"),
     ("attack.params.glg.alpha=3", "attack.params.glg: 'glg' is not in attack.names"),
     ("model.pool=median", "model.pool:"),
+    ("attack.names=[]", "attack.names: empty, so the run would write nothing"),
+    ("seed=-1", "seed:"),
+    ("train.lr=.inf", "train.lr:"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, override, expected):
     code = run_round.main(["data.dataset=synthetic", override, f"output.dir={tmp_path}"])
@@ -39,3 +43,19 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, overr
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("make", ["file", "read_only"])
+def test_an_output_dir_that_cannot_hold_runs_is_one_line(capsys, tmp_path, make):
+    base = tmp_path / "out"
+    if make == "file":
+        base.write_text("keep me")
+    else:
+        base.mkdir()
+        base.chmod(0o500)
+        if os.access(base, os.W_OK):  # root ignores permissions
+            pytest.skip("running as root: a read-only directory is still writable")
+    code = run_round.main(["data.dataset=synthetic", "attack.names=[random]", f"output.dir={base}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: output.dir: cannot create")
+    assert make != "file" or base.read_text() == "keep me"
