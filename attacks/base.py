@@ -10,6 +10,7 @@ one :class:`Reconstruction` per graph it claims to recover. It declares its
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -92,7 +93,25 @@ class Attack(ABC):
             if key not in valid:
                 raise ConfigError(f"attack.params.{self.name}.{key}: not a parameter of "
                                   f"{self.name}; valid: {', '.join(sorted(valid)) or 'none'}")
+        defaults = self.Params()
+        for key, value in params.items():
+            self._check_param(key, getattr(defaults, key), value)
         self.params = self.Params(**params)
+
+    def _check_param(self, key: str, default: Any, value: Any) -> None:
+        """A number where the default is one (finite, >= 0: counts, rates, tolerances and budgets),
+        a bool where it is a bool, a string where it is a string."""
+        where = f"attack.params.{self.name}.{key}"
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: must be true or false (got {value!r})")
+        elif isinstance(default, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{where}: must be a finite number >= 0 (got {value!r})")
+            if isinstance(default, int) and not float(value).is_integer():
+                raise ConfigError(f"{where}: must be a whole number (got {value!r})")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ConfigError(f"{where}: must be a string (got {value!r})")
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         """Why this attack cannot run on this update under this threat model, or None."""

@@ -41,10 +41,17 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"--resume: {sweep_dir} is not a sweep directory (no sweep.yaml)")
             import yaml
 
-            sweep = build_sweep(yaml.safe_load((sweep_dir / "sweep.yaml").read_text()), sweep_dir)
+            try:
+                stored = yaml.safe_load((sweep_dir / "sweep.yaml").read_text())
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"--resume: {sweep_dir / 'sweep.yaml'} is not valid YAML "
+                                  f"({str(exc).splitlines()[0]})") from None
+            sweep = build_sweep(stored, sweep_dir)
         else:
             sweep = load_sweep(args.config)
             sweep_dir = None
+            if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+                raise ConfigError(f"--out: {args.out} is a file, not a sweep directory")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
@@ -66,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     from fedgraph_sim.sweep import SweepRunner
 
     if sweep_dir is None:
-        sweep_dir = Path(args.out) if args.out else new_run_dir(sweep.federations[0].config.output.dir, sweep.name)
+        try:
+            sweep_dir = Path(args.out) if args.out else new_run_dir(sweep.federations[0].config.output.dir, sweep.name)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return ConfigError.exit_code
     console = Console()
     if not console.is_terminal:
         console = Console(width=190)

@@ -152,6 +152,10 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     require(isinstance(axes, dict), "axes", "must be a mapping")
     for key in axes:
         require(key in AXES, f"axes.{key}", f"no such axis; valid axes: {', '.join(AXES)}")
+    require(isinstance(spec.get("base") or {}, dict), "base", "must be a mapping of run-config keys")
+    victims = spec.get("victim_graphs")
+    require(victims is None or (isinstance(victims, int) and not isinstance(victims, bool) and victims >= 1),
+            "victim_graphs", f"must be an integer >= 1 (got {victims!r})")
     base = merge_tree(yaml.safe_load(DEFAULT_CONFIG.read_text()), spec.get("base") or {})
     name = spec.get("name", "sweep")
     sweep = Sweep(name=name, spec=spec, folder=Path(folder),

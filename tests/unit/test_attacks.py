@@ -135,3 +135,18 @@ def test_unknown_attack_parameter_is_refused():
         registry.attacks.get("nope")
     for name in ("random", "dlg", "idlg", "inverting_gradients", "graphdlg", "majority_type"):
         assert name in str(info.value)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"iterations": -5}, "attack.params.dlg.iterations: must be a finite number >= 0 (got -5)"),
+    ({"iterations": 2.5}, "attack.params.dlg.iterations: must be a whole number (got 2.5)"),
+    ({"lr": float("inf")}, "attack.params.dlg.lr: must be a finite number >= 0 (got inf)"),
+    ({"lr": "fast"}, "attack.params.dlg.lr: must be a finite number >= 0 (got 'fast')"),
+])
+def test_attack_parameters_of_the_wrong_kind_are_refused(params, message):
+    from fedgraph_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        registry.attacks.get("dlg")(**params)
+    assert str(info.value) == message
+    assert registry.attacks.get("dlg")(iterations=5.0).params.iterations == 5.0  # a whole float is fine

@@ -58,6 +58,9 @@ def test_victim_graphs_sets_the_rounds_from_client_zero():
      "axes.defenses.0.1.name: unknown defense 'nope'"),
     ({"axes": {"defenses": [{"name": "prune", "p": ["a"]}]}}, "axes.defenses.0.p: swept values must be numbers"),
     ({"reference": "graphdlg_table99"}, "reference: no table 'graphdlg_table99'"),
+    ({"base": [BASE]}, "base: must be a mapping of run-config keys"),
+    ({"victim_graphs": "100"}, "victim_graphs: must be an integer >= 1 (got '100')"),
+    ({"victim_graphs": 0}, "victim_graphs: must be an integer >= 1 (got 0)"),
 ])
 def test_bad_specs_name_the_key(spec, message):
     with pytest.raises(ConfigError) as info:
