@@ -60,7 +60,10 @@ def cmd_info(args) -> int:
     options = {"max_nodes": args.max_nodes}
     if args.task is not None:
         options["task"] = args.task
-    dataset = _load_quietly(args.name, **options)
+    try:
+        dataset = _load_quietly(args.name, **options)
+    except ConfigError as exc:  # the option's name on this command line
+        raise ConfigError(str(exc).replace("data.max_nodes:", "--max-nodes:")) from None
     info = {**dataset.stats(), "schema": dataset.schema.to_dict()}
     if args.json:
         print(json.dumps(info, indent=2))

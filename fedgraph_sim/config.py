@@ -235,6 +235,9 @@ def _check_cross_fields(config: RunConfig) -> None:
     if fed.num_cpus > cores:
         raise ConfigError(f"federation.num_cpus: {fed.num_cpus:g} CPUs per client actor, but this machine "
                           f"has {cores}; no actor could start")
+    if config.threat.secure_aggregation and config.attack.clients != "all":
+        raise ConfigError("attack.clients: with threat.secure_aggregation the server sees only each round's "
+                          "aggregate, not client updates; leave attack.clients at all")
     granted = config.threat.adjacency_known
     if isinstance(granted, list):
         for name in granted:

@@ -11,6 +11,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from fedgraph_sim.data.schema import FeatureSchema
+from fedgraph_sim.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,10 @@ def drop_large_graphs(dataset: GraphDataset, max_nodes: int | None) -> GraphData
     if max_nodes is None:
         return dataset
     kept = [g for g in dataset.graphs if g.num_nodes <= max_nodes]
+    if dataset.graphs and not kept:
+        smallest = min(g.num_nodes for g in dataset.graphs)
+        raise ConfigError(f"data.max_nodes: no graph of {dataset.name} has at most {max_nodes} nodes "
+                          f"(the smallest has {smallest})")
     dropped = len(dataset.graphs) - len(kept)
     if dropped:
         log.info("%s: dropped %d of %d graphs with more than max_nodes=%d nodes",

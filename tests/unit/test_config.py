@@ -43,11 +43,12 @@ def test_dotted_overrides_are_parsed_as_yaml():
     ("attack.limit={nosuch: 1}", r"^attack.limit.nosuch: 'nosuch' is not in attack.names \(random, dlg"),
     ("attack.names=[dlg, random, dlg]", r"^attack.names: dlg named twice"),
     ("attack.names=[random@x/y]", r"^attack.names: 'random@x/y' is not an attack name or name@label"),
+    ("attack.clients=[0];threat.secure_aggregation=true", r"^attack.clients: with threat.secure_aggregation"),
     ("federation.num_cpus=1000", r"^federation.num_cpus: .*this machine has"),
 ])
 def test_bad_input_names_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
-        load_config(None, [override])
+        load_config(None, override.split(";"))
 
 
 def test_missing_config_file(tmp_path):
