@@ -137,5 +137,5 @@ def register(cls: type[Attack]) -> type[Attack]:
     return cls
 
 
-def build_attack(name: str, params: dict | None = None) -> Attack:
-    return registry.attacks.get(name)(**(params or {}))
+def build_attack(name: str, params: dict | None = None, key: str = "attack.names") -> Attack:
+    return registry.attacks.get(name, key=key)(**(params or {}))

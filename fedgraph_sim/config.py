@@ -209,7 +209,7 @@ def validate_config(tree: dict) -> RunConfig:
 def _check_cross_fields(config: RunConfig) -> None:
     from fedgraph_sim import models, registry  # noqa: F401  (models registers the conv types)
 
-    registry.models.get(config.model.conv)
+    registry.models.get(config.model.conv, key="model.conv")
     fed = config.federation
     if config.attack.rounds != "all":
         for r in config.attack.rounds:

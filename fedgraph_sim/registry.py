@@ -39,12 +39,15 @@ class Registry(Generic[T]):
         """Decorator form of :meth:`add`."""
         return lambda obj: self.add(name, obj)
 
-    def get(self, name: str) -> T:
+    def get(self, name: str, key: str | None = None) -> T:
+        """The object registered as ``name``; ``key`` (e.g. ``model.conv``) is the config key
+        that named it, put first in the error."""
         try:
             return self._items[self._key(name)]
         except (KeyError, AttributeError):
+            where = f"{key}: " if key else ""
             raise ConfigError(
-                f"unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())}"
+                f"{where}unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())}"
             ) from None
 
     def canonical(self, name: str) -> str:

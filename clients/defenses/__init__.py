@@ -99,10 +99,7 @@ def _build_one(entry: Any, i: int) -> Defense:
     if not isinstance(entry, dict) or "name" not in entry:
         raise ConfigError(f"defenses.{i}: each defense is a mapping with a name, e.g. {{name: prune, p: 0.9}}")
     name = entry["name"]
-    if name not in registry.defenses:
-        raise ConfigError(f"defenses.{i}.name: unknown defense '{name}'; valid defenses: "
-                          f"{', '.join(registry.defenses.names())}")
-    cls = registry.defenses.get(name)
+    cls = registry.defenses.get(name, key=f"defenses.{i}.name")
     params = {k: v for k, v in entry.items() if k != "name"}
     signature = {k: v for k, v in inspect.signature(cls.__init__).parameters.items() if k != "self"}
     for key in params:

@@ -32,7 +32,7 @@ def _loader(name: str):
     if name.lower().startswith("tu:"):
         return partial(load_tu, name.split(":", 1)[1])
     try:
-        return registry.datasets.get(name)
+        return registry.datasets.get(name, key="data.dataset")
     except ConfigError as exc:
         raise ConfigError(f"{exc} (or tu:NAME for any TU dataset)") from None
 

@@ -62,7 +62,7 @@ class GraphClassifier(nn.Module):
                  conv_bias: bool = True, activation: str = "relu", last_activation: bool = True,
                  heads: int = 1, residual: bool = False) -> None:
         super().__init__()
-        conv_type = registry.models.get(conv)
+        conv_type = registry.models.get(conv, key="model.conv")
         require(layers >= 1, "model.layers", f"must be >= 1 (got {layers})")
         require(hidden >= 1, "model.hidden", f"must be >= 1 (got {hidden})")
         require(in_channels >= 1, "model.in_channels", f"must be >= 1 (got {in_channels})")

@@ -177,7 +177,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
             settings.append(setting)
     for name_ in attack_names:
         params = base_config.attack.params.get(name_)
-        build_attack(str(name_).split("@")[0], params)
+        build_attack(str(name_).split("@")[0], params, key="axes.attacks")
 
     scenarios: dict[str, Any] = {}
     for dataset, seed, setting in itertools.product(datasets, seeds, settings):

@@ -22,8 +22,8 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
 
 @pytest.mark.parametrize("override, expected", [
     ("federation.rounds=x", "federation.rounds:"),
-    ("attack.names=[dlg,nope]", "unknown attack 'nope'; valid attacks:"),
-    ("data.dataset=nope", "unknown dataset 'nope'; valid datasets: synthetic"),
+    ("attack.names=[dlg,nope]", "attack.names: unknown attack 'nope'; valid attacks:"),
+    ("data.dataset=nope", "data.dataset: unknown dataset 'nope'; valid datasets: synthetic"),
     ("defenses=[{name: nope}]", "defenses.0.name: unknown defense 'nope'; valid defenses: dp_activations"),
     ("defenses=[{name: prune, p: 1.5}]", "defenses.0.p: must be in [0, 1) (got 1.5)"),
     ("defenses=[{name: dp_gradients, sigma: -1}]", "defenses.0.sigma: must be a number >= 0 (got -1)"),

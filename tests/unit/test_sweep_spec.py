@@ -51,7 +51,7 @@ def test_victim_graphs_sets_the_rounds_from_client_zero():
     ({"axes": {"colours": [1]}}, "axes.colours: no such axis; valid axes: datasets, seeds, attacks, defenses"),
     ({"grid": 1}, "grid: no such sweep key"),
     ({"axes": {"attacks": []}}, "axes.attacks: must be a non-empty list"),
-    ({"axes": {"attacks": ["nope"]}}, "unknown attack 'nope'"),
+    ({"axes": {"attacks": ["nope"]}}, "axes.attacks: unknown attack 'nope'"),
     ({"axes": {"defenses": [{"name": "dp_sgd", "target_epsilon": [0.01]}]}},
      "defenses.0.target_epsilon: 0.01 cannot be reached"),
     ({"axes": {"defenses": [[{"name": "prune", "p": 0.1}, {"name": "nope"}]]}},
