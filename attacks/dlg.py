@@ -8,7 +8,7 @@ Recovers: node features, adjacency scores and the label, by jointly optimising d
 ``X``, edge logits ``S`` (adjacency = sigmoid of a symmetric upper triangle) and label logits
 ``l`` so that the gradient of the training loss with soft label ``softmax(l)`` matches the
 observed one under ``sum_l ||grad_hat_l - grad_l||^2``.
-Defaults (GraphDLG spec section 5): L-BFGS, lr 1, 100 steps (one closure per step, 20 inner
+Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): L-BFGS, lr 1, 100 steps (one closure per step, 20 inner
 evaluations), free ``randn`` features. The original code uses 300 steps; raise ``iterations``
 for a longer-budget check. Like breaching, the lowest-loss finite iterate is returned.
 GRAIN's adaptation (Drencheva et al., ICLR 2025, Sec. 6; official code): ``features: softmax``

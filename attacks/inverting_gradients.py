@@ -7,7 +7,7 @@ Recovers: node features (boxed into [0, 1]) and adjacency scores (sigmoid of edg
 label is read off the final bias gradient (exact for batch size 1).
 Objective: ``1 - cos(grad_hat, grad)`` over all layers concatenated; no total-variation prior
 (it has no graph analogue; GraphDLG omits it too).
-Defaults (GraphDLG spec section 5): Adam lr 0.1 on signed gradients, step decay x0.1 at 3/8, 5/8
+Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): Adam lr 0.1 on signed gradients, step decay x0.1 at 3/8, 5/8
 and 7/8 of the budget, 100 iterations, ``randn`` initialisation. The original uses 4800
 iterations (24k in breaching).
 """

@@ -8,7 +8,7 @@ gradient is (numerically) zero, e.g. zeroed by pruning.
 
 For a batch of B graphs the same formula returns an affine combination of the B embeddings (a
 "batch embedding"; for two classes a single vector with weights of both signs): individual
-graphs are not identifiable (spec section 2.2).
+graphs are not identifiable (Wei et al. 2026, GraphDLG).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ forming the paper's Kronecker system ``(r_k^T kron I) vec(H) = vec(grad Theta_k)
 
 Identifiability: the solution is unique only if ``rank(r_k) = n``, hence ``n <= d_k``. With the
 all-ones start ``r_L`` has rank one, so the recovered features are rank one: every node gets the
-same argmax type (spec section 2.4). That is the paper's method, reproduced faithfully.
+same argmax type (Wei et al. 2026, GraphDLG). That is the paper's method, reproduced faithfully.
 """
 
 from __future__ import annotations
