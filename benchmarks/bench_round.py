@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedgraph_sim.config import load_config  # noqa: E402
-from fedgraph_sim.simulation import run  # noqa: E402
+from fedgraph_sim.runtime.simulation import run  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:

@@ -1,70 +1,8 @@
-"""Run one federation with an honest-but-curious server and score its attacks.
+"""`python experiments/run_round.py ...` is `fedgraph-sim run ...`: see fedgraph_sim/runtime/commands/run.py."""
 
-    python experiments/run_round.py [--config FILE] [--dry-run] [key=value ...]
-
-Examples:
-    python experiments/run_round.py                                  # the default round
-    python experiments/run_round.py data.dataset=synthetic attack.names=[random,idlg]
-    python experiments/run_round.py --dry-run federation.rounds=3     # print the resolved config
-"""
-
-from __future__ import annotations
-
-import argparse
-import logging
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout, too
-
-from fedgraph_sim.config import load_config, to_yaml  # noqa: E402
-from fedgraph_sim.errors import ConfigError  # noqa: E402
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=None, help="YAML file (default experiments/configs/default.yaml)")
-    parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved config")
-    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    try:
-        config = load_config(args.config, args.overrides)
-        if not config.attack.names:  # only a captured federation (sweeps) runs without attacks
-            raise ConfigError("attack.names: empty, so the run would write nothing; name at least "
-                              "one attack or prior, e.g. [random]")
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from fedgraph_sim.simulation import Session, run
-
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=190)
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=console, transient=True)
-        session = Session(config, progress=progress)  # validates names, data, attacks first
-        if args.dry_run:
-            print(to_yaml(config), end="")
-            return 0
-        with progress:
-            result = run(config, session=session)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return ConfigError.exit_code
-
-    from fedgraph_sim.report import summary_table
-
-    console.print(summary_table(result.summary, f"{config.name}: {config.data.dataset}, "
-                                                f"{config.federation.num_clients} clients, "
-                                                f"{config.federation.rounds} round(s)"))
-    t = result.timings
-    console.print(f"wall time {t['total']:.1f} s: setup {t['setup']:.1f} s, Ray start + messaging "
-                  f"{t['ray_and_messaging']:.1f} s, client training {t['client_training']:.1f} s, "
-                  f"attacks {t['attacks']:.1f} s")
-    console.print(f"run directory: {result.run_dir}")
-    return 0
-
+from fedgraph_sim.runtime.commands.run import main
 
 if __name__ == "__main__":
     sys.exit(main())

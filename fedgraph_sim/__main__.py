@@ -1,6 +1,6 @@
 import sys
 
-from fedgraph_sim.cli import main
+from fedgraph_sim.runtime.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

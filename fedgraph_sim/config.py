@@ -15,9 +15,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.plugins import load_plugins
 
 ATTACK_NAME = re.compile(r"[A-Za-z0-9_]+(@[A-Za-z0-9_.=-]+)?")
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "experiments" / "configs" / "default.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.yaml"  # packaged; experiments/configs/default.yaml links here
 
 
 class Section(BaseModel):
@@ -141,6 +142,8 @@ class RunConfig(Section):
     defenses: list[Any] = []
     metrics: MetricsConfig = MetricsConfig()
     output: OutputConfig = OutputConfig()
+    # Modules imported before anything is built, in every process (fedgraph_sim.plugins).
+    plugins: list[str] = []
 
     @field_validator("name")
     @classmethod
@@ -150,7 +153,22 @@ class RunConfig(Section):
         return value
 
 
-def _set_dotted(tree: dict, dotted: str, raw: str) -> None:
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``["federation.rounds=2", ...]`` -> ``{"federation.rounds": 2, ...}``, values parsed as YAML
+    (an empty value is null); the one parser of command-line overrides."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"{item}: overrides are dotted key=value pairs, e.g. federation.rounds=2")
+        key, raw = (part.strip() for part in item.split("=", 1))
+        try:
+            out[key] = yaml.safe_load(raw) if raw != "" else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{key}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
+    return out
+
+
+def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     node = tree
     for key in keys[:-1]:
@@ -158,7 +176,7 @@ def _set_dotted(tree: dict, dotted: str, raw: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"{dotted}: '{key}' is not a section")
         node = child
-    node[keys[-1]] = yaml.safe_load(raw) if raw != "" else None
+    node[keys[-1]] = value
 
 
 def _check_keys(tree: dict, model: type[BaseModel], prefix: str = "") -> None:
@@ -185,11 +203,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
         raise ConfigError(f"--config: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"--config: {path} must hold a mapping of sections")
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"{item}: overrides are dotted key=value pairs, e.g. federation.rounds=2")
-        key, raw = item.split("=", 1)
-        _set_dotted(tree, key.strip(), raw.strip())
+    for key, value in parse_overrides(overrides).items():
+        _set_dotted(tree, key, value)
     return validate_config(tree)
 
 
@@ -202,6 +217,7 @@ def validate_config(tree: dict) -> RunConfig:
         key = ".".join(str(p) for p in err["loc"])
         got = err.get("input")
         raise ConfigError(f"{key}: {err['msg']} (got {got!r})") from None
+    load_plugins(config.plugins)
     _check_cross_fields(config)
     return config
 

@@ -17,10 +17,13 @@ import time
 from typing import Callable, Iterable
 
 import numpy as np
+import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg
 
+from fedgraph_sim.config import RunConfig
+from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate]], None]
@@ -98,3 +101,17 @@ class CuriousFedAvg(FedAvg):
             arrays = ArrayRecord({k: Array(np.asarray(sent[k] - self.lr * v.numpy(), dtype=sent[k].dtype))
                                   for k, v in arrays.items()})
         return arrays, metrics
+
+
+def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> ArrayRecord:
+    torch.manual_seed(config.seed)
+    model = GraphClassifier(num_features, num_classes, **config.model.model_dump())
+    return ArrayRecord(model.state_dict())
+
+
+def make_strategy(config: RunConfig, observer: Observer | None) -> CuriousFedAvg:
+    k = config.federation.num_clients
+    return CuriousFedAvg(lr=config.train.lr, local_steps=config.train.local_steps,
+                         batch_size=config.train.batch_size, observer=observer,
+                         secure_aggregation=config.threat.secure_aggregation,
+                         fraction_train=1.0, min_train_nodes=k, min_available_nodes=k)

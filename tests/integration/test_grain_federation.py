@@ -6,7 +6,7 @@ import json
 import pytest
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.simulation import run
+from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.simulation import run
+from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def test_run_simulation_writes_results(tmp_path):
 
 
 def test_captured_federation_replays_to_attacks_with_utility_and_epsilon(tmp_path):
-    from fedgraph_sim.simulation import Session, replay
+    from fedgraph_sim.runtime import Session, replay
 
     config = load_config(None, [
         "data.dataset=synthetic", "data.options={num_graphs: 60}", "data.test_fraction=0.2",

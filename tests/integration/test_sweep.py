@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedgraph_sim.sweep import SweepRunner, build_sweep
+from fedgraph_sim.runtime.sweep import SweepRunner, build_sweep
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

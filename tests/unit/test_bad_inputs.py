@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fedgraph_sim import cli
+from fedgraph_sim.runtime import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "experiments" / "configs" / "reproduce" / "graphdlg_table9.yaml"

@@ -1,6 +1,6 @@
 import json
 
-from fedgraph_sim.cli import main
+from fedgraph_sim.runtime.cli import main
 
 
 def test_info_json_synthetic(capsys):

@@ -3,7 +3,7 @@ import pytest
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
 
-from clients.app import train_reply
+from clients.turn import train_reply
 from clients.training import batch_rng, fedsgd_gradient, sample_batches
 from fedgraph_sim.audit import AuditStore
 from fedgraph_sim.config import load_config
@@ -69,7 +69,7 @@ def test_batches_are_seeded_per_round_and_client():
 
 
 def test_empty_partition_raises(tmp_path, monkeypatch):
-    import clients.app as app
+    import clients.turn as app
 
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2"])
     scenario = app.cached_scenario(config.model_dump_json())

@@ -54,3 +54,14 @@ def test_bad_input_names_the_key(override, message):
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="--config: no such file"):
         load_config(tmp_path / "none.yaml")
+
+
+def test_one_parser_reads_every_override():
+    from fedgraph_sim.config import parse_overrides
+
+    assert parse_overrides(["federation.rounds=2", "attack.names=[random, dlg]", "data.max_nodes="]) == {
+        "federation.rounds": 2, "attack.names": ["random", "dlg"], "data.max_nodes": None}
+    with pytest.raises(ConfigError, match=r"^attack.names: the value is not valid YAML"):
+        parse_overrides(["attack.names=[random"])
+    with pytest.raises(ConfigError, match="overrides are dotted key=value pairs"):
+        parse_overrides(["federation.rounds"])

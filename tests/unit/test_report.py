@@ -8,7 +8,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from fedgraph_sim.cli import main
+from fedgraph_sim.runtime.cli import main
 from fedgraph_sim.report import render, summary_table, write_report
 from fedgraph_sim.report.drawings import pick
 from fedgraph_sim.report.inputs import defense_setting

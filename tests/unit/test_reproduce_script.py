@@ -1,4 +1,3 @@
-import importlib.util
 import json
 from pathlib import Path
 
@@ -8,10 +7,9 @@ import yaml
 from fedgraph_sim.config import load_config, to_yaml
 from fedgraph_sim.errors import ConfigError
 
+from fedgraph_sim.runtime.commands import reproduce
+
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "reproduce.py"
-spec = importlib.util.spec_from_file_location("reproduce", SCRIPT)
-reproduce = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reproduce)
 
 
 def earlier_reproduction(tmp_path, config) -> Path:

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.reproduction import load_reproduction, markdown
+from fedgraph_sim.runtime.reproduction import load_reproduction, markdown
 
 REPRO = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "reproduce"
 
@@ -52,7 +52,7 @@ def test_markdown_puts_the_paper_row_under_ours():
 
 
 def test_grain_configs_extend_and_bucket():
-    from fedgraph_sim.reproduction import size_buckets, table_columns
+    from fedgraph_sim.runtime.reproduction import size_buckets, table_columns
 
     spec2, cases2, ref2 = load_reproduction(REPRO / "grain_table2.yaml")
     spec3, cases3, ref3 = load_reproduction(REPRO / "grain_table3.yaml")

@@ -36,12 +36,12 @@ def test_attacks_import_neither_clients_nor_audit():
 
 
 def test_the_check_catches_a_forbidden_import(tmp_path):
-    (tmp_path / "bad.py").write_text("from fedgraph_sim.audit import AuditStore\nimport clients.app\n")
+    (tmp_path / "bad.py").write_text("from fedgraph_sim.audit import AuditStore\nimport clients.turn\n")
     (tmp_path / "sly.py").write_text("from fedgraph_sim import audit\n")
     (tmp_path / "good.py").write_text("from fedgraph_sim.threat import ObservedUpdate\n")
     assert set(violations(tmp_path)) == {"bad.py imports fedgraph_sim.audit",
                                          "bad.py imports fedgraph_sim.audit.AuditStore",
-                                         "bad.py imports clients.app",
+                                         "bad.py imports clients.turn",
                                          "sly.py imports fedgraph_sim.audit"}
 
 

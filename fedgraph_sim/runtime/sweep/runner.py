@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from fedgraph_sim.results import read_rows, summarize, write_summary
-from fedgraph_sim.sweep.spec import Cell, Federation, Sweep
+from fedgraph_sim.runtime.sweep.spec import Cell, Federation, Sweep
 
 DONE = "done"
 REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
@@ -77,7 +77,7 @@ def _init_worker() -> None:
 def federation_job(config_json: str, fed_dir: str) -> dict:
     """Worker: run one federation with capture on and no attacks."""
     from fedgraph_sim.config import RunConfig
-    from fedgraph_sim.simulation import Session, run
+    from fedgraph_sim.runtime import Session, run
 
     start, path = time.time(), _fresh(Path(fed_dir))
     with _output_to(path / "worker.log"):
@@ -89,7 +89,7 @@ def federation_job(config_json: str, fed_dir: str) -> dict:
 def cell_job(config_json: str, fed_dir: str, cell_dir: str, columns: dict) -> dict:
     """Worker: replay a finished federation's capture to one attack."""
     from fedgraph_sim.config import RunConfig
-    from fedgraph_sim.simulation import replay
+    from fedgraph_sim.runtime.simulation import replay
 
     start, path = time.time(), _fresh(Path(cell_dir))
     with _output_to(path / "worker.log"):

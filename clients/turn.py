@@ -1,9 +1,5 @@
-"""The ClientApp: load the partition, train locally, write the audit record, defend, reply.
-
-``make_client_app(config, run_dir)`` builds the app by closure (under ``run_simulation`` the Flower
-run config is empty); the module-level ``app`` serves ``flwr run .`` and reads the config file and
-run directory from the run config.
-"""
+"""One client's turn inside the ClientApp: load the partition, train locally, write the audit
+record, defend, reply. The app itself is built by the runtime (``fedgraph_sim.runtime.apps``)."""
 
 from __future__ import annotations
 
@@ -13,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
-from flwr.clientapp import ClientApp
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from clients.defenses import ClientTurn, build_defenses
 from clients.training import batch_rng, epoch_batches, fedavg_weights, fedsgd_gradient, sample_batches
@@ -82,26 +77,3 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
     content = RecordDict({"arrays": ArrayRecord({k: v.contiguous() for k, v in update.items()}),
                           "metrics": metrics})
     return Message(content=content, reply_to=msg)
-
-
-def make_client_app(config: RunConfig, run_dir: str | Path) -> ClientApp:
-    app = ClientApp()
-    config_json, run_dir = config.model_dump_json(), Path(run_dir)
-
-    @app.train()
-    def train(msg: Message, context: Context) -> Message:
-        return train_reply(msg, int(context.node_config["partition-id"]), config_json, run_dir, context.state)
-
-    return app
-
-
-app = ClientApp()
-
-
-@app.train()
-def _train_from_run_config(msg: Message, context: Context) -> Message:
-    from fedgraph_sim.simulation import config_from_run_config
-
-    config, run_dir = config_from_run_config(context.run_config)
-    return train_reply(msg, int(context.node_config["partition-id"]), config.model_dump_json(), run_dir,
-                       context.state)

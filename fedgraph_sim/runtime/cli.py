@@ -1,13 +1,18 @@
-"""``python -m fedgraph_sim``: inspect datasets before running anything, report on results after.
+"""``fedgraph-sim`` (or ``python -m fedgraph_sim``): run federations, sweeps and reproductions,
+inspect datasets before running anything, report on results after.
 
-    python -m fedgraph_sim datasets [--json]      every dataset that loads here, with its stats
-    python -m fedgraph_sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
-    python -m fedgraph_sim report DIR             report.md and figures/ for a run or sweep directory
+    fedgraph-sim run [--config FILE] [--dry-run] [key=value ...]   one federation, its attacks scored
+    fedgraph-sim sweep --config SPEC [--jobs N] | --resume DIR   defense-vs-attack sweeps
+    fedgraph-sim reproduce --config FILE [--cases ...] [--reuse DIR ...]   a paper table
+    fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
+    fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
+    fedgraph-sim report DIR             report.md and figures/ for a run or sweep directory
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -84,9 +89,11 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m fedgraph_sim", description=__doc__,
+    parser = argparse.ArgumentParser(prog="fedgraph-sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in COMMANDS.items():  # parsed by their own modules (main dispatches them)
+        sub.add_parser(name, help=text, add_help=False)
     p = sub.add_parser("datasets", help="list every dataset that loads here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_datasets)
@@ -102,7 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+COMMANDS = {"run": "run one federation and score its attacks",
+            "sweep": "run a defense-vs-attack sweep (or resume one)",
+            "reproduce": "run a paper table's cases and write ours beside the paper's"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:
+        module = importlib.import_module(f"fedgraph_sim.runtime.commands.{argv[0]}")
+        return module.main(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     args = build_parser().parse_args(argv)
     try:

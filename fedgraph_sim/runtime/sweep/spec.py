@@ -34,7 +34,7 @@ import yaml
 
 from fedgraph_sim.config import DEFAULT_CONFIG, RunConfig, defense_label, validate_config
 from fedgraph_sim.errors import ConfigError, require
-from fedgraph_sim.reproduction import load_reference, merge_tree
+from fedgraph_sim.runtime.reproduction import load_reference, merge_tree
 
 SPEC_KEYS = ("name", "reference", "victim_graphs", "base", "axes")
 AXES = ("datasets", "seeds", "attacks", "defenses")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from fedgraph_sim.config import DEFAULT_CONFIG, RunConfig, validate_config
+from fedgraph_sim.config import DEFAULT_CONFIG, RunConfig, parse_overrides, validate_config
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, GSM_METRICS, METRICS
 
@@ -110,15 +110,7 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
         if key not in spec:
             raise ConfigError(f"{path.name}: a reproduction config needs '{key}'")
     default = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    extra = {}
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"{item}: overrides are dotted key=value pairs")
-        key, raw = item.split("=", 1)
-        try:
-            extra[key.strip()] = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{key.strip()}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
+    extra = parse_overrides(overrides)
     for metric in spec.get("metrics", ()):
         if metric not in METRICS:
             raise ConfigError(f"{path.name}: metrics: unknown metric '{metric}'; valid: {', '.join(METRICS)}")

@@ -1,0 +1,117 @@
+"""Run a reproduction config through the real federation; write our table beside the paper's.
+
+    fedgraph-sim reproduce --config experiments/configs/reproduce/graphdlg_table1.yaml \\
+        [--cases MUTAG,PTC_MR] [--reuse runs/<stamp>-graphdlg_table1 ...] [key=value ...]
+
+Each case is one federation (``experiments/run_round.py`` semantics); the markdown table goes to
+``<output.dir>/<timestamp>-<name>/table.md`` and to the terminal, and ``cases.json`` there maps
+each case to its run directory. ``--reuse DIR`` takes the rows of a case from an earlier
+reproduction's run instead of running it again, when that run's configuration is this case's
+(e.g. GRAIN's Table 3 regroups the GCN runs of its Table 2 by graph size); give several
+directories when the cases ran separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.runtime.reproduction import load_reproduction, markdown, size_buckets, table_columns
+
+
+def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
+    """The earlier run of case ``label`` if its resolved configuration equals ``config``'s."""
+    if not reuse:
+        return None
+    runs = {}
+    for folder in reuse:
+        index = folder / "cases.json"
+        runs.update(json.loads(index.read_text()) if index.is_file() else {})
+    if label not in runs:
+        raise ConfigError(f"--reuse: no run of case '{label}' in {', '.join(map(str, reuse))}")
+    run_dir = Path(runs[label])
+    earlier = yaml.safe_load((run_dir / "config.yaml").read_text())
+    mine = config.model_dump(mode="json")
+    for key in ("name", "output", "versions"):
+        earlier.pop(key, None)
+        mine.pop(key, None)
+    if earlier != mine:
+        raise ConfigError(f"--reuse: the run of '{label}' in {run_dir} used another configuration")
+    return run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fedgraph-sim reproduce", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all)")
+    parser.add_argument("--reuse", nargs="+", default=[], help="earlier reproductions' directories to take runs from")
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    try:
+        spec, cases, reference = load_reproduction(args.config, args.overrides,
+                                                   args.cases.split(",") if args.cases else None)
+        from fedgraph_sim.results import new_run_dir, read_rows, summarize
+        from fedgraph_sim.scenario import build_scenario
+        from fedgraph_sim.runtime import Session, run
+
+        reuse = [Path(d) for d in args.reuse]
+        for folder in reuse:
+            if not folder.is_dir():
+                raise ConfigError(f"--reuse: no such directory {folder}")
+        sessions, earlier = [], []
+        for case in cases:  # validate and build every case before running any
+            if "victim_graphs" in spec:
+                victims = len(build_scenario(case.config).clients[0])
+                case.config.federation.rounds = min(int(spec["victim_graphs"]), victims)
+            earlier.append(reusable_run(reuse, case.label, case.config))
+            sessions.append(None if earlier[-1] else Session(case.config))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ConfigError.exit_code
+
+    out_dir = new_run_dir(cases[0].config.output.dir, Path(args.config).stem)
+    table = out_dir / "table.md"
+    table.write_text(f"# {reference.get('source', Path(args.config).stem)}\n\n")
+    columns, buckets = table_columns(spec), size_buckets(spec)
+    case_runs, pooled = {}, []
+
+    def emit(section: str) -> None:
+        with table.open("a") as fh:
+            fh.write(section + "\n")
+        print(section, flush=True)
+
+    for case, session, run_dir in zip(cases, sessions, earlier):
+        start = time.time()
+        if run_dir is None:
+            result = run(case.config, session=session)
+            run_dir, summary = result.run_dir, result.summary
+            note = (f"{case.config.federation.rounds} rounds; run `{run_dir}`; "
+                    f"{time.time() - start:.0f} s (attacks {result.timings['attacks']:.0f} s)")
+        else:
+            summary = summarize(read_rows(run_dir))
+            note = f"{case.config.federation.rounds} rounds; reused run `{run_dir}`"
+        case_runs[case.label] = str(run_dir)
+        (out_dir / "cases.json").write_text(json.dumps(case_runs, indent=1))
+        if buckets:
+            pooled.extend(read_rows(run_dir))
+        else:
+            emit(markdown(case.label, summary, reference, note, **columns))
+    for label, low, high in buckets or ():
+        rows = [{**r, "dataset": label} for r in pooled if low <= r["num_nodes"] <= high]
+        note = f"{len({(r['run'], r['graph_id']) for r in rows})} graphs of {', '.join(case_runs)}"
+        emit(markdown(label, summarize(rows), reference, note, **columns))
+    print(f"table: {table}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

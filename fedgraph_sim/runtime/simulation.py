@@ -1,0 +1,104 @@
+"""Run one federation: build the apps from a validated config and run Flower's simulation engine
+(Ray, one process per client actor); replay captured federations under other attacks."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedgraph_sim.capture import CaptureStore
+from fedgraph_sim.config import RunConfig, to_yaml
+from fedgraph_sim.results import library_versions, new_run_dir, read_rows
+from fedgraph_sim.runtime.session import Session
+from fedgraph_sim.utility import final_utility
+
+log = logging.getLogger("fedgraph_sim")
+
+FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
+              "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0"}
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    summary: list[dict]
+    timings: dict = field(default_factory=dict)
+
+
+def _log_to_file(run_dir: Path) -> logging.Handler:
+    handler = logging.FileHandler(run_dir / "log.txt")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    for name in ("fedgraph_sim", "flwr"):
+        logging.getLogger(name).addHandler(handler)
+    flwr_logger = logging.getLogger("flwr")
+    flwr_logger.propagate = False
+    for h in flwr_logger.handlers:
+        if h is not handler:
+            h.setLevel(logging.ERROR)  # Flower's console chatter (and its run_simulation
+            # deprecation note) goes to log.txt only; errors still reach the terminal
+    return handler
+
+
+def run(config: RunConfig, progress=None, session: Session | None = None,
+        run_dir: Path | None = None) -> RunResult:
+    """Run one federation with the configured attacks (into ``run_dir``, default a new
+    timestamped directory under ``output.dir``); returns the run directory and summary."""
+    from flwr.simulation import run_simulation
+
+    from fedgraph_sim.runtime.apps import make_client_app, make_server_app
+
+    for key, value in FLOWER_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("FLWR_HOME", str(Path(config.output.dir).resolve() / ".flwr"))
+    start = time.time()
+    session = session or Session(config, progress=progress)
+    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handler = _log_to_file(run_dir)
+    try:
+        session.open(run_dir)
+        config_json = config.model_dump_json()
+        server_app = make_server_app(lambda context: session)
+        client_app = make_client_app(lambda context: (config_json, run_dir))
+        run_simulation(server_app=server_app, client_app=client_app,
+                       num_supernodes=config.federation.num_clients,
+                       backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
+                                                            "num_gpus": 0.0},
+                                       "init_args": {"log_to_driver": False}})
+        end = time.time()
+        t = session.strategy.timings
+        # The round trip (configure -> all replies) holds Ray's actor start-up in round 1, the
+        # messaging, and the clients' own compute; the clients report the latter.
+        timings = {"setup": (t["first_configure"] or end) - start,
+                   "ray_and_messaging": t["round_trip"] - t["client_compute"],
+                   "client_training": t["client_compute"], "attacks": t["attacks"],
+                   "total": end - start}
+        summary = session.finish()
+        log.info("timings: %s", timings)
+        return RunResult(run_dir, summary, timings)
+    finally:
+        for name in ("fedgraph_sim", "flwr"):
+            logging.getLogger(name).removeHandler(handler)
+        handler.close()
+
+
+def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None,
+           extra_columns: dict | None = None) -> list[dict]:
+    """Run ``config``'s attacks on the updates a captured federation observed; rows (with the
+    federation's final test accuracy) go to ``out_dir/results.jsonl``."""
+    from server.attack_runner import AttackRunner
+
+    session = Session(config, progress=progress)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(to_yaml(config, {"versions": library_versions()}))
+    columns = {**final_utility(federation_dir), **(extra_columns or {})}
+    runner = AttackRunner(config, out_dir, session.knowledge, session.attacks, progress,
+                          audit_dir=federation_dir, extra_columns=columns)
+    store = CaptureStore(federation_dir)
+    for round_ in store.rounds():
+        runner(store.read(round_))
+    return read_rows(out_dir)
