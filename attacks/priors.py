@@ -1,6 +1,6 @@
 """Gradient-free priors: what an attacker gets from the auxiliary graphs alone.
 
-GraphDLG's numbers mean little without these (spec section 7): TU files list bonded atoms at
+GraphDLG's numbers (Wei et al. 2026) mean little without these: TU files list bonded atoms at
 nearby indices, so the mean auxiliary adjacency already scores high identity-order AUC, and one
 node type (carbon) dominates molecules, so "every node is the majority type" already scores high
 node-type accuracy.
@@ -48,7 +48,7 @@ def _crop(matrix: torch.Tensor, n: int) -> torch.Tensor:
 @register
 class MajorityType(Attack):
     name = "majority_type"
-    paper = "gradient-free prior (GraphDLG spec section 7)"
+    paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
     requires = Requirements(node_count=True, aux_graphs=True)
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
@@ -65,7 +65,7 @@ class MajorityType(Attack):
 @register
 class AuxMeanAdjacency(Attack):
     name = "aux_mean_adjacency"
-    paper = "gradient-free prior (GraphDLG spec section 3)"
+    paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
     requires = Requirements(node_count=True, aux_graphs=True)
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,

@@ -16,6 +16,7 @@ from clients.training import batch_rng, epoch_batches, fedavg_weights, fedsgd_gr
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.scenario import cached_scenario
 
 DEFENSE_STATE = "defense-state"
@@ -32,6 +33,7 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
     rounds (DP-SGD's accountant history lives there)."""
     start = time.perf_counter()
     config = RunConfig.model_validate_json(config_json)
+    load_plugins(config.plugins)  # this actor's own imports: a plugin may define a defense
     scenario = cached_scenario(config_json)
     indices = scenario.clients[partition_id]
     if len(indices) == 0:

@@ -3,7 +3,8 @@
 GNNs with pooling are permutation invariant, so the order in which a file lists a graph's nodes
 is information an attacker should not get for free. TU files list bonded atoms at nearby indices;
 a structure prior that only knows "neighbours have close indices" then scores high identity-order
-AUC without looking at any gradient (issue 6, GraphDLG spec section 7).
+AUC without looking at any gradient (the control behind GraphDLG's, Wei et al. 2026, structure
+numbers).
 
 - ``original``: the order of the source files.
 - ``shuffled``: a seeded random permutation per graph (seed and ``graph_id``), applied to victim

@@ -1,4 +1,4 @@
-"""Per-graph reconstruction metrics (GraphDLG Sec. 5.1 and spec section 3).
+"""Per-graph reconstruction metrics (GraphDLG, Wei et al. 2026, Sec. 5.1).
 
 All metrics are computed on the true-n block: a reconstruction with more nodes is cut to the n
 nodes the alignment picks, a shorter one is padded with zero features and zero edge scores.

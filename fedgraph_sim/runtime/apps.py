@@ -17,7 +17,6 @@ from flwr.serverapp import Grid, ServerApp
 
 from clients.turn import train_reply
 from fedgraph_sim.config import RunConfig, load_config
-from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.runtime.session import Session
 from server.strategy import initial_arrays, make_strategy
 
@@ -47,7 +46,6 @@ def make_client_app(settings_for: Callable[[Context], tuple[str, Path]]) -> Clie
     @app.train()
     def train(msg: Message, context: Context) -> Message:
         config_json, run_dir = settings_for(context)
-        load_plugins(RunConfig.model_validate_json(config_json).plugins)  # this actor's own imports
         return train_reply(msg, int(context.node_config["partition-id"]), config_json, run_dir, context.state)
 
     return app

@@ -35,7 +35,7 @@ def test_synthetic_graphs_are_molecule_like():
 
 
 def test_synthetic_order_is_banded():
-    """Bonded atoms have nearby indices, as in TU files (issue 6 relies on this)."""
+    """Bonded atoms have nearby indices, as in TU files (the node-order controls rely on this)."""
     data = make_synthetic(num_graphs=50, seed=0)
     gaps = torch.cat([(g.edge_index[0] - g.edge_index[1]).abs() for g in data.graphs]).float()
     assert gaps.median() <= 2

@@ -86,7 +86,7 @@ def oracle_case(seed):
 
 def test_gnfr_is_exact_with_oracle_masks_when_n_is_at_most_hidden():
     """n = 8 <= hidden = 16. Uniqueness also needs rank(r_k) = n, which dead ReLU units can
-    break: take the first seeded case where it holds (about half do, spec section 2.4)."""
+    break: take the first seeded case where it holds (about half do)."""
     for seed in range(20):
         model, g, grad, adj, masks, (r1, r2) = oracle_case(seed)
         if torch.linalg.matrix_rank(r1) == 8 and torch.linalg.matrix_rank(r2) == 8:
