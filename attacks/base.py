@@ -2,9 +2,12 @@
 
 An attack sees exactly an :class:`~fedgraph_sim.threat.ObservedUpdate` and an
 :class:`~fedgraph_sim.threat.AttackerKnowledge` (DESIGN.md "Threat boundary"), plus an
-:class:`AttackContext` with its seeded RNG, its time budget and a progress callback. It returns
-one :class:`Reconstruction` per graph it claims to recover. It declares its
-:class:`Requirements`; the runner records ``not_applicable`` instead of running it wrongly.
+:class:`AttackContext` with its seeded RNG, its time budget, a progress callback and a
+run-scoped ``shared`` store. It returns one :class:`~fedgraph_sim.threat.Reconstruction` per graph
+it claims to recover (or one for the whole batch, when it declares ``batch_output =
+"one_for_batch"``). It declares its :class:`Requirements`; the runner records ``not_applicable``
+instead of running it wrongly. Per-round work that sees all of a round's updates at once goes in
+the :meth:`Attack.prepare` hook.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import torch
 
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
 
 
 @dataclass(frozen=True)
@@ -29,18 +32,6 @@ class Requirements:
     node_count: bool = False  # needs the node-count hint
     aux_graphs: bool = False  # needs auxiliary graphs
     single_graph: bool = False  # needs batch size 1
-
-
-@dataclass
-class Reconstruction:
-    """One recovered graph: features ``x [n, F]``, adjacency scores ``adj [n, n]`` in [0, 1]
-    (symmetric, zero diagonal), the node count it assumed and its label guess."""
-
-    x: torch.Tensor
-    adj: torch.Tensor
-    num_nodes: int
-    label: int | None = None
-    info: dict = field(default_factory=dict)
 
 
 class AttackTimeout(RuntimeError):
@@ -67,9 +58,15 @@ class Budget:
 
 @dataclass
 class AttackContext:
+    """``seed`` seeds the call's RNG (:meth:`generator`); ``budget`` is its time budget;
+    ``progress(done, total)`` reports iterations; ``shared`` is a store that lives as long as the
+    run's attack runner, for state that variants of one attack share across calls (GraphDLG's
+    decoder), keyed by the attack itself."""
+
     seed: int
     budget: Budget
     progress: Callable[[int, int], None] = lambda done, total: None
+    shared: dict = field(default_factory=dict)
 
     def generator(self) -> torch.Generator:
         return torch.Generator().manual_seed(self.seed)
@@ -77,11 +74,15 @@ class AttackContext:
 
 class Attack(ABC):
     """Subclasses set ``name``, ``paper``, ``requires`` and a ``Params`` dataclass of defaults,
-    and implement :meth:`reconstruct`."""
+    and implement :meth:`reconstruct`; :meth:`prepare` and ``batch_output`` are optional."""
 
     name: ClassVar[str]
     paper: ClassVar[str]
     requires: ClassVar[Requirements] = Requirements()
+    #: ``per_graph``: one reconstruction per graph of the batch, in batch order.
+    #: ``one_for_batch``: one reconstruction that stands for the whole batch (e.g. decoded from
+    #: the batch's mean embedding), scored against every graph of it.
+    batch_output: ClassVar[str] = "per_graph"
 
     @dataclass
     class Params:
@@ -126,15 +127,19 @@ class Attack(ABC):
             return f"needs batch size 1; got {update.batch_size}"
         return None
 
+    def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,
+                ctx: AttackContext) -> None:
+        """Once per round, before any :meth:`reconstruct` of that round, with every selected
+        update of the round (e.g. to train a decoder on the round's weights). A no-op by default;
+        an exception here is logged and the round's calls go on."""
+
     @abstractmethod
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
         ...
 
 
-def register(cls: type[Attack]) -> type[Attack]:
-    registry.attacks.add(cls.name, cls)
-    return cls
+register = registry.attacks.register  # a class decorator: registered under ``cls.name``
 
 
 def build_attack(name: str, params: dict | None = None, key: str = "attack.names") -> Attack:

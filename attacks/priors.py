@@ -11,7 +11,12 @@ node-type accuracy.
   auxiliary graph), cropped to n; features are the auxiliary node-type frequencies, the same for
   every node (so their argmax is the majority type too).
 
-Threat model: auxiliary graphs and the node count; the gradient is ignored. No parameters.
+Threat model: auxiliary graphs and the node count; the gradient is ignored. Recovers nothing from
+the update: what the auxiliary set alone predicts for a graph of n nodes. No parameters.
+
+Besides running as attacks, they are the priors of the metric catalogue: the evaluator scores
+them on every attacked graph, and each row's ``gain_*`` columns are the attack's information gain
+over them (+ = the attack knows more than the prior).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def main() -> None:
     refine.prepare(updates, knowledge, ctx)
     for g, update in zip(victims, updates):
         k = knowledge.with_hints(node_counts=[g.num_nodes])
-        adj = (paper.structure(paper.embedding(update, k), g.num_nodes, k) >= 0.5).double()
+        adj = (paper.structure(paper.embedding(update, k), g.num_nodes, paper.decoder_state(k, ctx)) >= 0.5).double()
         start = time.perf_counter()
         gnfr([torch.as_tensor(weights[n]) for n in names], [update.gradient[n] for n in names],
              torch.as_tensor(weights["classifier.weight"]), update.gradient["classifier.bias"], adj)

@@ -6,8 +6,10 @@ becomes one :class:`~fedgraph_sim.errors.ConfigError` line naming the key.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -168,6 +170,29 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def default_tree() -> dict:
+    """The packaged default config as a plain tree (the base every config file is laid over)."""
+    return yaml.safe_load(DEFAULT_CONFIG.read_text())
+
+
+def merge_tree(tree: dict, patch: dict) -> dict:
+    """``tree`` with ``patch`` laid over it, section by section (a new dict; lists replaced)."""
+    out = dict(tree)
+    for key, value in patch.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merge_tree(out[key], value) if both else value
+    return out
+
+
+def set_dotted(tree: dict, dotted: dict[str, Any]) -> dict:
+    """Set each ``section.key`` of ``dotted`` in ``tree`` (in place; returns it). A mapping value
+    is laid over the mapping already there (``model={conv: gat}`` keeps the other model keys);
+    anything else replaces it."""
+    for key, value in dotted.items():
+        _set_dotted(tree, key, value)
+    return tree
+
+
 def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     node = tree
@@ -176,7 +201,8 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"{dotted}: '{key}' is not a section")
         node = child
-    node[keys[-1]] = value
+    old = node.get(keys[-1])
+    node[keys[-1]] = merge_tree(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
 
 
 def _check_keys(tree: dict, model: type[BaseModel], prefix: str = "") -> None:
@@ -192,8 +218,8 @@ def _check_keys(tree: dict, model: type[BaseModel], prefix: str = "") -> None:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
-    """Read YAML (default ``experiments/configs/default.yaml``), apply ``key=value`` overrides
-    (values parsed as YAML), validate. Raises ConfigError naming the offending key."""
+    """Read YAML (default: the packaged ``default.yaml``), apply ``key=value`` overrides (values
+    parsed as YAML), validate. Raises ConfigError naming the offending key."""
     path = Path(path) if path else DEFAULT_CONFIG
     if not path.is_file():
         raise ConfigError(f"--config: no such file {path}")
@@ -203,9 +229,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
         raise ConfigError(f"--config: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"--config: {path} must hold a mapping of sections")
-    for key, value in parse_overrides(overrides).items():
-        _set_dotted(tree, key, value)
-    return validate_config(tree)
+    return validate_config(set_dotted(tree, parse_overrides(overrides)))
 
 
 def validate_config(tree: dict) -> RunConfig:
@@ -271,6 +295,40 @@ def to_yaml(config: RunConfig, extra: dict | None = None) -> str:
     if extra:
         tree.update(extra)
     return yaml.safe_dump(tree, sort_keys=False)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class DefenseSetting:
+    """A defense stack with what tables and figures group it by: its ``family`` (the names
+    joined by ``+``; ``none`` without defenses) and its ``strength``, the value of ``param``: the
+    swept parameter in a sweep grid, else the stack's only numeric parameter (NaN when it has
+    none or several; 0 without defenses)."""
+
+    stack: list
+    family: str
+    param: str | None
+    strength: float
+
+    @property
+    def label(self) -> str:
+        return defense_label(self.stack)
+
+    @classmethod
+    def of(cls, stack: list[dict[str, Any]], swept: str | None = None) -> "DefenseSetting":
+        if not stack:
+            return cls([], "none", None, 0.0)
+        family = "+".join(str(entry.get("name", "?")) for entry in stack)
+        numbers = [(k, v) for entry in stack for k, v in entry.items() if k != "name" and _numeric(v)]
+        if swept is not None:
+            numbers = [(k, v) for k, v in numbers if k == swept][:1]
+        if len(numbers) != 1:
+            return cls(stack, family, None, math.nan)
+        param, strength = numbers[0]
+        return cls(stack, family, param, float(strength))
 
 
 def defense_label(entries: list[dict[str, Any]]) -> str:

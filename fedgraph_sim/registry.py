@@ -1,13 +1,16 @@
-"""Name lookup for the pluggable pieces (datasets, models, attacks, defenses).
+"""Name lookup for the pluggable pieces: attacks, defenses, conv types (models), auxiliary-set
+scenarios and datasets.
 
-One :class:`Registry` class; one instance per kind. Modules register themselves at import, and the
-package ``__init__`` files import those modules explicitly, so registration never depends on
-import order elsewhere.
+One :class:`Registry` class; one instance per kind. A pluggable piece is a class with a ``name``
+and registers itself with the class decorator ``@registry.<kind>.register``; the package
+``__init__`` files import their modules explicitly, so registration never depends on import order
+elsewhere, and a user's plugin module registers its own classes the same way. Datasets are the one
+exception: one loader function serves many names (every TU dataset), so they are added by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Generic, TypeVar
 
 from fedgraph_sim.errors import ConfigError
@@ -35,9 +38,12 @@ class Registry(Generic[T]):
         self._display[key] = name
         return obj
 
-    def register(self, name: str) -> Callable[[T], T]:
-        """Decorator form of :meth:`add`."""
-        return lambda obj: self.add(name, obj)
+    def register(self, cls: T) -> T:
+        """Class decorator: register ``cls`` under ``cls.name``."""
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{cls!r} has no 'name' to register as a {self.kind}")
+        return self.add(name, cls)
 
     def get(self, name: str, key: str | None = None) -> T:
         """The object registered as ``name``; ``key`` (e.g. ``model.conv``) is the config key
@@ -72,3 +78,4 @@ datasets: Registry = Registry("dataset")
 models: Registry = Registry("model")
 attacks: Registry = Registry("attack")
 defenses: Registry = Registry("defense")
+scenarios: Registry = Registry("auxiliary scenario")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.metrics import ALIGNMENTS, GSM_METRICS, METRICS, aggregate, bootstrap_ci
+from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric_column
 
 SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
 
@@ -46,10 +46,6 @@ def new_run_dir(base: str | Path, name: str) -> Path:
     except OSError as exc:  # a file in the way, no permission, read-only disk
         raise ConfigError(f"output.dir: cannot create a run directory under {base} ({exc.strerror})") from None
     return path
-
-
-def metric_column(alignment: str, metric: str) -> str:
-    return f"{alignment}_{metric}"
 
 
 class ResultWriter:
@@ -103,16 +99,19 @@ def is_scored(row: dict, alignment: str = ALIGNMENTS[0]) -> bool:
 
 
 def summarize(rows: Iterable[dict]) -> list[dict]:
-    """Mean, std and count of every metric per (attack, defense, alignment), over scored rows;
-    statuses are counted per attack. For GRAIN's GSM family also the papers' convention: the mean
-    over every attacked graph with a failure (no graph recovered) counted as 0, and its bootstrap
-    95% interval (10 000 resamples)."""
+    """Mean, std and count of every catalogue metric per (attack, defense, alignment) over scored
+    rows, with the mean prior and the mean information gain on the same graphs; statuses are
+    counted per attack. For metrics that count failures (GRAIN's GSM family) also the paper's
+    convention: the mean over every attacked graph with a failure (no graph recovered) counted as
+    0, and its bootstrap 95% interval (10 000 resamples)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    every: dict[tuple, list[dict]] = defaultdict(list)
     attempted: dict[tuple, list[dict]] = defaultdict(list)
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
         key = (row.get("dataset", ""), row["attack"], row.get("defense", "none"))
         statuses[key][row["status"]] += 1
+        every[key].append(row)
         if row["status"] != "not_applicable":
             attempted[key].append(row)
         if row["status"] == "ok" or is_scored(row):
@@ -124,22 +123,22 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             entry = {"dataset": dataset, "attack": attack, "defense": defense, "alignment": alignment,
                      "graphs": len(groups[key]), "failed": sum(status.values()) - len(groups[key]),
                      "statuses": " ".join(f"{k}={v}" for k, v in sorted(status.items()))}
-            for metric in METRICS:
-                column = metric_column(alignment, metric)
+            for m in CATALOGUE:
+                metric, column = m.name, metric_column(alignment, m.name)
                 agg = aggregate(groups[key], column)
                 entry[f"{metric}_mean"] = agg["mean"]
                 entry[f"{metric}_std"] = agg["std"]
                 entry[f"{metric}_count"] = agg["count"]
-                # Information gain over the gradient-free prior, on the same graphs.
+                # Information gain over the gradient-free prior, on the same graphs (+ = knows more).
                 gain = aggregate(groups[key], f"gain_{column}")
                 entry[f"gain_{metric}_mean"] = gain["mean"]
                 entry[f"gain_{metric}_std"] = gain["std"]
                 entry[f"prior_{metric}_mean"] = aggregate(groups[key], f"prior_{column}")["mean"]
-                if metric in GSM_METRICS:
+                if m.counts_failures:
                     values = [float(r.get(column, 0.0)) for r in attempted[key]]
                     entry[f"{metric}_all_mean"] = sum(values) / len(values) if values else float("nan")
                     entry[f"{metric}_ci_low"], entry[f"{metric}_ci_high"] = bootstrap_ci(values)
-            entry.update(run_columns(groups[key]))
+            entry.update(run_columns(every[key]))  # a federation's numbers, whatever its rows' status
             out.append(entry)
     return out
 

@@ -1,11 +1,14 @@
-"""The wire types between the honest-but-curious server and the attacks (DESIGN.md "Threat
-boundary"). An attack receives exactly these two objects and nothing else.
+"""The types that cross the threat boundary (DESIGN.md "Threat boundary").
+
+An attack receives exactly an :class:`ObservedUpdate` and an :class:`AttackerKnowledge` and
+returns :class:`Reconstruction` objects; the attack runner records what came back as an
+:class:`AttackOutcome`, which the evaluator alone scores against the ground truth.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -101,3 +104,41 @@ class AttackerKnowledge:
             state = {k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()}
             model.load_state_dict(state)
         return model.to(dtype).eval()
+
+
+@dataclass
+class Reconstruction:
+    """One recovered graph: features ``x [n, F]``, adjacency scores ``adj [n, n]`` in [0, 1]
+    (symmetric, zero diagonal), the node count it assumed and its label guess; ``info`` holds the
+    attack's own diagnostics (numbers and strings land in the row as ``info_<key>``)."""
+
+    x: torch.Tensor
+    adj: torch.Tensor
+    num_nodes: int
+    label: int | None = None
+    info: dict = field(default_factory=dict)
+
+
+Status = Literal["ok", "not_applicable", "error", "nan", "timeout", "failed"]
+#: ``ok``: returned; ``not_applicable``: the threat model does not meet the attack's requirements;
+#: ``error``: raised; ``nan``: returned NaN or inf; ``timeout``: spent its budget (scored if it
+#: returned its best graph so far); ``failed``: ran as designed but recovered nothing.
+STATUSES: tuple[str, ...] = get_args(Status)
+
+
+@dataclass
+class AttackOutcome:
+    """What one attack call on one update produced, as the attack runner recorded it.
+
+    ``knowledge`` is what the call was given (the granted hints included); ``reconstructions``
+    hold one graph per graph of the update's batch, in batch order (an attack whose one output
+    stands for the whole batch has it repeated), or fewer when the attack stopped early.
+    """
+
+    attack: str
+    update: ObservedUpdate
+    knowledge: AttackerKnowledge
+    status: Status
+    message: str = ""
+    reconstructions: list[Reconstruction] = field(default_factory=list)
+    seconds: float = 0.0

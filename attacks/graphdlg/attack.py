@@ -21,7 +21,10 @@ Beyond the paper, off by default: ``refine_features`` (start from GNFR, keep the
 structure, match gradients over softmax one-hot node types with cosine distance and Adam);
 ``node_count="predicted"`` (least-squares regression of n on the aux embeddings);
 ``adapter="B"`` (trainable encoder copy). The decoder is warm-started across rounds and reused
-without training while the global weights move less than ``retrain_tol`` (relative norm).
+without training while the global weights move less than ``retrain_tol`` (relative norm). It lives
+in the run's ``ctx.shared`` store, so variants with the same decoder settings (paper mode and
+``@refine``) train one decoder, not two. With a batch, the embedding is the batch's mean and the
+one decoded graph stands for the batch (``batch_output = "one_for_batch"``).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ NODE_COUNTS = ("oracle", "predicted")
 
 @dataclass(eq=False)
 class DecoderState:
-    """A trained decoder and what it was trained on; shared by variants (see ``_state``)."""
+    """A trained decoder and what it was trained on; shared by variants (see ``decoder_state``).
+    Holds the auxiliary graphs it was keyed by, so their ``id`` stays unique while it lives."""
 
     aux: tuple
     decoder: StructureDecoder | None = None
@@ -55,9 +59,6 @@ class DecoderState:
     count_model: torch.Tensor | None = None
     seconds: list = field(default_factory=list)
     prepared_rounds: set = field(default_factory=set)
-
-
-_SHARED: dict[tuple, DecoderState] = {}
 
 
 def minmax_rows(x: torch.Tensor) -> torch.Tensor:
@@ -71,6 +72,7 @@ class GraphDLG(Attack):
     name = "graphdlg"
     paper = "Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. 2026"
     requires = Requirements(exact_gradient=True, aux_graphs=True)
+    batch_output = "one_for_batch"
 
     @dataclass
     class Params:
@@ -123,8 +125,7 @@ class GraphDLG(Attack):
     def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,
                 ctx: AttackContext) -> None:
         """Once per round: collect the round's victim embeddings, then (re)train the decoder."""
-        state = self._state(knowledge)
-        self._states.add(state)
+        state = self.decoder_state(knowledge, ctx)
         if not updates or updates[0].round in state.prepared_rounds:
             return  # another variant sharing this decoder did it already
         state.prepared_rounds.add(updates[0].round)
@@ -133,17 +134,17 @@ class GraphDLG(Attack):
                 h = self.embedding(update, knowledge)
                 if h is not None:
                     state.victims.append(h.float())
-        self._ensure_decoder(updates[0].global_weights, knowledge, ctx)
+        self._ensure_decoder(state, updates[0].global_weights, knowledge, ctx)
 
-    def _state(self, knowledge: AttackerKnowledge) -> "DecoderState":
-        """The decoder state, shared by every GraphDLG variant with the same decoder settings
-        and auxiliary set (e.g. paper mode and ``@refine`` train one decoder, not two)."""
+    def decoder_state(self, knowledge: AttackerKnowledge, ctx: AttackContext) -> "DecoderState":
+        """The decoder state in the run's shared store, shared by every GraphDLG variant with the
+        same decoder settings and auxiliary set (e.g. paper mode and ``@refine``)."""
         p = self.params
-        key = (p.adapter, p.lam, p.epochs, p.warm_epochs, p.retrain_tol, p.batch_size, p.lr,
-               p.patience, p.n_max, id(knowledge.aux_graphs))
-        if key not in _SHARED:
-            _SHARED[key] = DecoderState(aux=knowledge.aux_graphs)  # holds aux: id stays unique
-        return _SHARED[key]
+        key = ("graphdlg-decoder", p.adapter, p.lam, p.epochs, p.warm_epochs, p.retrain_tol,
+               p.batch_size, p.lr, p.patience, p.n_max, id(knowledge.aux_graphs))
+        state = ctx.shared.setdefault(key, DecoderState(aux=knowledge.aux_graphs))
+        self._states.add(state)
+        return state
 
     def _weights_moved(self, state: "DecoderState", weights: dict[str, np.ndarray]) -> bool:
         if state.trained_on is None:
@@ -152,11 +153,10 @@ class GraphDLG(Attack):
         norm = sum(float((state.trained_on[k] ** 2).sum()) for k in weights)
         return diff > (self.params.retrain_tol ** 2) * norm
 
-    def _ensure_decoder(self, weights: dict[str, np.ndarray], knowledge: AttackerKnowledge,
-                        ctx: AttackContext) -> "DecoderState":
-        state = self._state(knowledge)
+    def _ensure_decoder(self, state: "DecoderState", weights: dict[str, np.ndarray],
+                        knowledge: AttackerKnowledge, ctx: AttackContext) -> None:
         if not self._weights_moved(state, weights):
-            return state
+            return
         p = self.params
         model = knowledge.build_model(weights)
         aux = list(knowledge.aux_graphs)
@@ -177,22 +177,21 @@ class GraphDLG(Attack):
         counts = torch.tensor([float(g.num_nodes) for g in aux], dtype=torch.float64)
         state.count_model = torch.linalg.lstsq(design, counts[:, None]).solution[:, 0]
         state.trained_on = {k: np.array(v, copy=True) for k, v in weights.items()}
-        return state
 
     @property
     def decoder_seconds(self) -> list[float]:
         return [t for state in self._states for t in state.seconds]
 
-    def node_count(self, h: torch.Tensor, knowledge: AttackerKnowledge) -> int:
+    def node_count(self, h: torch.Tensor, knowledge: AttackerKnowledge, state: "DecoderState") -> int:
         if self.params.node_count == "oracle":
             return int(round(float(np.mean(knowledge.node_counts))))
-        state = self._state(knowledge)
         n = float(torch.cat([h.double(), torch.ones(1, dtype=torch.float64)]) @ state.count_model)
         return int(min(max(round(n), 1), state.decoder.n_max))
 
-    def structure(self, h: torch.Tensor, n: int, knowledge: AttackerKnowledge) -> torch.Tensor:
+    def structure(self, h: torch.Tensor, n: int, state: "DecoderState") -> torch.Tensor:
+        """Edge scores ``[n, n]`` the trained decoder gives the embedding ``h``."""
         with torch.no_grad():
-            p = self._state(knowledge).decoder(h.float()[None])[0]
+            p = state.decoder(h.float()[None])[0]
         n_max = p.size(0)
         scores = torch.zeros(n, n)
         k = min(n, n_max)
@@ -205,14 +204,13 @@ class GraphDLG(Attack):
         h = self.embedding(update, knowledge)
         if h is None:
             raise RuntimeError("every classifier bias gradient is zero: no embedding to recover")
-        state = self._state(knowledge)
-        self._states.add(state)
+        state = self.decoder_state(knowledge, ctx)
         if state.decoder is None or self._weights_moved(state, update.global_weights):
             state.victims.append(h.float())
-            self._ensure_decoder(update.global_weights, knowledge, ctx)
+            self._ensure_decoder(state, update.global_weights, knowledge, ctx)
         model = knowledge.build_model(update.global_weights)
-        n = self.node_count(h, knowledge)
-        scores = self.structure(h, n, knowledge)
+        n = self.node_count(h, knowledge, state)
+        scores = self.structure(h, n, state)
         binary = (scores >= 0.5).double()
         w_name, b_name = self._fc_names(model)
         names = [n_ for n_, _ in model.named_parameters() if n_.startswith("convs.") and n_.endswith("lin.weight")]

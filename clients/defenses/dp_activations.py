@@ -21,7 +21,7 @@ from fedgraph_sim import registry
 log = logging.getLogger(__name__)
 
 
-@registry.defenses.register("dp_activations")
+@registry.defenses.register
 class DPActivations(Defense):
     name = "dp_activations"
 

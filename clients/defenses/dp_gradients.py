@@ -20,7 +20,7 @@ from fedgraph_sim import registry
 log = logging.getLogger(__name__)
 
 
-@registry.defenses.register("dp_gradients")
+@registry.defenses.register
 class DPGradients(Defense):
     name = "dp_gradients"
 

@@ -13,7 +13,7 @@ from clients.defenses.dp_gradients import DPGradients
 from fedgraph_sim import registry
 
 
-@registry.defenses.register("dp_hybrid")
+@registry.defenses.register
 class DPHybrid(Defense):
     name = "dp_hybrid"
 

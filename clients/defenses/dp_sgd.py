@@ -74,7 +74,7 @@ def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
     return {k.removeprefix("model."): v for k, v in grads.items()}, losses
 
 
-@registry.defenses.register("dp_sgd")
+@registry.defenses.register
 class DPSGD(Defense):
     name = "dp_sgd"
 

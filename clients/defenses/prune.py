@@ -27,7 +27,7 @@ def prune_smallest(values: torch.Tensor, p: float) -> torch.Tensor:
     return flat.view_as(values)
 
 
-@registry.defenses.register("prune")
+@registry.defenses.register
 class Prune(Defense):
     name = "prune"
 

@@ -82,7 +82,8 @@ def load_moleculenet(name: str, task=None, features: str = "pyg") -> GraphDatase
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyG warns once per SMILES RDKit rejects
-            pyg = MoleculeNet(str(root), name=MOLECULENET_NAMES[key])
+            with store.quiet_processing(name):
+                pyg = MoleculeNet(str(root), name=MOLECULENET_NAMES[key])
     except Exception as exc:
         raise store.missing_data_error(name, "moleculenet", key, exc) from None
     raw_csv = root / key / "raw" / pyg.raw_file_names

@@ -8,7 +8,10 @@ data root. Without a data root, PyG downloads into the cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -62,6 +65,17 @@ def prepare(family: str, folder: str) -> Path:
             marker.write_text(fingerprint)
     target.mkdir(parents=True, exist_ok=True)
     return cache_root() / family
+
+
+@contextlib.contextmanager
+def quiet_processing(name: str):
+    """PyG prints ``Processing...`` and ``Done!`` when it first processes raw files; its dataset
+    classes give no switch for it, so those lines go to our log (debug) instead of the terminal."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer), contextlib.redirect_stdout(buffer):
+        yield
+    if buffer.getvalue().strip():
+        logging.getLogger("fedgraph_sim").debug("%s: %s", name, " ".join(buffer.getvalue().split()))
 
 
 def missing_data_error(name: str, family: str, folder: str, cause: BaseException) -> ConfigError:

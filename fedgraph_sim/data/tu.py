@@ -33,7 +33,8 @@ def _label_values(raw_dir, name: str, width: int) -> tuple:
 def load_tu(name: str) -> GraphDataset:
     root = store.prepare("tu", name)
     try:
-        pyg = TUDataset(str(root), name=name)
+        with store.quiet_processing(name):
+            pyg = TUDataset(str(root), name=name)
     except Exception as exc:  # any download/parse failure offline becomes one clear line
         raise store.missing_data_error(name, "tu", name, exc) from None
     if pyg.num_classes < 2 or pyg._data.y is None:

@@ -8,8 +8,7 @@ dummy adjacency.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import torch
 from torch import Tensor
@@ -74,29 +73,47 @@ def dense_sage(conv: SAGEConv, x: Tensor, adj: Tensor) -> Tensor:
     return conv.lin_l(neighbours) + conv.lin_r(x)
 
 
-@dataclass(frozen=True)
 class ConvType:
-    """How to build one layer (``build(in, out, bias=, heads=, concat=, residual=)``; ``heads``,
-    ``concat`` and ``residual`` apply to attention layers only), and its dense forward."""
+    """A message-passing layer type, registered as ``model.conv: <name>``: ``build(in, out, bias=,
+    heads=, concat=, residual=)`` makes one layer (``heads``, ``concat`` and ``residual`` apply to
+    attention layers only, ``multi_head``) and ``dense(layer, x, adj)`` is its dense forward.
+    No caching, no dropout, no "improved" normalisation: attacks mirror the model exactly."""
 
-    build: Callable[..., torch.nn.Module]
-    dense: Callable[[torch.nn.Module, Tensor, Tensor], Tensor]
-    multi_head: bool = False
+    name: ClassVar[str]
+    multi_head: ClassVar[bool] = False
+    dense: ClassVar[Callable[[torch.nn.Module, Tensor, Tensor], Tensor]]
 
-
-def _gcn(i, o, *, bias, heads, concat, residual):
-    return GCNConv(i, o, bias=bias)
-
-
-def _gat(i, o, *, bias, heads, concat, residual):
-    return GATConv(i, o, heads=heads, concat=concat, bias=bias, residual=residual)
+    @staticmethod
+    def build(i: int, o: int, *, bias: bool, heads: int, concat: bool, residual: bool) -> torch.nn.Module:
+        raise NotImplementedError
 
 
-def _sage(i, o, *, bias, heads, concat, residual):
-    return SAGEConv(i, o, aggr="mean", bias=bias)
+@registry.models.register
+class GCN(ConvType):
+    name = "gcn"
+    dense = staticmethod(dense_gcn)
+
+    @staticmethod
+    def build(i, o, *, bias, heads, concat, residual):
+        return GCNConv(i, o, bias=bias)
 
 
-# No caching, no dropout, no "improved" normalisation: attacks mirror the model exactly.
-registry.models.add("gcn", ConvType(_gcn, dense_gcn))
-registry.models.add("gat", ConvType(_gat, dense_gat, multi_head=True))
-registry.models.add("sage", ConvType(_sage, dense_sage))
+@registry.models.register
+class GAT(ConvType):
+    name = "gat"
+    multi_head = True
+    dense = staticmethod(dense_gat)
+
+    @staticmethod
+    def build(i, o, *, bias, heads, concat, residual):
+        return GATConv(i, o, heads=heads, concat=concat, bias=bias, residual=residual)
+
+
+@registry.models.register
+class SAGE(ConvType):
+    name = "sage"
+    dense = staticmethod(dense_sage)
+
+    @staticmethod
+    def build(i, o, *, bias, heads, concat, residual):
+        return SAGEConv(i, o, aggr="mean", bias=bias)

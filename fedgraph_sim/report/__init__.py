@@ -1,16 +1,17 @@
 """Tables and figures from result rows.
 
-``summary_table`` is the terminal table of a run or sweep; ``write_report(directory)`` writes
-``report.md`` and ``figures/*.png`` for a run or sweep directory
-(``python -m fedgraph_sim report DIR``).
+``print_summary`` prints the terminal tables of a run or sweep; ``write_report(directory)``
+writes ``report.md`` and ``figures/*.png`` for a run or sweep directory
+(``fedgraph-sim report DIR``).
 
 Modules: ``inputs`` (reading a directory), ``groups`` (the numbers per attack x defense setting),
-``tables`` (terminal and markdown tables), ``figures`` (strength curves, heatmaps, frontiers),
+``tables`` (one table model of summary entries, and markdown), ``terminal`` (rich tables that fit
+the terminal), ``figures`` (strength curves, heatmaps, frontiers),
 ``drawings`` (true vs reconstructed graphs), ``artifacts`` (saved or skipped figures),
 ``document`` (report.md).
 """
 
 from fedgraph_sim.report.document import render, write_report
-from fedgraph_sim.report.tables import summary_table
+from fedgraph_sim.report.terminal import print_summary
 
-__all__ = ["render", "summary_table", "write_report"]
+__all__ = ["print_summary", "render", "write_report"]

@@ -15,9 +15,9 @@ from fedgraph_sim.report.artifacts import Saved, Skipped, failure
 from fedgraph_sim.report.drawings import drawing_figures
 from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
-from fedgraph_sim.report.inputs import ReportInput, load
-from fedgraph_sim.results import federation_key
-from fedgraph_sim.report.tables import markdown_tables
+from fedgraph_sim.report.inputs import ReportInput, load, paper_row
+from fedgraph_sim.report.tables import REPORT_METRICS, markdown, summary_grid
+from fedgraph_sim.results import federation_key, summarize
 
 REPORT = "report.md"
 FIGURES = "figures"
@@ -58,6 +58,28 @@ def _overview(data: ReportInput, groups: list[Group]) -> list[str]:
     return lines + [""]
 
 
+def markdown_tables(data: ReportInput, groups: list[Group]) -> str:
+    """Per dataset: an identity-alignment table (with utility and the paper's rows) and a
+    matched-alignment table, attack-major, defenses by family then strength."""
+    rank = {(g.dataset, g.attack, g.defense): i for i, g in enumerate(groups)}
+    entries = sorted(summarize(data.rows), key=lambda e: rank[e["dataset"], e["attack"], e["defense"]])
+    out = []
+    for dataset in dict.fromkeys(g.dataset for g in groups):
+        out.append(f"## Results: {dataset or 'unnamed dataset'}\n")
+        for alignment in ("identity", "matched"):
+            mine = [e for e in entries if e["dataset"] == dataset and e["alignment"] == alignment]
+            identity = alignment == "identity"  # utility and the paper's rows do not depend on it
+            grid = summary_grid(mine, REPORT_METRICS, ("attack", "defense"), utility=identity,
+                                paper=lambda e: paper_row(data.reference, e["dataset"], e["defense"], e["attack"])
+                                if identity else {})
+            how = ("reconstructed node i is scored against true node i, the papers' convention" if identity
+                   else "reconstructed nodes are first matched to true nodes (Hungarian)")
+            source = f" ({data.reference.get('source', 'reference.yaml')})" if any(grid.paper) else ""
+            out += [f"### {alignment.capitalize()} alignment\n", f"{grid.caption()}{source} Alignment: {how}.\n",
+                    markdown(grid)]
+    return "\n".join(out)
+
+
 def render(directory: str | Path) -> Report:
     """Write ``report.md`` and ``figures/*.png`` into ``directory``."""
     data = load(directory)
@@ -67,7 +89,7 @@ def render(directory: str | Path) -> Report:
     report = Report(data.directory / REPORT)
     lines = _overview(data, groups)
     if groups:
-        lines.append(markdown_tables(groups, data.reference))
+        lines.append(markdown_tables(data, groups))
     else:
         lines.append("No result rows: nothing to tabulate or plot.\n")
     sections = [

@@ -18,11 +18,11 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.lines import Line2D
 
-from fedgraph_sim.metrics import aggregate
+from fedgraph_sim.metrics import aggregate, prior_note
+from fedgraph_sim.metrics import metric as catalogue_entry
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.groups import Group, defense_labels
 from fedgraph_sim.report.inputs import paper_row
-from fedgraph_sim.report.tables import SHORT
 
 STRENGTH_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse")
 HEATMAP_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap")
@@ -30,6 +30,10 @@ FRONTIER_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap")
 MARKERS = "osD^vPX*"
 
 Outcome = Saved | Skipped
+
+
+def _short(metric: str) -> str:
+    return catalogue_entry(metric).short
 
 
 def _unique(values) -> list:
@@ -118,15 +122,14 @@ def _strength_figure(family: str, members: list[Group], reference: dict, path: P
                                               label="gradient-free baseline (prior)")
             _strength_axis(ax, [g.strength for g in mine])
             _value_axis(ax, metric, [_mean(g, metric)["mean"] for g in mine])
-            ax.set_title(f"{dataset}: {SHORT[metric]}" if len(datasets) > 1 else SHORT[metric])
+            ax.set_title(f"{dataset}: {_short(metric)}" if len(datasets) > 1 else _short(metric))
             ax.set_xlabel(f"{family} {param}")
             ax.grid(alpha=0.3)
     figure.suptitle(f"Reconstruction vs {family} {param} (mean ± std over attacked graphs)")
     figure.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(len(handles), 6))
     return save(figure, path, f"Reconstruction quality against {family} {param} (identity alignment). "
                               "Points: mean ± std over attacked graphs; strength 0 = no defense; dashed: "
-                              "the gradient-free prior (majority_type for types and features, "
-                              "aux_mean_adjacency for structure) on the undefended graphs"
+                              f"the gradient-free prior ({prior_note(STRENGTH_METRICS)}) on the undefended graphs"
                               + ("; hollow squares: the paper" if "paper" in handles else "") + ".")
 
 
@@ -154,9 +157,9 @@ def _heatmap(groups: list[Group], metric: str, path: Path) -> Outcome:
                     color="black" if value > 0.6 else "white")
     ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)), [f"{d} · {a}" if several else a for d, a in rows], fontsize=8)
-    ax.set_title(f"{SHORT[metric]}: mean over attacked graphs")
+    ax.set_title(f"{_short(metric)}: mean over attacked graphs")
     figure.colorbar(image, ax=ax, shrink=0.8)
-    return save(figure, path, f"{SHORT[metric]} (identity alignment), mean over ok graphs; rows: attacks, "
+    return save(figure, path, f"{_short(metric)} (identity alignment), mean over ok graphs; rows: attacks, "
                               "columns: defense settings by family then strength; blank: no ok graph.")
 
 
@@ -178,16 +181,16 @@ def _frontier(groups: list[Group], metric: str, path: Path) -> Outcome:
     plotted = 0
     for ax, dataset in zip(axes, datasets):
         plotted += _frontier_panel(ax, [g for g in groups if g.dataset == dataset], metric, colors, markers)
-        ax.set_title(dataset if len(datasets) > 1 else f"privacy-utility frontier: {SHORT[metric]}")
+        ax.set_title(dataset if len(datasets) > 1 else f"privacy-utility frontier: {_short(metric)}")
         ax.set_xlabel("test accuracy of the global model")
-        ax.set_ylabel(f"{SHORT[metric]} (mean over attacked graphs)")
+        ax.set_ylabel(f"{_short(metric)} (mean over attacked graphs)")
         ax.grid(alpha=0.3)
     if not plotted:
         return Skipped(path.stem, f"no defense setting has both test accuracy and {metric}")
     handles = [Line2D([], [], color=c, marker="o", linestyle="-", label=f) for f, c in colors.items()]
     handles += [Line2D([], [], color="black", marker=m, linestyle="", label=a) for a, m in markers.items()]
     figure.legend(handles=handles, loc="outside right center", fontsize=8)
-    return save(figure, path, f"Privacy-utility frontier for {SHORT[metric]}: x = test accuracy of the global "
+    return save(figure, path, f"Privacy-utility frontier for {_short(metric)}: x = test accuracy of the global "
                               "model (mean over the setting's federations), y = mean over attacked graphs; "
                               "colour: defense family, marker: attack, label: strength. Down and right is "
                               "better for the defender.")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.utility import final_utility
 
@@ -39,8 +40,8 @@ def _numeric(value) -> bool:
 
 
 def defense_setting(row: dict) -> tuple[str, str | None, float]:
-    """``(family, param, strength)``: the sweep's columns, else derived from ``defense_stack``: the
-    names joined by ``+`` and the stack's only numeric parameter (strength NaN if not exactly one)."""
+    """``(family, param, strength)``: the sweep's columns, else derived from ``defense_stack`` as
+    :class:`~fedgraph_sim.config.DefenseSetting` does for a fixed stack."""
     if row.get("defense_family") is not None:
         strength = row.get("defense_strength")
         return (str(row["defense_family"]), row.get("defense_param"),
@@ -48,14 +49,8 @@ def defense_setting(row: dict) -> tuple[str, str | None, float]:
     stack = row.get("defense_stack")
     if stack is None and row.get("defense", "none") != "none":
         return str(row["defense"]), None, math.nan  # nothing to parse: the label is its own family
-    if not stack:
-        return "none", None, 0.0
-    family = "+".join(str(entry.get("name", "?")) for entry in stack)
-    numbers = [(k, v) for entry in stack for k, v in entry.items() if k != "name" and _numeric(v)]
-    if len(numbers) != 1:
-        return family, None, math.nan
-    param, strength = numbers[0]
-    return family, param, float(strength)
+    setting = DefenseSetting.of(list(stack or []))
+    return setting.family, setting.param, setting.strength
 
 
 def paper_row(reference: dict, dataset: str, defense: str, attack: str) -> dict[str, float]:

@@ -1,135 +1,175 @@
-"""Tables: the rich terminal table of a summary, and the report's markdown tables per dataset."""
+"""Summary tables: one table model for every view of ``results.summarize`` entries.
+
+:func:`summary_grid` lays out label columns, the graph count, one column per catalogue metric
+(its short name as header) and optional utility columns, with a paper's row under ours where a
+reference has one. :func:`markdown` renders it for reports and reproduction tables;
+``report.terminal`` renders the same grid as rich tables that fit the terminal.
+
+Cells (``style="full"``): ``mean ± std [Δ gain vs prior]``, the information gain over the
+gradient-free prior on the same graphs (+ = the attack knows more than the prior); metrics that
+count failures (GRAIN's GSM and FULL) in percent over every attacked graph with failures as 0,
+with the bootstrap 95% interval. ``style="compact"`` (the terminal): ``mean (gain)``.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Callable
 
-from rich.table import Table
+from fedgraph_sim.metrics import direction_note, metric, prior_note
 
-from fedgraph_sim.report.groups import Group
-from fedgraph_sim.report.inputs import paper_row
-
-SHORT = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc": "AUC",
-         "adj_ap": "AP", "edge_accuracy": "edge ACC", "degree_distance": "deg dist",
-         "spectral_distance": "spec dist", "gsm0": "GSM-0", "gsm1": "GSM-1", "gsm2": "GSM-2",
-         "full_iso": "FULL", "full_repo": "FULL repo"}
-#: The terminal summary's columns (every metric is in summary.csv).
+#: The terminal summary's metric columns (every metric is in summary.csv).
 TERMINAL_METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "gsm0", "gsm2", "full_iso")
-#: The metrics of the markdown tables, in the papers' order of interest.
-TABLE_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse", "edge_accuracy")
+#: The report's markdown tables, in the papers' order of interest.
+REPORT_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse", "edge_accuracy")
+#: The label columns a summary entry can be told apart by.
+SUMMARY_LABELS = ("dataset", "attack", "defense", "alignment")
+
+
+@dataclass
+class Grid:
+    """A table: ``labels`` leading label columns, the graph count, one column per metric of
+    ``metrics``, then the ``extras`` (utility) columns."""
+
+    header: list[str]
+    metrics: tuple[str, ...]
+    labels: int = 1
+    extras: tuple[str, ...] = ()
+    style: str = "full"
+    title: str = ""
+    rows: list[list[str]] = field(default_factory=list)
+    paper: list[bool] = field(default_factory=list)  # rows that are a paper's numbers
+
+    def add(self, cells: list[str], paper: bool = False) -> None:
+        self.rows.append(cells)
+        self.paper.append(paper)
+
+    def metric_at(self, column: int) -> str | None:
+        """The metric shown in ``column``, or None for a label, graphs or utility column."""
+        i = column - self.labels - 1
+        return self.metrics[i] if 0 <= i < len(self.metrics) else None
+
+    def caption(self, metrics: tuple[str, ...] | None = None) -> str:
+        """What the cells mean, for the ``metrics`` shown (default all)."""
+        return caption(self.metrics if metrics is None else metrics, self.style, any(self.paper), self.extras)
 
 
 def _nan(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _cell(mean: float, gain: float = float("nan")) -> str:
+def number(value: float, digits: int = 4) -> str:
+    # A diverged attack's feature MSE reaches 1e11: keep such cells short.
+    return f"{value:.{digits}f}" if abs(value) < 1e4 else f"{value:.{digits - 1}e}"
+
+
+def signed(value: float, digits: int = 4) -> str:
+    return ("+" if value >= 0 else "-") + number(abs(value), digits)
+
+
+def _percent(value) -> str:
+    return "-" if _nan(value) else f"{100 * value:.1f}"
+
+
+def metric_cell(entry: dict, name: str, style: str = "full") -> str:
+    """One summary entry's cell for a catalogue metric (see the module docstring)."""
+    gain, prior = entry.get(f"gain_{name}_mean"), entry.get(f"prior_{name}_mean")
+    if metric(name).counts_failures:
+        value = entry.get(f"{name}_all_mean")
+        if _nan(value):
+            return "-"
+        if style == "compact":
+            return f"{_percent(value)}%" + ("" if _nan(gain) else f" ({100 * gain:+.1f})")
+        text = f"{_percent(value)} [{_percent(entry.get(f'{name}_ci_low'))}, {_percent(entry.get(f'{name}_ci_high'))}]"
+        return text if _nan(gain) else f"{text} [Δ {100 * gain:+.1f} vs {_percent(prior)}]"
+    mean = entry.get(f"{name}_mean")
     if _nan(mean):
         return "-"
-    return f"{mean:.3f}" if _nan(gain) else f"{mean:.3f} ({gain:+.3f})"
+    if style == "compact":
+        return number(mean, 3) + ("" if _nan(gain) else f" ({signed(gain, 3)})")
+    text = f"{number(mean)} ± {number(entry.get(f'{name}_std', math.nan))}"
+    return text if _nan(gain) else f"{text} [Δ {signed(gain)} vs {number(prior)}]"
 
 
-def summary_table(summary: list[dict], title: str = "attack results") -> Table:
-    """Terminal table of ``results.summarize`` entries; the dataset, test accuracy and epsilon
-    columns appear only when they say something (several datasets, any value present)."""
-    with_dataset = len({e.get("dataset", "") for e in summary}) > 1
-    with_accuracy = any(not _nan(e.get("test_accuracy_mean")) for e in summary)
-    with_epsilon = any(not _nan(e.get("defense_epsilon_max")) for e in summary)
-    table = Table(title=title)
-    for column in ("dataset",) * with_dataset + ("attack", "defense", "alignment", "graphs"):
-        table.add_column(column, no_wrap=True)
-    for metric in TERMINAL_METRICS:
-        table.add_column(SHORT[metric], justify="right", no_wrap=True)
-    for column in ("test acc",) * with_accuracy + ("ε",) * with_epsilon:
-        table.add_column(column, justify="right", no_wrap=True)
-    for entry in summary:
-        graphs = str(entry["graphs"]) + (f" ({entry['failed']} failed)" if entry["failed"] else "")
-        table.add_row(*(entry.get("dataset", ""),) * with_dataset,
-                      entry["attack"], entry["defense"], entry["alignment"], graphs,
-                      *(_cell(entry.get(f"{m}_mean", math.nan), entry.get(f"gain_{m}_mean", math.nan)) for m in TERMINAL_METRICS),
-                      *(_cell(entry.get("test_accuracy_mean", math.nan)),) * with_accuracy,
-                      *(_cell(entry.get("defense_epsilon_max", math.nan)),) * with_epsilon)
-    table.caption = ("mean over attacked graphs (std and counts in summary.csv); (+x.xxx): information "
-                     "gain over the gradient-free prior on the same graphs (majority_type for features "
-                     "and types, aux_mean_adjacency for structure)"
-                     + ("; test acc: the global model's held-out accuracy" if with_accuracy else "")
-                     + ("; ε: DP-SGD epsilon spent" if with_epsilon else ""))
-    return table
+def paper_cell(name: str, value) -> str:
+    if _nan(value):
+        return ""
+    return _percent(value) if metric(name).counts_failures else number(value)
 
 
-def number(value: float) -> str:
-    # A diverged attack's feature MSE reaches 1e11: keep such cells short.
-    return f"{value:.4f}" if abs(value) < 1e4 else f"{value:.3e}"
+def graphs_cell(entry: dict) -> str:
+    """Scored graphs, then the other rows by status: ``97 (3 failed)``."""
+    statuses = dict(part.split("=") for part in str(entry.get("statuses", "")).split() if "=" in part)
+    others = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()) if status != "ok")
+    return f"{entry['graphs']}" + (f" ({others})" if others else "")
 
 
-def mean_std(agg: dict) -> str:
-    """``0.1234 ± 0.0056`` from an ``aggregate`` result, ``-`` when nothing was aggregated."""
-    if not agg["count"] or _nan(agg["mean"]):
+def _accuracy_cell(entry: dict) -> str:
+    mean, count = entry.get("test_accuracy_mean"), entry.get("federations", 0)
+    if _nan(mean) or not count:
         return "-"
-    return f"{number(agg['mean'])} ± {number(agg['std'])}"
+    return f"{number(mean)} ± {number(entry.get('test_accuracy_std', math.nan))} (n={count})"
 
 
-def _graphs(group: Group) -> str:
-    statuses = group.statuses
-    failed = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()) if status != "ok")
-    return f"{statuses.get('ok', 0)}" + (f" ({failed})" if failed else "")
+def _epsilon_cell(entry: dict) -> str:
+    value = entry.get("defense_epsilon_max")
+    return "-" if _nan(value) else f"{value:.3g}"
+
+
+#: Utility columns: header, cell, and whether any entry has a value.
+UTILITY = (("test acc", _accuracy_cell, lambda e: not _nan(e.get("test_accuracy_mean"))),
+           ("ε", _epsilon_cell, lambda e: not _nan(e.get("defense_epsilon_max"))))
+
+
+def summary_grid(entries: list[dict], metrics: tuple[str, ...], labels: tuple[str, ...], *,
+                 style: str = "full", utility: bool = False,
+                 paper: Callable[[dict], dict] = lambda entry: {}, title: str = "") -> Grid:
+    """One row per entry (``labels`` read from the entry), and under it the paper's row when
+    ``paper(entry)`` gives ``{metric: value}``; utility columns when asked and informative."""
+    extras = [(h, cell) for h, cell, present in UTILITY if utility and any(present(e) for e in entries)]
+    grid = Grid([*labels, "graphs", *(metric(m).short for m in metrics), *(h for h, _ in extras)],
+                tuple(metrics), len(labels), tuple(h for h, _ in extras), style, title)
+    for entry in entries:
+        grid.add([*(str(entry.get(k, "")) for k in labels), graphs_cell(entry),
+                  *(metric_cell(entry, m, style) for m in metrics), *(cell(entry) for _, cell in extras)])
+        values = paper(entry)
+        if values:
+            names = [f"{entry[k]} (paper)" if k == "attack" else str(entry.get(k, "")) for k in labels]
+            grid.add([*names, "", *(paper_cell(m, values.get(m)) for m in metrics), *[""] * len(extras)],
+                     paper=True)
+    return grid
+
+
+def caption(metrics: tuple[str, ...], style: str, with_paper: bool, extras: tuple[str, ...]) -> str:
+    cells = ("mean (information gain over the gradient-free prior on the same graphs; + = the attack "
+             "knows more than the prior)" if style == "compact" else
+             "mean ± std over the scored graphs [Δ information gain vs the gradient-free prior's value "
+             "on the same graphs; + = the attack knows more than the prior]")
+    text = f"Cells: {cells}." + (f" Priors: {prior_note(metrics)}. {direction_note(metrics)}" if metrics else "")
+    if any(metric(m).counts_failures for m in metrics):
+        text += (" GSM and FULL in % over every attacked graph with failures as 0"
+                 + (" [bootstrap 95% CI]" if style == "full" else "") + "; their gain over the scored graphs.")
+    text += " graphs: scored graphs, then the other rows by status."
+    if "test acc" in extras:
+        text += (" test acc: held-out accuracy of the global model after the last round, mean ± std over "
+                 "the n distinct federations (seeds).")
+    if "ε" in extras:
+        text += " ε: the largest DP-SGD epsilon any attacked client had spent by its attacked round."
+    if with_paper:
+        text += " Italic rows: the paper."
+    return text
 
 
 def _escape(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _table(groups: list[Group], alignment: str, reference: dict) -> list[str]:
-    # Utility and epsilon do not depend on the alignment: the identity table carries them.
-    with_accuracy = alignment == "identity" and any(g.test_accuracy()["count"] for g in groups)
-    with_epsilon = alignment == "identity" and any(not math.isnan(g.epsilon()) for g in groups)
-    extra = ["test acc"] * with_accuracy + ["ε"] * with_epsilon
-    header = ["attack", "defense", "graphs", *(SHORT[m] for m in TABLE_METRICS), *extra]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for g in groups:
-        cells = [_escape(g.attack), _escape(g.defense), _graphs(g),
-                 *(mean_std(g.metric(f"{alignment}_{m}")) for m in TABLE_METRICS)]
-        if with_accuracy:
-            accuracy = g.test_accuracy()
-            cells.append(mean_std(accuracy) + (f" (n={accuracy['count']})" if accuracy["count"] else ""))
-        if with_epsilon:
-            cells.append("-" if math.isnan(g.epsilon()) else f"{g.epsilon():.3g}")
+def markdown(grid: Grid) -> str:
+    lines = ["| " + " | ".join(grid.header) + " |", "|" + "---|" * len(grid.header)]
+    for cells, is_paper in zip(grid.rows, grid.paper):
+        cells = [_escape(c) for c in cells]
+        if is_paper:
+            cells = [f"*{c}*" if c else "" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
-        paper = paper_row(reference, g.dataset, g.defense, g.attack) if alignment == "identity" else {}
-        if paper:
-            values = [f"*{paper[m]:.4f}*" if m in paper else "" for m in TABLE_METRICS]
-            lines.append("| " + " | ".join([f"*{_escape(g.attack)} (paper)*", f"*{_escape(g.defense)}*", "",
-                                            *values, *[""] * len(extra)]) + " |")
-    return lines
-
-
-def _caption(alignment: str, groups: list[Group], reference: dict) -> str:
-    how = ("identity alignment: reconstructed node i is scored against true node i, the papers' "
-           "convention" if alignment == "identity" else
-           "matched alignment: reconstructed nodes are first matched to true nodes (Hungarian)")
-    text = (f"Cells: mean ± std over the attacked graphs with status ok ({how}). graphs: ok graphs, "
-            "then failed rows by status. type ACC, AUC, AP and edge ACC: higher means more leakage; "
-            "feat MSE: lower means more leakage.")
-    if alignment == "identity":
-        if any(g.test_accuracy()["count"] for g in groups):
-            text += (" test acc: held-out accuracy of the global model after the last round, mean ± std "
-                     "over the n distinct federations (seeds) of the setting.")
-        if any(not math.isnan(g.epsilon()) for g in groups):
-            text += (" ε: the largest DP-SGD epsilon (delta in the rows) any attacked client had spent "
-                     "by its attacked round.")
-        if any(paper_row(reference, g.dataset, g.defense, g.attack) for g in groups):
-            text += f" Italic rows: the paper's numbers ({reference.get('source', 'reference.yaml')})."
-    return text
-
-
-def markdown_tables(groups: list[Group], reference: dict) -> str:
-    """Per dataset: an identity-alignment table (with test accuracy, epsilon and the paper's rows)
-    and a matched-alignment table, attack-major, defenses by family then strength."""
-    out = []
-    for dataset in dict.fromkeys(g.dataset for g in groups):
-        mine = [g for g in groups if g.dataset == dataset]
-        out.append(f"## Results: {dataset or 'unnamed dataset'}\n")
-        for alignment in ("identity", "matched"):
-            out += [f"### {alignment.capitalize()} alignment\n", _caption(alignment, mine, reference) + "\n",
-                    "\n".join(_table(mine, alignment, reference)) + "\n"]
-    return "\n".join(out)
+    return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ From a notebook::
     result = run(load_config(None, ["federation.rounds=2"]))
 """
 
-from fedgraph_sim.runtime.session import Session
+from fedgraph_sim.runtime.session import Session, resolve
 from fedgraph_sim.runtime.simulation import RunResult, replay, run
 
-__all__ = ["RunResult", "Session", "replay", "run"]
+__all__ = ["RunResult", "Session", "replay", "resolve", "run"]

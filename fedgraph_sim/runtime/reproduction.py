@@ -7,51 +7,37 @@ size): one victim graph per FedSGD round), ``metrics`` (the table's columns, def
 reconstruction metrics) and ``alignments``. ``extends: OTHER.yaml`` takes another config's base
 and cases (``cases`` may then list labels to keep); ``group_by: {num_nodes: [15, 25]}`` renders
 one table per graph-size bucket (n <= 15, 16-25, >= 26) over the rows of all cases together.
-``markdown`` renders our summary beside the paper's.
+``markdown`` renders our summary beside the paper's (the report's table model,
+``fedgraph_sim.report.tables``).
+
+A case's config is validated as written here; the command resolves it (with ``victim_graphs``)
+through the runs' one validation path, ``fedgraph_sim.runtime.session.resolve``.
 """
 
 from __future__ import annotations
 
-import math
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from fedgraph_sim.config import DEFAULT_CONFIG, RunConfig, parse_overrides, validate_config
+from fedgraph_sim.config import (RunConfig, default_tree, merge_tree, parse_overrides, set_dotted,
+                                 validate_config)
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.metrics import ALIGNMENTS, GSM_METRICS, METRICS
+from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, METRICS
+from fedgraph_sim.report.tables import Grid, markdown as grid_markdown, summary_grid
 
-HEADERS = {"feature_mse": "feat MSE", "node_type_accuracy": "type ACC", "adj_auc": "AUC",
-           "adj_ap": "AP", "edge_accuracy": "edge ACC", "degree_distance": "deg dist",
-           "spectral_distance": "spec dist", "gsm0": "GSM-0", "gsm1": "GSM-1", "gsm2": "GSM-2",
-           "full_iso": "FULL", "full_repo": "FULL (GSM-1 = 1)"}
-#: The columns of a reproduction table unless its config names others.
-DEFAULT_TABLE_METRICS = tuple(m for m in METRICS if m not in GSM_METRICS)
+#: The columns of a reproduction table unless its config names others: every metric but those
+#: GRAIN reports over all attacked graphs (GSM, FULL), which its configs name explicitly.
+DEFAULT_TABLE_METRICS = tuple(m.name for m in CATALOGUE if not m.counts_failures)
 
 
 @dataclass
 class Case:
     label: str
-    config: RunConfig
-
-
-def merge_tree(tree: dict, patch: dict) -> dict:
-    out = dict(tree)
-    for key, value in patch.items():
-        out[key] = merge_tree(out.get(key, {}), value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def dotted_tree(patch: dict) -> dict:
-    tree: dict = {}
-    for dotted, value in patch.items():
-        node = tree
-        keys = dotted.split(".")
-        for key in keys[:-1]:
-            node = node.setdefault(key, {})
-        node[keys[-1]] = value
-    return tree
+    tree: dict  # the run-config tree: default.yaml, the base, the case's and the command line's keys
+    config: RunConfig  # validated as written (rounds not yet derived from victim_graphs)
 
 
 def read_spec(path: Path) -> dict:
@@ -109,7 +95,7 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
     for key in ("base", "cases"):
         if key not in spec:
             raise ConfigError(f"{path.name}: a reproduction config needs '{key}'")
-    default = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    default = default_tree()
     extra = parse_overrides(overrides)
     for metric in spec.get("metrics", ()):
         if metric not in METRICS:
@@ -126,10 +112,10 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
     for case in spec["cases"]:
         if only and case["label"] not in only:
             continue
-        tree = merge_tree(merge_tree(merge_tree(default, spec["base"]), dotted_tree(case.get("set", {}))), dotted_tree(extra))
+        tree = set_dotted(set_dotted(copy.deepcopy(merge_tree(default, spec["base"])), case.get("set", {})), extra)
         name = f"{tree.get('name', 'reproduce')}-{case['label']}".replace("<-", "from")
         tree["name"] = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
-        cases.append(Case(case["label"], validate_config(tree)))
+        cases.append(Case(case["label"], tree, validate_config(copy.deepcopy(tree))))
     return spec, cases, load_reference(path.parent, spec.get("reference"))
 
 
@@ -138,9 +124,16 @@ def load_reference(folder: Path, key: str | None) -> dict:
     if not key:
         return {}
     ref_file = Path(folder) / f"reference_{key.split('_')[0]}.yaml"
-    tables = yaml.safe_load(ref_file.read_text()) if ref_file.is_file() else {}
-    if key not in tables:
-        raise ConfigError(f"reference: no table '{key}' in {ref_file.name}")
+    if not ref_file.is_file():
+        raise ConfigError(f"reference: '{key}' is looked up in {ref_file.name} beside the spec, and there is no "
+                          f"such file in {folder}; copy it there (the package's tables are in "
+                          "experiments/configs/reproduce/) or drop the reference key")
+    try:
+        tables = yaml.safe_load(ref_file.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"reference: {ref_file} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(tables, dict) or key not in tables:
+        raise ConfigError(f"reference: no table '{key}' in {ref_file}")
     return tables[key]
 
 
@@ -150,65 +143,28 @@ def table_columns(spec: dict) -> dict:
             "alignments": tuple(spec.get("alignments", ALIGNMENTS))}
 
 
-def _fmt(mean: float, std: float | None = None) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "-"
-    return f"{mean:.4f}" if std is None else f"{mean:.4f} ± {std:.4f}"
+def paper_values(reference: dict, label: str, attack: str) -> dict[str, float]:
+    """The paper's ``{metric: value}`` for ``attack`` in the case ``label`` (empty if none)."""
+    numbers = reference.get("values", {}).get(label, {}).get(attack)
+    if not isinstance(numbers, list):
+        return {}
+    return {m: v for m, v in zip(reference.get("metrics", list(METRICS)), numbers) if v is not None}
 
 
-def _percent(value) -> str:
-    return "-" if value is None or math.isnan(value) else f"{100 * value:.1f}"
-
-
-def _with_gain(entry: dict, metric: str) -> str:
-    """``mean ± std [Δ gain vs prior]``: the information gain over the gradient-free prior on
-    the same graphs, and the prior's own value there. GSM metrics, as the GRAIN paper reports
-    them: in percent over every attacked graph (failures count 0), with the bootstrap 95% CI."""
-    gain, prior = entry.get(f"gain_{metric}_mean"), entry.get(f"prior_{metric}_mean")
-    if metric in GSM_METRICS:
-        text = (f"{_percent(entry.get(f'{metric}_all_mean'))} [{_percent(entry.get(f'{metric}_ci_low'))}, "
-                f"{_percent(entry.get(f'{metric}_ci_high'))}]")
-        if gain is None or math.isnan(gain):
-            return text
-        return f"{text} [Δ {100 * gain:+.1f} vs {_percent(prior)}]"
-    text = _fmt(entry[f"{metric}_mean"], entry[f"{metric}_std"])
-    if gain is None or math.isnan(gain):
-        return text
-    return f"{text} [Δ {gain:+.4f} vs {prior:.4f}]"
-
-
-def _paper_cell(metric: str, value) -> str:
-    return f"*{_percent(value)}*" if metric in GSM_METRICS else f"*{_fmt(value)}*"
+def case_grid(label: str, summary: list[dict], reference: dict, style: str = "full",
+              metrics: tuple[str, ...] = DEFAULT_TABLE_METRICS,
+              alignments: tuple[str, ...] = ALIGNMENTS) -> Grid:
+    """One case: our rows (attack x alignment) with the paper's row under each attack's first."""
+    entries = [e for e in summary if e["alignment"] in alignments]
+    return summary_grid(entries, metrics, ("attack", "alignment"), style=style, title=label,
+                        paper=lambda e: paper_values(reference, label, e["attack"])
+                        if e["alignment"] == alignments[0] else {})
 
 
 def markdown(label: str, summary: list[dict], reference: dict, note: str = "",
              metrics: tuple[str, ...] = DEFAULT_TABLE_METRICS,
              alignments: tuple[str, ...] = ALIGNMENTS) -> str:
-    """One case: our rows (attack x alignment, mean ± std) with the paper's row under each attack."""
-    paper = reference.get("values", {}).get(label, {})
-    paper_metrics = reference.get("metrics", list(METRICS))
-    lines = [f"### {label}", ""]
-    if note:
-        lines += [note, ""]
-    legend = ("Cells: mean ± std over attacked graphs [Δ information gain vs the gradient-free prior "
-              "on the same graphs: majority_type for feature MSE, type ACC and GSM-0, "
-              "aux_mean_adjacency for the structure metrics]. Italic rows: the paper.")
-    if any(m in GSM_METRICS for m in metrics):
-        legend += (" GSM and FULL in %, over every attacked graph with failures as 0 [bootstrap 95% CI]"
-                   "; their Δ over the graphs with a reconstruction.")
-    lines += [legend, ""]
-    lines.append("| attack | alignment | graphs | " + " | ".join(HEADERS[m] for m in metrics) + " |")
-    lines.append("|---|---|---|" + "---|" * len(metrics))
-    for entry in summary:
-        if entry["alignment"] not in alignments:
-            continue
-        cells = [_with_gain(entry, m) for m in metrics]
-        failed = f" ({entry.get('statuses', str(entry['failed']) + ' failed')})" if entry["failed"] else ""
-        lines.append(f"| {entry['attack']} | {entry['alignment']} | {entry['graphs']}{failed} | "
-                     + " | ".join(cells) + " |")
-        if entry["alignment"] == alignments[0] and entry["attack"] in paper:
-            values = dict(zip(paper_metrics, paper[entry["attack"]]))
-            lines.append(f"| *{entry['attack']} (paper)* | *{alignments[0]}* | | "
-                         + " | ".join(_paper_cell(m, values[m]) if m in values and values[m] is not None
-                                      else "" for m in metrics) + " |")
-    return "\n".join(lines) + "\n"
+    """One case's markdown section: heading, note, caption, table."""
+    grid = case_grid(label, summary, reference, metrics=metrics, alignments=alignments)
+    lines = [f"### {label}", ""] + ([note, ""] if note else []) + [grid.caption(), ""]
+    return "\n".join(lines) + "\n" + grid_markdown(grid)

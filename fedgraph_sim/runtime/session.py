@@ -1,42 +1,97 @@
-"""The server side of one run, built and validated before anything is written: the attacks, the
-defenses (checked against every client's turn), the scenario, the attacker's knowledge, and, once
-a run directory is open, the attack runner that observes each round."""
+"""The server side of one run, built and validated before anything is written.
+
+:func:`resolve` and :class:`Session` are the one validation path of runs, sweeps and
+reproductions. ``resolve`` checks a config tree (schema, cross-field rules, plugins), builds the
+scenario (data, partition, splits) and, for the one-victim-graph-per-round reproductions, derives
+``federation.rounds`` from the victim's partition by validating the tree again with it: a
+validated config is never changed afterwards. ``Session`` then builds what the server needs, each
+piece checked: the attacks and their parameters, the defenses (planned against every client's
+turn), the attacker's knowledge, and, once a run directory is open, the attack pipeline: the
+server's :class:`~server.attack_runner.AttackRunner` feeding the
+:class:`~fedgraph_sim.evaluation.Evaluator`.
+"""
 
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
-from fedgraph_sim.config import RunConfig, defense_label, to_yaml
+from fedgraph_sim.config import RunConfig, defense_label, merge_tree, to_yaml, validate_config
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
+from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.results import library_versions, read_rows, summarize, write_summary
-from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario
+from fedgraph_sim.threat import AttackerKnowledge
 from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
 
 log = logging.getLogger("fedgraph_sim")
+
+
+def resolve(tree: dict, *, victim_graphs: int | None = None,
+            scenario: Scenario | None = None) -> tuple[RunConfig, Scenario]:
+    """Validate a config tree and build its scenario. With ``victim_graphs``, ``federation.rounds``
+    becomes ``min(victim_graphs, client 0's partition size)`` (one victim graph per FedSGD round)
+    and the tree is validated again with it. ``scenario`` reuses one built for the same data and
+    seed."""
+    config = validate_config(copy.deepcopy(tree))
+    scenario = scenario or build_scenario(config)
+    if victim_graphs is not None:
+        rounds = min(int(victim_graphs), len(scenario.clients[0]))
+        config = validate_config(merge_tree(copy.deepcopy(tree), {"federation": {"rounds": rounds}}))
+    return config, scenario
+
+
+def build_attacks(config: RunConfig) -> dict:
+    """Every attack of ``attack.names`` built with its ``attack.params`` (by row name)."""
+    import attacks  # noqa: F401  (registers the attacks)
+    from attacks.base import build_attack
+
+    for name in config.attack.params:
+        if name not in config.attack.names:
+            raise ConfigError(f"attack.params.{name}: '{name}' is not in attack.names")
+    return {name: build_attack(name.split("@")[0], config.attack.params.get(name))
+            for name in config.attack.names}
+
+
+def build_priors(config: RunConfig) -> dict[str, Prior]:
+    """The gradient-free priors the metric catalogue compares with, as the evaluator calls them."""
+    import attacks  # noqa: F401
+    from attacks.base import AttackContext, Budget, build_attack
+
+    def prior(attack) -> Prior:
+        return lambda update, knowledge: attack.reconstruct(
+            update, knowledge, AttackContext(seed=0, budget=Budget(config.attack.time_budget)))[0]
+
+    return {name: prior(build_attack(name)) for name in PRIORS}
+
+
+def attack_pipeline(config: RunConfig, attacks: dict, knowledge: AttackerKnowledge, run_dir: Path,
+                    progress=None, audit_dir: Path | None = None, extra_columns: dict | None = None):
+    """The server's attack runner, handing every outcome to an evaluator writing ``run_dir``."""
+    from server.attack_runner import AttackRunner
+
+    evaluator = Evaluator(config, run_dir, knowledge, build_priors(config), audit_dir, extra_columns)
+    grants = ThreatGrants(config.threat, evaluator.audit, knowledge)
+    return AttackRunner(config, attacks, knowledge, grants, evaluator, progress)
 
 
 class Session:
     """Everything the server side needs, built and validated before anything is written."""
 
     def __init__(self, config: RunConfig, run_dir: Path | None = None, progress=None,
-                 capture: bool = False) -> None:
-        import attacks  # noqa: F401  (registers the attacks)
-        from attacks.base import build_attack
+                 capture: bool = False, scenario: Scenario | None = None) -> None:
         from clients.defenses import ClientTurn, build_defenses
 
         load_plugins(config.plugins)  # a sweep worker may never have validated this config
 
         self.config, self.progress, self.capture = config, progress, capture
         self.defenses = build_defenses(config.defenses)
-        self.attacks = {name: build_attack(name.split("@")[0], config.attack.params.get(name))
-                        for name in config.attack.names}
-        for name in config.attack.params:
-            if name not in config.attack.names:
-                raise ConfigError(f"attack.params.{name}: '{name}' is not in attack.names")
-        self.scenario = build_scenario(config)
+        self.attacks = build_attacks(config)
+        self.scenario = scenario or build_scenario(config)
         train, rounds = config.train, config.federation.rounds
         self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
                                 for c in self.scenario.clients])
@@ -49,8 +104,6 @@ class Session:
             self.open(run_dir)
 
     def open(self, run_dir: Path) -> None:
-        from server.attack_runner import AttackRunner
-
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         versions = {"versions": library_versions()}
@@ -58,7 +111,7 @@ class Session:
         variances = {k: v for k, v in self.defenses.report().items() if "variance" in k}
         if variances:  # the effective noise (DESIGN.md: log the variance)
             log.info("defenses %s: %s", defense_label(self.config.defenses), variances)
-        self.runner = AttackRunner(self.config, self.run_dir, self.knowledge, self.attacks, self.progress)
+        self.runner = attack_pipeline(self.config, self.attacks, self.knowledge, self.run_dir, self.progress)
         if self.progress is not None:
             self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
 

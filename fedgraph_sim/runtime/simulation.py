@@ -12,7 +12,7 @@ from pathlib import Path
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, to_yaml
 from fedgraph_sim.results import library_versions, new_run_dir, read_rows
-from fedgraph_sim.runtime.session import Session
+from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.utility import final_utility
 
 log = logging.getLogger("fedgraph_sim")
@@ -89,15 +89,13 @@ def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None
            extra_columns: dict | None = None) -> list[dict]:
     """Run ``config``'s attacks on the updates a captured federation observed; rows (with the
     federation's final test accuracy) go to ``out_dir/results.jsonl``."""
-    from server.attack_runner import AttackRunner
-
     session = Session(config, progress=progress)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.yaml").write_text(to_yaml(config, {"versions": library_versions()}))
     columns = {**final_utility(federation_dir), **(extra_columns or {})}
-    runner = AttackRunner(config, out_dir, session.knowledge, session.attacks, progress,
-                          audit_dir=federation_dir, extra_columns=columns)
+    runner = attack_pipeline(config, session.attacks, session.knowledge, out_dir, progress,
+                             audit_dir=Path(federation_dir), extra_columns=columns)
     store = CaptureStore(federation_dir)
     for round_ in store.rounds():
         runner(store.read(round_))

@@ -11,12 +11,14 @@ from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import load_config
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.results import read_rows, summarize
+from fedgraph_sim.runtime.session import attack_pipeline
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 from fedgraph_sim.threat import ObservedUpdate
 from server.attack_runner import AttackRunner
 
 
 def make_runner(tmp_path, attacks, overrides=()):
+    """The runtime's pipeline (runner -> evaluator) on one synthetic FedSGD update of client 0."""
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2",
                                 "attack.time_budget=1.0", *overrides])
     scenario = build_scenario(config)
@@ -29,7 +31,7 @@ def make_runner(tmp_path, attacks, overrides=()):
                             global_weights={k: v.numpy() for k, v in model.state_dict().items()},
                             returned={k: v.numpy() for k, v in grad.items()}, kind="gradient",
                             num_examples=1, metrics={}, lr=0.01, local_steps=1, batch_size=1)
-    runner = AttackRunner(config, tmp_path, attacker_knowledge(config, scenario), attacks)
+    runner = attack_pipeline(config, attacks, attacker_knowledge(config, scenario), tmp_path)
     return runner, update, scenario
 
 
@@ -118,7 +120,7 @@ def test_selection_of_rounds_and_clients(tmp_path):
     assert read_rows(tmp_path) == []
 
 
-def test_information_gain_is_raw_minus_prior_on_the_same_graph(tmp_path):
+def test_information_gain_is_positive_when_the_attack_knows_more_than_the_prior(tmp_path):
     from attacks.priors import AuxMeanAdjacency, MajorityType
 
     attacks = {"random": RandomGuess(), "aux_mean_adjacency": AuxMeanAdjacency(),
@@ -134,7 +136,9 @@ def test_information_gain_is_raw_minus_prior_on_the_same_graph(tmp_path):
             column = f"{alignment}_{metric}"
             for row in rows.values():
                 assert row[f"prior_{column}"] == pytest.approx(prior_row[column])
-                assert row[f"gain_{column}"] == pytest.approx(row[column] - prior_row[column])
+                # + = knows more: value - prior where higher is better, prior - value for errors
+                sign = -1 if metric == "feature_mse" else 1
+                assert row[f"gain_{column}"] == pytest.approx(sign * (row[column] - prior_row[column]))
     assert rows["aux_mean_adjacency"]["gain_identity_adj_auc"] == pytest.approx(0.0)
     entry = next(s for s in summarize(read_rows(tmp_path))
                  if s["attack"] == "random" and s["alignment"] == "identity")
@@ -158,3 +162,44 @@ def test_a_failing_per_round_preparation_does_not_stop_the_round(tmp_path):
     runner([update])
     rows = {r["attack"]: r for r in read_rows(tmp_path)}
     assert rows["prepare_fails"]["status"] == "error" and rows["random"]["status"] == "ok"
+
+
+class Recorder(list):
+    def __call__(self, outcome):
+        self.append(outcome)
+
+
+class OneForTheBatch(Attack):
+    name, paper = "one_for_batch", "test double"
+    batch_output = "one_for_batch"
+
+    def reconstruct(self, update, knowledge, ctx):
+        return RandomGuess().reconstruct(update, knowledge.with_hints(node_counts=[5]), ctx)
+
+
+class ReturnsNone(Attack):
+    name, paper = "returns_none", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        return None
+
+
+def test_the_runner_records_outcomes_and_never_reads_the_audit(tmp_path):
+    """Alone (no evaluator), the runner needs no run directory: it hands each call's outcome on,
+    with the knowledge that call had; one output for a batch is repeated for each of its graphs."""
+    _, update, scenario = make_runner(tmp_path, {})
+    config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2"])
+    knowledge = attacker_knowledge(config, scenario)
+    batch = ObservedUpdate(round=1, client_key=0, global_weights=update.global_weights,
+                           returned=update.returned, kind="gradient", num_examples=3, metrics={},
+                           lr=0.01, local_steps=1, batch_size=3)
+    granted = []
+    recorder = Recorder()
+    runner = AttackRunner(config, {"one_for_batch": OneForTheBatch(), "returns_none": ReturnsNone()}, knowledge,
+                          lambda u, name: granted.append(name) or knowledge, recorder)
+    runner([batch])
+    by_attack = {o.attack: o for o in recorder}
+    assert granted == ["one_for_batch", "returns_none"]
+    assert by_attack["one_for_batch"].status == "ok" and len(by_attack["one_for_batch"].reconstructions) == 3
+    assert by_attack["returns_none"].status == "error" and "not a list" in by_attack["returns_none"].message
+    assert all(o.seconds >= 0 and o.update is batch for o in recorder)

@@ -86,21 +86,13 @@ def test_label_rules_are_exact_for_batch_size_one():
         assert idlg_label(weight) == int(g.y)  # ReLU + mean pooling: non-negative FC input
 
 
-@pytest.mark.parametrize("name", ["random", "dlg", "idlg", "inverting_gradients"])
-def test_attacks_return_one_valid_graph_per_batch_entry(name):
+def test_inverting_gradients_boxes_features_into_the_unit_interval():
     torch.manual_seed(0)
     model = GraphClassifier(4, 2)
-    graphs = DATA.graphs[:2]
-    update, knowledge = observe(model, graphs)
-    attack = registry.attacks.get(name)(**({} if name == "random" else {"iterations": 3}))
-    recs = attack.reconstruct(update, knowledge, ctx())
-    assert [r.num_nodes for r in recs] == [g.num_nodes for g in graphs]
-    for r in recs:
-        assert r.x.shape == (r.num_nodes, 4) and r.adj.shape == (r.num_nodes, r.num_nodes)
-        assert torch.equal(r.adj, r.adj.t()) and (r.adj >= 0).all() and (r.adj <= 1).all()
-        assert r.label in (0, 1)
-    if name == "inverting_gradients":
-        assert all((r.x >= 0).all() and (r.x <= 1).all() for r in recs)
+    update, knowledge = observe(model, DATA.graphs[:2])
+    recs = registry.attacks.get("inverting_gradients")(iterations=3).reconstruct(update, knowledge, ctx())
+    assert [r.num_nodes for r in recs] == [g.num_nodes for g in DATA.graphs[:2]]
+    assert all((r.x >= 0).all() and (r.x <= 1).all() for r in recs)
 
 
 def test_attacks_are_deterministic_per_seed():

@@ -94,8 +94,12 @@ def test_aux_random_er(features):
 
 def test_bad_aux_scenarios():
     data = make_synthetic(num_graphs=20)
-    with pytest.raises(ConfigError, match="aux.scenario: unknown scenario 'other'"):
+    with pytest.raises(ConfigError, match="aux.scenario: unknown scenario 'other'; valid: same, "
+                                          "dataset:NAME, random:er"):
         auxiliary_graphs("other", data)
+    for bad in ("random:ba", "dataset:", "same:holdout"):  # each scenario's own argument rule
+        with pytest.raises(ConfigError, match=f"unknown scenario '{bad}'"):
+            auxiliary_graphs(bad, data)
     with pytest.raises(ConfigError, match="aux.p"):
         auxiliary_graphs("random:er", data, p=1.5)
     with pytest.raises(ConfigError, match="aux.features"):

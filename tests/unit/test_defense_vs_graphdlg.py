@@ -20,7 +20,7 @@ def type_accuracies(graphs, model, knowledge, defenses, attack, seed=0):
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
     stack = build_defenses(defenses)
     rng = torch.Generator().manual_seed(seed)
-    scores = {"attack": [], "majority": []}
+    scores, shared = {"attack": [], "majority": []}, {}
     for g in graphs:
         grad, _ = fedsgd_gradient(model, [g])
         grad = stack.apply(grad, rng)
@@ -29,7 +29,7 @@ def type_accuracies(graphs, model, knowledge, defenses, attack, seed=0):
                                 num_examples=1, metrics={}, lr=0.01, local_steps=1, batch_size=1)
         hinted = knowledge.with_hints(node_counts=[g.num_nodes])
         adj = to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0]
-        ctx = AttackContext(seed=0, budget=Budget(120))
+        ctx = AttackContext(seed=0, budget=Budget(120), shared=shared)
         for key, method in (("attack", attack), ("majority", MajorityType())):
             rec, = method.reconstruct(update, hinted, ctx)
             scores[key].append(graph_metrics(rec.x, rec.adj, g.x, adj)["node_type_accuracy"])

@@ -170,6 +170,7 @@ def test_graphdlg_end_to_end_on_synthetic_graphs():
     attack = GraphDLG(epochs=60)
     paper, refined = [], []
     refine = GraphDLG(epochs=60, refine_features=True, refine_iterations=100)
+    shared = {}  # the run's store: one decoder for both variants and every graph
     for g in data.graphs[120:140]:
         grad, _ = fedsgd_gradient(model, [g])
         update = ObservedUpdate(round=1, client_key=0, global_weights=weights,
@@ -177,7 +178,7 @@ def test_graphdlg_end_to_end_on_synthetic_graphs():
                                 num_examples=1, metrics={}, lr=0.01, local_steps=1, batch_size=1)
         k = knowledge.with_hints(node_counts=[g.num_nodes])
         adj = to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0]
-        ctx = AttackContext(seed=0, budget=Budget(60))
+        ctx = AttackContext(seed=0, budget=Budget(60), shared=shared)
         rec, = attack.reconstruct(update, k, ctx)
         assert rec.label == int(g.y) and rec.info["gnfr_rank"] == 1
         paper.append(graph_metrics(rec.x, rec.adj, g.x, adj))
@@ -206,7 +207,7 @@ def test_mutag_table1_setup_paper_mode_meets_the_papers_structure_numbers(data_r
     model = GraphClassifier(7, 2)
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
     attack = GraphDLG()
-    scores = []
+    scores, shared = [], {}
     for i in scenario.clients[0][:100]:
         g = scenario.dataset.graphs[int(i)]
         grad, _ = fedsgd_gradient(model, [g])
@@ -214,7 +215,7 @@ def test_mutag_table1_setup_paper_mode_meets_the_papers_structure_numbers(data_r
                                 returned={k: v.numpy() for k, v in grad.items()}, kind="gradient",
                                 num_examples=1, metrics={}, lr=0.01, local_steps=1, batch_size=1)
         rec, = attack.reconstruct(update, knowledge.with_hints(node_counts=[g.num_nodes]),
-                                  AttackContext(seed=0, budget=Budget(120)))
+                                  AttackContext(seed=0, budget=Budget(120), shared=shared))
         adj = to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0]
         scores.append(graph_metrics(rec.x, rec.adj, g.x, adj, entries="full"))
     assert len(scores) == 100

@@ -87,17 +87,18 @@ def test_bad_names_raise():
 
 
 def test_invariant_structure_distances_by_hand_and_under_permutation():
-    from fedgraph_sim.metrics.reconstruction import invariant_structure_distances
+    from fedgraph_sim.metrics.reconstruction import Aligned, degree_distance, spectral_distance
 
-    path = A.numpy() > 0.5
-    assert invariant_structure_distances(path, path) == {"degree_distance": 0.0, "spectral_distance": 0.0}
-    triangle = np.ones((3, 3), dtype=bool)
-    np.fill_diagonal(triangle, False)
-    d = invariant_structure_distances(triangle, path)
+    path = A.numpy()
+    same = Aligned(X.numpy(), path, X.numpy(), path)
+    assert degree_distance(same) == 0.0 and spectral_distance(same) == 0.0
+    triangle = np.ones((3, 3))
+    np.fill_diagonal(triangle, 0)
+    pair = Aligned(X.numpy(), triangle, X.numpy(), path)
     # degrees (2,2,2) vs sorted (1,1,2): mean |diff| = 2/3
-    assert d["degree_distance"] == pytest.approx(2 / 3)
+    assert degree_distance(pair) == pytest.approx(2 / 3)
     # normalised Laplacian spectra: triangle (0, 1.5, 1.5), path (0, 1, 2)
-    assert d["spectral_distance"] == pytest.approx(np.sqrt(0.25 + 0.25) / np.sqrt(3))
+    assert spectral_distance(pair) == pytest.approx(np.sqrt(0.25 + 0.25) / np.sqrt(3))
     perm = [2, 0, 1]
     m = graph_metrics(X_HAT[perm], A[perm][:, perm], X, A)
     assert m["degree_distance"] == 0.0 and m["spectral_distance"] == pytest.approx(0.0, abs=1e-12)

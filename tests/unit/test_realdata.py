@@ -27,6 +27,16 @@ def test_tu_counts_offline(fresh_cache, name, graphs, width, classes):
     assert (fresh_cache / "tu" / name / "processed").is_dir()
 
 
+def test_first_processing_prints_nothing(fresh_cache, monkeypatch, capfd):
+    """PyG's Processing.../Done! lines (silent under pytest, so pretend not to be) stay off the
+    terminal: they go to the log."""
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    load_dataset("MUTAG")
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+    assert (fresh_cache / "tu" / "MUTAG" / "processed").is_dir()  # it did process
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name, graphs", MOLECULENET)
 def test_moleculenet_counts_offline(fresh_cache, name, graphs):

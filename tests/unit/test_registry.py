@@ -25,3 +25,29 @@ def test_duplicate_registration_is_refused():
     reg.add("a", 1)
     with pytest.raises(ValueError):
         reg.add("A", 2)
+
+
+def test_a_class_registers_under_its_own_name():
+    reg = Registry("widget")
+
+    @reg.register
+    class Gear:
+        name = "gear"
+
+    assert reg.get("GEAR") is Gear and reg.names() == ["gear"]
+    with pytest.raises(TypeError, match="no 'name'"):
+        reg.register(type("Nameless", (), {}))
+
+
+def test_every_kind_registers_classes_by_their_name():
+    """Attacks, defenses, conv types and auxiliary scenarios: one style, the name read from the class."""
+    import attacks  # noqa: F401
+    import clients.defenses  # noqa: F401
+    import fedgraph_sim.data  # noqa: F401
+    import fedgraph_sim.models  # noqa: F401
+    from fedgraph_sim import registry
+
+    for kind in (registry.attacks, registry.defenses, registry.models, registry.scenarios):
+        assert len(kind) > 0
+        for name in kind:
+            assert isinstance(kind.get(name), type) and kind.get(name).name == name

@@ -1,15 +1,13 @@
 """The report: tables computed from hand-made rows, figures as valid PNGs, robustness, the CLI."""
 
-import io
 import json
 import math
 
 import pytest
 import yaml
-from rich.console import Console
 
 from fedgraph_sim.runtime.cli import main
-from fedgraph_sim.report import render, summary_table, write_report
+from fedgraph_sim.report import render, write_report
 from fedgraph_sim.report.drawings import pick
 from fedgraph_sim.report.inputs import defense_setting
 
@@ -204,26 +202,3 @@ def test_cli_report_without_results_is_one_line_and_exit_2(tmp_path, capsys, mak
     assert main(["report", str(directory)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {directory}: ")
-
-
-def _entry(dataset, attack, test_accuracy=math.nan, epsilon=math.nan):
-    metrics = {f"{m}_mean": 0.5 for m in ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap",
-                                          "edge_accuracy", "degree_distance", "spectral_distance")}
-    return {"dataset": dataset, "attack": attack, "defense": "none", "alignment": "identity", "graphs": 3,
-            "failed": 0, **metrics, "test_accuracy_mean": test_accuracy, "defense_epsilon_max": epsilon}
-
-
-def _headers_and_text(table):
-    console = Console(file=io.StringIO(), width=400)
-    console.print(table)
-    return [c.header for c in table.columns], console.file.getvalue()
-
-
-def test_summary_table_adds_dataset_accuracy_and_epsilon_only_when_informative():
-    headers, _ = _headers_and_text(summary_table([_entry("toy", "idlg"), _entry("toy", "dlg")]))
-    assert headers[:4] == ["attack", "defense", "alignment", "graphs"]
-    assert not {"dataset", "test acc", "ε"} & set(headers)
-    headers, text = _headers_and_text(summary_table([_entry("toy", "idlg", test_accuracy=0.8125),
-                                                     _entry("MUTAG", "idlg", epsilon=2.5)]))
-    assert headers[0] == "dataset" and headers[-2:] == ["test acc", "ε"]
-    assert "0.812" in text and "2.500" in text and "MUTAG" in text

@@ -1,3 +1,4 @@
+import math
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,9 @@ def test_list_valued_parameters_expand_into_a_grid():
     none, = expand_defenses("none", 1)
     assert (none.stack, none.family, none.strength) == ([], "none", 0.0)
     fixed, = expand_defenses({"name": "dp_sgd", "clip": 1.0, "noise_multiplier": 0.5}, 2)
-    assert (fixed.param, fixed.strength) == ("clip", 1.0)
+    assert fixed.param is None and math.isnan(fixed.strength)  # two numbers, no sweep: no single strength
+    one, = expand_defenses({"name": "dp_sgd", "clip": 1.0, "noise_multiplier": [0.5]}, 3)
+    assert (one.param, one.strength) == ("noise_multiplier", 0.5)
 
 
 def test_sweep_expands_federations_and_cells_with_stable_unique_ids():

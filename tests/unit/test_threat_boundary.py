@@ -1,4 +1,5 @@
-"""attacks/ sees only what the server sees: no import of clients/ or the audit store."""
+"""attacks/ sees only what the server sees: no import of clients/, the audit store or the
+evaluator that reads it."""
 
 import ast
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import attacks
 from attacks.base import Attack, AttackContext, Requirements
 
-FORBIDDEN = ("clients", "fedgraph_sim.audit", "server")
+FORBIDDEN = ("clients", "fedgraph_sim.audit", "fedgraph_sim.evaluation", "server")
 ATTACKS_DIR = Path(attacks.__file__).parent
 
 
@@ -66,7 +67,8 @@ def test_an_attack_receives_no_ground_truth(tmp_path):
     (seen_update, knowledge, ctx), = Spy.seen
     assert type(seen_update).__name__ == "ObservedUpdate" and seen_update is update
     assert type(knowledge).__name__ == "AttackerKnowledge"
-    assert set(vars(ctx)) == {"seed", "budget", "progress"}
+    assert set(vars(ctx)) == {"seed", "budget", "progress", "shared"}
+    assert ctx.shared == {}  # the run's store for attack state: the runner puts nothing in it
     aux_ids = {int(g.graph_id) for g in knowledge.aux_graphs}
     client_ids = {int(scenario.dataset.graphs[i].graph_id) for part in scenario.clients for i in part}
     assert aux_ids and not aux_ids & client_ids

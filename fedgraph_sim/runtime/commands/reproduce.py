@@ -3,9 +3,9 @@
     fedgraph-sim reproduce --config experiments/configs/reproduce/graphdlg_table1.yaml \\
         [--cases MUTAG,PTC_MR] [--reuse runs/<stamp>-graphdlg_table1 ...] [key=value ...]
 
-Each case is one federation (``experiments/run_round.py`` semantics); the markdown table goes to
-``<output.dir>/<timestamp>-<name>/table.md`` and to the terminal, and ``cases.json`` there maps
-each case to its run directory. ``--reuse DIR`` takes the rows of a case from an earlier
+Each case is one federation (``fedgraph-sim run`` semantics); the markdown table goes to
+``<output.dir>/<timestamp>-<name>/table.md``, the same table to the terminal (rich, sized to it),
+and ``cases.json`` there maps each case to its run directory. ``--reuse DIR`` takes the rows of a case from an earlier
 reproduction's run instead of running it again, when that run's configuration is this case's
 (e.g. GRAIN's Table 3 regroups the GCN runs of its Table 2 by graph size); give several
 directories when the cases ran separately.
@@ -24,7 +24,7 @@ import yaml
 
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.runtime.reproduction import load_reproduction, markdown, size_buckets, table_columns
+from fedgraph_sim.runtime.reproduction import case_grid, load_reproduction, markdown, size_buckets, table_columns
 
 
 def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
@@ -59,57 +59,59 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec, cases, reference = load_reproduction(args.config, args.overrides,
                                                    args.cases.split(",") if args.cases else None)
+        from fedgraph_sim.report.terminal import console, print_grid
         from fedgraph_sim.results import new_run_dir, read_rows, summarize
-        from fedgraph_sim.scenario import build_scenario
-        from fedgraph_sim.runtime import Session, run
+        from fedgraph_sim.runtime import Session, resolve, run
 
         reuse = [Path(d) for d in args.reuse]
         for folder in reuse:
             if not folder.is_dir():
                 raise ConfigError(f"--reuse: no such directory {folder}")
-        sessions, earlier = [], []
+        configs, sessions, earlier = [], [], []
         for case in cases:  # validate and build every case before running any
-            if "victim_graphs" in spec:
-                victims = len(build_scenario(case.config).clients[0])
-                case.config.federation.rounds = min(int(spec["victim_graphs"]), victims)
-            earlier.append(reusable_run(reuse, case.label, case.config))
-            sessions.append(None if earlier[-1] else Session(case.config))
+            config, scenario = resolve(case.tree, victim_graphs=spec.get("victim_graphs"))
+            configs.append(config)
+            earlier.append(reusable_run(reuse, case.label, config))
+            sessions.append(None if earlier[-1] else Session(config, scenario=scenario))
+        out_dir = new_run_dir(configs[0].output.dir, Path(args.config).stem)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
 
-    out_dir = new_run_dir(cases[0].config.output.dir, Path(args.config).stem)
     table = out_dir / "table.md"
     table.write_text(f"# {reference.get('source', Path(args.config).stem)}\n\n")
     columns, buckets = table_columns(spec), size_buckets(spec)
     case_runs, pooled = {}, []
 
-    def emit(section: str) -> None:
-        with table.open("a") as fh:
-            fh.write(section + "\n")
-        print(section, flush=True)
+    out = console()
 
-    for case, session, run_dir in zip(cases, sessions, earlier):
+    def emit(label: str, summary: list[dict], note: str) -> None:
+        with table.open("a") as fh:
+            fh.write(markdown(label, summary, reference, note, **columns) + "\n")
+        print_grid(case_grid(label, summary, reference, style="compact", **columns), out)
+        out.print(note)
+
+    for case, config, session, run_dir in zip(cases, configs, sessions, earlier):
         start = time.time()
         if run_dir is None:
-            result = run(case.config, session=session)
+            result = run(config, session=session)
             run_dir, summary = result.run_dir, result.summary
-            note = (f"{case.config.federation.rounds} rounds; run `{run_dir}`; "
+            note = (f"{config.federation.rounds} rounds; run `{run_dir}`; "
                     f"{time.time() - start:.0f} s (attacks {result.timings['attacks']:.0f} s)")
         else:
             summary = summarize(read_rows(run_dir))
-            note = f"{case.config.federation.rounds} rounds; reused run `{run_dir}`"
+            note = f"{config.federation.rounds} rounds; reused run `{run_dir}`"
         case_runs[case.label] = str(run_dir)
         (out_dir / "cases.json").write_text(json.dumps(case_runs, indent=1))
         if buckets:
             pooled.extend(read_rows(run_dir))
         else:
-            emit(markdown(case.label, summary, reference, note, **columns))
+            emit(case.label, summary, note)
     for label, low, high in buckets or ():
         rows = [{**r, "dataset": label} for r in pooled if low <= r["num_nodes"] <= high]
         note = f"{len({(r['run'], r['graph_id']) for r in rows})} graphs of {', '.join(case_runs)}"
-        emit(markdown(label, summarize(rows), reference, note, **columns))
-    print(f"table: {table}")
+        emit(label, summarize(rows), note)
+    out.print(f"table: {table}")
     return 0
 
 

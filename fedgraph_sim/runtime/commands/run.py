@@ -31,14 +31,12 @@ def main(argv: list[str] | None = None) -> int:
         if not config.attack.names:  # only a captured federation (sweeps) runs without attacks
             raise ConfigError("attack.names: empty, so the run would write nothing; name at least "
                               "one attack or prior, e.g. [random]")
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from fedgraph_sim.report.terminal import console as terminal_console
         from fedgraph_sim.runtime import Session, run
 
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=190)
+        console = terminal_console()
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=console, transient=True)
         session = Session(config, progress=progress)  # validates names, data, attacks first
@@ -51,11 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
 
-    from fedgraph_sim.report import summary_table
+    from fedgraph_sim.report.terminal import print_summary
 
-    console.print(summary_table(result.summary, f"{config.name}: {config.data.dataset}, "
-                                                f"{config.federation.num_clients} clients, "
-                                                f"{config.federation.rounds} round(s)"))
+    print_summary(result.summary, f"{config.name}: {config.data.dataset}, {config.federation.num_clients} "
+                                  f"clients, {config.federation.rounds} round(s)", console)
     t = result.timings
     console.print(f"wall time {t['total']:.1f} s: setup {t['setup']:.1f} s, Ray start + messaging "
                   f"{t['ray_and_messaging']:.1f} s, client training {t['client_training']:.1f} s, "

@@ -64,10 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(sweep.federations)} federations, {len(sweep.cells)} attack cells")
         return 0
 
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from fedgraph_sim.report import summary_table
+    from fedgraph_sim.report.terminal import console as terminal_console, print_summary
     from fedgraph_sim.results import new_run_dir
     from fedgraph_sim.runtime.sweep import SweepRunner
 
@@ -77,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return ConfigError.exit_code
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=190)
+    console = terminal_console()
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)
     runner = SweepRunner(sweep, sweep_dir, jobs=args.jobs, progress=progress)
@@ -90,9 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"interrupted; finished cells are kept. Continue with: "
                       f"fedgraph-sim sweep --resume {sweep_dir}")
         return 130
-    console.print(summary_table([e for e in result.summary if e["alignment"] == "identity"],
-                                f"sweep {sweep.name}: {len(sweep.cells)} cells (identity alignment; "
-                                "matched in summary.csv)"))
+    print_summary([e for e in result.summary if e["alignment"] == "identity"],
+                  f"sweep {sweep.name}: {len(sweep.cells)} cells (matched alignment in summary.csv)", console)
     for failure in result.failures:
         console.print(f"[red]failed[/red] {failure}")
     t = result.timing

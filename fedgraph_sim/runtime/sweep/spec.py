@@ -24,7 +24,6 @@ import copy
 import hashlib
 import itertools
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,24 +31,12 @@ from typing import Any
 
 import yaml
 
-from fedgraph_sim.config import DEFAULT_CONFIG, RunConfig, defense_label, validate_config
+from fedgraph_sim.config import DefenseSetting, RunConfig, default_tree, merge_tree, validate_config
 from fedgraph_sim.errors import ConfigError, require
-from fedgraph_sim.runtime.reproduction import load_reference, merge_tree
+from fedgraph_sim.runtime.reproduction import load_reference
 
 SPEC_KEYS = ("name", "reference", "victim_graphs", "base", "axes")
 AXES = ("datasets", "seeds", "attacks", "defenses")
-
-
-@dataclass(frozen=True)
-class DefenseSetting:
-    stack: list[dict]
-    family: str  # e.g. "dp_gradients", "prune+dp_gradients", "none"
-    param: str | None  # the swept parameter, e.g. "sigma"
-    strength: float  # its value (0 for no defense)
-
-    @property
-    def label(self) -> str:
-        return defense_label(self.stack)
 
 
 @dataclass
@@ -89,14 +76,11 @@ def _short_hash(obj: Any) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
-def _numeric(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def expand_defenses(item: Any, index: int) -> list[DefenseSetting]:
-    """One axis item (``none``, a mapping, or a list of mappings) -> its grid of settings."""
+    """One axis item (``none``, a mapping, or a list of mappings) -> its grid of settings; the
+    first list-valued parameter is the setting's strength."""
     if item in (None, "none", []):
-        return [DefenseSetting([], "none", None, 0.0)]
+        return [DefenseSetting.of([])]
     entries = [item] if isinstance(item, dict) else item
     require(isinstance(entries, list) and all(isinstance(e, dict) and "name" in e for e in entries),
             f"axes.defenses.{index}", "each item is none, a defense mapping with a name, or a list of them")
@@ -104,20 +88,15 @@ def expand_defenses(item: Any, index: int) -> list[DefenseSetting]:
             if key != "name" and isinstance(values, list)]
     for j, key, values in grid:
         require(len(values) > 0, f"axes.defenses.{index}.{key}", "an empty grid")
-    family = "+".join(str(e["name"]) for e in entries)
+        for value in values:
+            require(isinstance(value, (int, float)) and not isinstance(value, bool),
+                    f"axes.defenses.{index}.{key}", f"swept values must be numbers (got {value!r})")
     settings = []
     for combo in itertools.product(*[values for _, _, values in grid]):
         stack = copy.deepcopy(entries)
         for (j, key, _), value in zip(grid, combo):
             stack[j][key] = value
-        if grid:
-            param, strength = grid[0][1], combo[0]
-        else:  # a fixed stack: its first numeric parameter, if any
-            numeric = [(k, v) for k, v in stack[0].items() if k != "name" and _numeric(v)]
-            param, strength = numeric[0] if numeric else (None, math.nan)
-        require(_numeric(strength) or param is None, f"axes.defenses.{index}.{param}",
-                f"swept values must be numbers (got {strength!r})")
-        settings.append(DefenseSetting(stack, family, param, float(strength)))
+        settings.append(DefenseSetting.of(stack, swept=grid[0][1] if grid else None))
     return settings
 
 
@@ -137,10 +116,16 @@ def load_sweep(path: str | Path) -> Sweep:
     return build_sweep(spec, path.parent)
 
 
+def _only(granted: Any, attacks: list[str]) -> Any:
+    """``threat.adjacency_known`` narrowed to ``attacks`` (a list names attacks; a bool is kept)."""
+    return [a for a in granted if a in attacks] if isinstance(granted, list) else granted
+
+
 def build_sweep(spec: dict, folder: Path) -> Sweep:
-    """Expand and validate ``spec``; raises ConfigError naming the key."""
-    from clients.defenses import ClientTurn, build_defenses
-    from fedgraph_sim.scenario import build_scenario
+    """Expand and validate ``spec``; raises ConfigError naming the key. Every federation and
+    every cell is checked by the runs' own validation path (``resolve`` and ``Session``)."""
+    from clients.defenses import build_defenses
+    from fedgraph_sim.runtime.session import Session, resolve
 
     import attacks  # noqa: F401  (registers the attacks)
     from attacks.base import build_attack
@@ -156,7 +141,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     victims = spec.get("victim_graphs")
     require(victims is None or (isinstance(victims, int) and not isinstance(victims, bool) and victims >= 1),
             "victim_graphs", f"must be an integer >= 1 (got {victims!r})")
-    base = merge_tree(yaml.safe_load(DEFAULT_CONFIG.read_text()), spec.get("base") or {})
+    base = merge_tree(default_tree(), spec.get("base") or {})
     name = spec.get("name", "sweep")
     sweep = Sweep(name=name, spec=spec, folder=Path(folder),
                   reference=load_reference(Path(folder), spec.get("reference")))
@@ -183,27 +168,23 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     for dataset, seed, setting in itertools.product(datasets, seeds, settings):
         data = {"dataset": dataset} if isinstance(dataset, str) else dict(dataset)
         require("dataset" in data, "axes.datasets", f"each entry is a name or a mapping with 'dataset' (got {dataset!r})")
-        tree = merge_tree(copy.deepcopy(base), {"data": data, "seed": seed, "defenses": setting.stack})
+        tree = merge_tree(base, {"data": data, "seed": seed, "defenses": setting.stack,
+                                 "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
+        tree["threat"] = {**tree.get("threat", {}), "adjacency_known": _only(base_config.threat.adjacency_known, [])}
         fed_id = _slug(f"{data['dataset']}_s{seed}_{setting.label}")[:80] + "-" + _short_hash([data, seed, setting.stack])
-        tree["name"] = _slug(f"{name}-{data['dataset']}-s{seed}")
-        config = validate_config(tree)
         key = json.dumps([data, seed])
-        if key not in scenarios:
-            scenarios[key] = build_scenario(config)
-        clients = scenarios[key].clients
-        if spec.get("victim_graphs"):
-            config.federation.rounds = min(int(spec["victim_graphs"]), len(clients[0]))
-        train = config.train
-        build_defenses(setting.stack).validate([
-            ClientTurn(len(c), train.batch_size, train.local_steps, config.federation.rounds) for c in clients])
+        config, scenarios[key] = resolve(tree, victim_graphs=victims, scenario=scenarios.get(key))
+        Session(config, scenario=scenarios[key])  # defenses planned against every client's turn
         federation = Federation(fed_id, config, setting)
         sweep.federations.append(federation)
         for attack in attack_names:
-            own = {key: {attack: getattr(base_config.attack, key)[attack]}
-                   if attack in getattr(base_config.attack, key) else {}
-                   for key in ("params", "limit", "time_budgets")}
-            attack_cfg = config.attack.model_copy(update={"names": [attack], **own})
-            cell_config = config.model_copy(update={"attack": attack_cfg})
+            cell_tree = config.model_dump(mode="json")
+            cell_tree["attack"].update(names=[attack], **{
+                key: {attack: getattr(base_config.attack, key)[attack]} if attack in getattr(base_config.attack, key) else {}
+                for key in ("params", "limit", "time_budgets")})
+            cell_tree["threat"]["adjacency_known"] = _only(base_config.threat.adjacency_known, [attack])
+            cell_config = validate_config(cell_tree)
+            Session(cell_config, scenario=scenarios[key])
             sweep.cells.append(Cell(f"{fed_id}__{_slug(attack)}", federation, attack, cell_config))
     return sweep

@@ -1,0 +1,133 @@
+"""Scoring attack outcomes against the ground truth: the only reader of the audit store.
+
+For each :class:`~fedgraph_sim.threat.AttackOutcome` the evaluator opens the audit record of its
+update (only now, after the attack has returned), builds one :class:`ResultRow` per graph of the
+batch (up to ``attack.max_graphs``), scores each reconstruction with every catalogue metric under
+every alignment, puts beside each metric the gradient-free prior's value on the same graph and
+the information gain over it, stores the first drawings, and appends the rows to
+``results.jsonl``.
+
+The priors (``majority_type``, ``aux_mean_adjacency``: see the metric catalogue) are given as
+functions ``(update, knowledge with the node count of one graph) -> Reconstruction``; the runtime
+builds them from the registered prior attacks.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable
+
+from torch_geometric.data import Data
+from torch_geometric.utils import to_dense_adj
+
+from fedgraph_sim.audit import AuditStore
+from fedgraph_sim.config import RunConfig, defense_label
+from fedgraph_sim.evaluation.drawings import DrawingStore
+from fedgraph_sim.evaluation.rows import ResultRow
+from fedgraph_sim.metrics import CATALOGUE, metric, metric_column, score_reconstruction
+from fedgraph_sim.results import ResultWriter
+from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction
+
+Prior = Callable[[ObservedUpdate, AttackerKnowledge], Reconstruction]
+
+
+def _dense(graph: Data):
+    return to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
+
+
+def _row_info(rec: Reconstruction) -> dict:
+    """The attack's diagnostics that fit a row: numbers and strings, NaN left out."""
+    return {k: v for k, v in rec.info.items()
+            if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))}
+
+
+class Evaluator:
+    """Writes rows to ``run_dir``; reads ground truth from ``audit_dir`` (default ``run_dir``,
+    another run's directory when replaying captured updates). ``extra_columns`` are added to
+    every row (a sweep cell's defense setting, the federation's test accuracy)."""
+
+    def __init__(self, config: RunConfig, run_dir: str | Path, knowledge: AttackerKnowledge,
+                 priors: dict[str, Prior], audit_dir: str | Path | None = None,
+                 extra_columns: dict | None = None) -> None:
+        self.config, self.knowledge, self.priors = config, knowledge, priors
+        self.audit = AuditStore(audit_dir or run_dir)
+        self.writer = ResultWriter(run_dir)
+        self.drawings = DrawingStore(run_dir, config.output.drawings, knowledge.schema)
+        self.extra_columns = dict(extra_columns or {})
+        self.rows_written = 0
+        self._prior_cache: dict[tuple, dict] = {}
+
+    def __call__(self, outcome: AttackOutcome) -> list[ResultRow]:
+        rows = self.score(outcome)
+        for row in rows:
+            self.writer.write(row.as_dict())
+            self.rows_written += 1
+        return rows
+
+    def score(self, outcome: AttackOutcome) -> list[ResultRow]:
+        update, recs = outcome.update, outcome.reconstructions
+        record = self.audit.read(update.round, update.client_key)  # only after the attack returned
+        graphs = record.graphs[: self.config.attack.max_graphs]
+        rows = []
+        for i, graph in enumerate(graphs):
+            row = self.base_row(outcome, i, graph, len(graphs))
+            if row.status == "ok" and i >= len(recs):
+                row.status, row.message = "error", f"attack returned {len(recs)} graphs for {len(graphs)}"
+            # ok rows, and timed-out attacks that returned their best graph so far, are scored
+            if row.status == "ok" or (row.status == "timeout" and i < len(recs)):
+                self.score_graph(row, update, i, graph, recs[i])
+                self.drawings.keep(row, graph, recs[i])
+            rows.append(row)
+        return rows
+
+    def base_row(self, outcome: AttackOutcome, index: int, graph: Data, graphs: int) -> ResultRow:
+        update, knowledge, config = outcome.update, outcome.knowledge, self.config
+        return ResultRow(
+            run=config.name, dataset=config.data.dataset, seed=config.seed, round=update.round,
+            client=update.client_key, observed=update.observed, batch_index=index,
+            graph_id=int(graph.graph_id), num_nodes=graph.num_nodes, attack=outcome.attack,
+            defense=defense_label(config.defenses), defense_stack=config.defenses,
+            status=outcome.status, message=outcome.message, seconds=outcome.seconds / max(graphs, 1),
+            update_kind=update.kind, exact_gradient=update.exact, batch_size=update.batch_size,
+            aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
+            hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
+            node_order=config.data.node_order, label_true=int(graph.y.view(-1)[0]),
+            defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
+                            if k.startswith("defense-")},
+            extra=self.extra_columns)
+
+    def score_graph(self, row: ResultRow, update: ObservedUpdate, index: int, graph: Data,
+                    rec: Reconstruction) -> None:
+        """Every catalogue metric per alignment, with the prior and the gain beside each."""
+        priors = self.prior_scores(update, index, graph)
+        row.label_guess = rec.label
+        by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
+                                            entries=self.config.metrics.entries)
+        for alignment, scores in by_alignment.items():
+            for name, value in scores.items():
+                column = metric_column(alignment, name)
+                row.scores[column] = value
+                if column in priors:
+                    row.scores[f"prior_{column}"] = priors[column]
+                    row.scores[f"gain_{column}"] = metric(name).gain(value, priors[column])
+        row.info = _row_info(rec)
+
+    def prior_scores(self, update: ObservedUpdate, index: int, graph: Data) -> dict[str, float]:
+        """Each metric's prior scored on this very graph (cached across attacks), so every row
+        can carry its information gain. Empty without auxiliary graphs."""
+        key = (update.round, update.client_key, index)
+        if key not in self._prior_cache:
+            scores: dict[str, float] = {}
+            if self.knowledge.aux_graphs:
+                hinted = self.knowledge.with_hints(node_counts=[graph.num_nodes])
+                by_prior = {name: score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph),
+                                                       schema=self.knowledge.schema,
+                                                       entries=self.config.metrics.entries)
+                            for name, rec in ((n, prior(update, hinted)) for n, prior in self.priors.items())}
+                for metric in CATALOGUE:
+                    for alignment, values in by_prior[metric.prior].items():
+                        scores[metric_column(alignment, metric.name)] = values[metric.name]
+            self._prior_cache[key] = scores
+        return self._prior_cache[key]
+

@@ -1,0 +1,63 @@
+"""The result row: one attacked graph of one update, as ``results.jsonl`` stores it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ResultRow:
+    """One attacked graph: the run and the update it came from, the attack and the defense stack,
+    the threat model it ran under, how the call went, and, when scored, every catalogue metric per
+    alignment with the prior's value and the information gain on the same graph.
+
+    Unscored rows (``not_applicable``, ``error``, ``nan``, ``failed``, a ``timeout`` that returned
+    nothing) have ``scores`` empty and no ``label_guess``.
+    """
+
+    run: str
+    dataset: str
+    seed: int
+    round: int
+    client: int  # the client's key; -1 for the secure-aggregation aggregate
+    observed: str  # client | secure_aggregate
+    batch_index: int
+    graph_id: int
+    num_nodes: int
+    attack: str
+    defense: str  # the stack's label, e.g. prune(p=0.9)+dp_gradients(sigma=0.1)
+    defense_stack: list
+    status: str
+    message: str
+    seconds: float  # the attack call's wall time, split evenly over the batch's graphs
+    update_kind: str  # gradient | weights
+    exact_gradient: bool
+    batch_size: int
+    aux: str  # the auxiliary scenario
+    hint_node_count: bool
+    hint_label: bool
+    hint_adjacency: bool
+    node_order: str
+    label_true: int
+    defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon
+    extra: dict[str, Any] = field(default_factory=dict)  # sweep columns, the federation's utility
+    label_guess: int | None = None
+    scores: dict[str, float] = field(default_factory=dict)  # metric, prior_ and gain_ columns
+    info: dict[str, Any] = field(default_factory=dict)  # the attack's diagnostics
+
+    @property
+    def scored(self) -> bool:
+        return bool(self.scores)
+
+    def as_dict(self) -> dict[str, Any]:
+        skip = ("defense_report", "extra", "label_guess", "scores", "info")
+        row = {k: v for k, v in vars(self).items() if k not in skip}
+        row.update({f"defense_{k}": v for k, v in self.defense_report.items()})
+        row.update(self.extra)
+        if self.scored:
+            row["label_guess"] = self.label_guess
+            row["label_correct"] = None if self.label_guess is None else int(self.label_guess == self.label_true)
+            row.update(self.scores)
+            row.update({f"info_{k}": v for k, v in self.info.items()})
+        return row

@@ -1,0 +1,88 @@
+"""The evaluator: the only reader of the audit store; rows, priors, gains and drawings."""
+
+import json
+
+import pytest
+import torch
+
+from attacks.priors import AuxMeanAdjacency
+from attacks.random_guess import RandomGuess
+from fedgraph_sim.audit import AuditRecord, AuditStore
+from fedgraph_sim.config import load_config
+from fedgraph_sim.evaluation import Evaluator, ResultRow, ThreatGrants
+from fedgraph_sim.results import read_rows
+from fedgraph_sim.runtime.session import build_priors
+from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.threat import AttackOutcome, ObservedUpdate
+
+
+def _case(tmp_path, overrides=()):
+    config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2", "output.drawings=1",
+                                *overrides])
+    scenario = build_scenario(config)
+    graphs = [scenario.dataset.graphs[int(i)] for i in scenario.clients[0][:2]]
+    AuditStore(tmp_path).write(AuditRecord(1, 0, graphs, 1))
+    weights = {"w": torch.zeros(1).numpy()}
+    update = ObservedUpdate(round=1, client_key=0, global_weights=weights, returned=weights, kind="gradient",
+                            num_examples=2, metrics={"defense-epsilon": 1.5}, lr=0.01, local_steps=1, batch_size=2)
+    return config, attacker_knowledge(config, scenario), update, graphs
+
+
+def test_rows_score_each_graph_with_the_prior_and_gain_beside_each_metric(tmp_path):
+    config, knowledge, update, graphs = _case(tmp_path)
+    evaluator = Evaluator(config, tmp_path, knowledge, build_priors(config))
+    hinted = knowledge.with_hints(node_counts=[g.num_nodes for g in graphs])
+    recs = AuxMeanAdjacency().reconstruct(update, hinted, None)
+    rows = evaluator(AttackOutcome("aux_mean_adjacency", update, hinted, "ok", reconstructions=recs, seconds=2.0))
+    assert [r.graph_id for r in rows] == [int(g.graph_id) for g in graphs]
+    written = read_rows(tmp_path)
+    assert len(written) == 2 and written[0]["seconds"] == 1.0  # the call's time split over its graphs
+    row = written[0]
+    assert row["defense_epsilon"] == 1.5 and row["hint_node_count"] is True
+    for alignment in ("identity", "matched", "gsm"):
+        # the attack is the structure prior itself: zero gain on its metrics, either sign convention
+        assert row[f"gain_{alignment}_adj_auc"] == pytest.approx(0.0)
+        assert row[f"prior_{alignment}_adj_auc"] == pytest.approx(row[f"{alignment}_adj_auc"])
+        assert row[f"gain_{alignment}_spectral_distance"] == pytest.approx(0.0, abs=1e-12)
+    assert len(list((tmp_path / "drawings").glob("*.json"))) == 1  # output.drawings=1
+
+
+def test_unscored_rows_carry_the_status_and_no_metrics(tmp_path):
+    config, knowledge, update, _ = _case(tmp_path)
+    evaluator = Evaluator(config, tmp_path, knowledge, build_priors(config))
+    short = RandomGuess().reconstruct(update, knowledge.with_hints(node_counts=[5]), _Ctx())
+    rows = evaluator(AttackOutcome("random", update, knowledge, "ok", reconstructions=short))
+    assert [r.status for r in rows] == ["ok", "error"]  # one graph returned for a batch of two
+    assert "returned 1 graphs for 2" in rows[1].message and not rows[1].scored
+    failed = evaluator(AttackOutcome("random", update, knowledge, "failed", "no candidate"))
+    assert all(r.status == "failed" and "identity_adj_auc" not in r.as_dict() for r in failed)
+
+
+class _Ctx:
+    seed = 0
+
+    def generator(self):
+        return torch.Generator().manual_seed(0)
+
+
+def test_a_result_row_flattens_to_the_jsonl_columns():
+    row = ResultRow(run="r", dataset="d", seed=0, round=1, client=0, observed="client", batch_index=0,
+                    graph_id=3, num_nodes=4, attack="a", defense="none", defense_stack=[], status="ok",
+                    message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
+                    aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False,
+                    node_order="original", label_true=1, defense_report={"epsilon": 2.0},
+                    extra={"cell": "c"}, label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
+    flat = row.as_dict()
+    assert flat["defense_epsilon"] == 2.0 and flat["cell"] == "c" and flat["info_rank"] == 2
+    assert flat["label_correct"] == 1 and flat["identity_adj_auc"] == 0.75
+    json.dumps(flat)
+
+
+def test_threat_grants_give_each_attack_only_its_hints(tmp_path):
+    config, knowledge, update, graphs = _case(tmp_path, ["attack.names=[random,dlg@A]",
+                                                         "threat.adjacency_known=[dlg@A]", "threat.label=true"])
+    grants = ThreatGrants(config.threat, AuditStore(tmp_path), knowledge)
+    plain, granted = grants(update, "random"), grants(update, "dlg@A")
+    assert plain.node_counts == tuple(g.num_nodes for g in graphs) and plain.labels is not None
+    assert plain.adjacencies is None and granted.adjacencies is not None
+    assert torch.equal(granted.adjacencies[0].sum(), torch.tensor(float(graphs[0].edge_index.size(1))))
