@@ -46,7 +46,7 @@ def main() -> None:
     if args.existing:
         dirs = [Path(d) for d in args.existing]
     else:
-        from fedgraph_sim.runtime.sweep import SweepRunner, load_sweep
+        from fedgraph_sim.runtime.sweeps import SweepRunner, load_sweep
 
         base = Path(tempfile.mkdtemp(prefix="bench_sweep_"))
         dirs = []

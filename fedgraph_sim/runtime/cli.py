@@ -6,6 +6,7 @@ inspect datasets before running anything, report on results after.
     fedgraph-sim reproduce --config FILE [--cases ...] [--reuse DIR ...]   a paper table
     fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
     fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
+    fedgraph-sim attacks [--plugin M] [--json]   every registered attack: paper, needs, defaults
     fedgraph-sim report DIR             report.md and figures/ for a run or sweep directory
 """
 
@@ -79,6 +80,48 @@ def cmd_info(args) -> int:
     return 0
 
 
+def attack_catalogue(plugins: list[str]) -> list[dict]:
+    """Every registered attack (the package's and the ``plugins``'): name, paper, what it needs
+    from the threat model, its batch output and its parameters' defaults."""
+    import dataclasses
+
+    import attacks  # noqa: F401  (registers the package's attacks)
+    from fedgraph_sim import registry
+    from fedgraph_sim.plugins import load_plugins
+
+    try:
+        load_plugins(plugins)
+    except ConfigError as exc:  # the option's name on this command line
+        raise ConfigError(str(exc).replace("plugins:", "--plugin:", 1)) from None
+    out = []
+    for name in registry.attacks:
+        cls = registry.attacks.get(name)
+        needs = [f.name for f in dataclasses.fields(cls.requires) if getattr(cls.requires, f.name)]
+        params = {f.name: getattr(cls.Params(), f.name) for f in dataclasses.fields(cls.Params)}
+        out.append({"name": name, "paper": cls.paper, "requires": needs, "batch_output": cls.batch_output,
+                    "params": params})
+    return out
+
+
+def cmd_attacks(args) -> int:
+    from rich.table import Table
+
+    from fedgraph_sim.report.terminal import console
+
+    rows = attack_catalogue(args.plugin)
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    table = Table(title="attacks (attack.names; variants as name@label)")
+    for column in ("name", "paper", "requires", "parameters (defaults)"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["name"], row["paper"], ", ".join(row["requires"]) or "-",
+                      ", ".join(f"{k}={v}" for k, v in row["params"].items()) or "-")
+    console().print(table)
+    return 0
+
+
 def cmd_report(args) -> int:
     from fedgraph_sim.report import render
 
@@ -103,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nodes", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("attacks", help="every registered attack with its paper, needs and defaults")
+    p.add_argument("--plugin", action="append", default=[], help="a plugin module to import first (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_attacks)
     p = sub.add_parser("report", help="tables and figures of a run or sweep directory")
     p.add_argument("directory", help="a run directory (runs/...) or a sweep directory")
     p.set_defaults(func=cmd_report)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedgraph_sim.runtime.sweep import SweepRunner, build_sweep
+from fedgraph_sim.runtime import sweep
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_a_killed_and_resumed_sweep_gives_the_uninterrupted_rows(tmp_path):
     spec_file = tmp_path / "spec.yaml"
     spec = {**SPEC, "base": {**SPEC["base"], "output": {"dir": str(tmp_path / "runs")}}}
     spec_file.write_text(yaml.safe_dump(spec))
-    whole = SweepRunner(build_sweep(spec, tmp_path), tmp_path / "whole", jobs=1).run()
+    whole = sweep(spec_file, tmp_path / "whole")  # the Python API a notebook uses
     assert not whole.failures
     expected = rows_of(whole.sweep_dir)
     assert len(expected) == 2 * 2 * 2  # attacks x rounds x clients

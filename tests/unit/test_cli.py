@@ -37,3 +37,20 @@ def test_a_max_nodes_that_keeps_no_graph_is_one_line_and_exit_2(capsys):
     assert main(["info", "synthetic", "--max-nodes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --max-nodes: no graph of synthetic has at most 1 nodes")
+
+
+def test_attacks_lists_every_registered_attack_with_its_defaults(capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "docs" / "examples"))
+    assert main(["attacks", "--json", "--plugin", "ring_attack"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {"dlg", "grain", "graphdlg", "majority_type", "ring"} <= set(rows)  # the plugin's too
+    assert rows["graphdlg"]["requires"] == ["exact_gradient", "aux_graphs"]
+    assert rows["graphdlg"]["batch_output"] == "one_for_batch" and rows["dlg"]["params"]["iterations"] == 100
+
+
+def test_an_unimportable_plugin_for_attacks_is_one_line_and_exit_2(capsys):
+    assert main(["attacks", "--plugin", "no_such_plugin_mod"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --plugin: cannot import 'no_such_plugin_mod'")

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.runtime.sweep import build_sweep
-from fedgraph_sim.runtime.sweep.spec import expand_defenses
+from fedgraph_sim.runtime.sweeps import build_sweep
+from fedgraph_sim.runtime.sweeps.spec import expand_defenses
 
 BASE = {"data": {"dataset": "synthetic", "options": {"num_graphs": 40}}, "federation": {"num_clients": 2}}
 

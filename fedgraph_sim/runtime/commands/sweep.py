@@ -5,7 +5,7 @@ every attack, with the global model's test accuracy beside every reconstruction 
     fedgraph-sim sweep --resume runs/<stamp>-graphdlg_table9 [--jobs 2]
     fedgraph-sim sweep --config SWEEP.yaml --dry-run        # list federations and cells
 
-Then ``python -m fedgraph_sim report <sweep dir>`` writes the tables and figures.
+Then ``fedgraph-sim report <sweep dir>`` writes the tables and figures.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
-        from fedgraph_sim.runtime.sweep import build_sweep, load_sweep
+        from fedgraph_sim.runtime.sweeps import build_sweep, load_sweep
 
         if args.jobs < 1:
             raise ConfigError(f"--jobs: must be >= 1 (got {args.jobs})")
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from fedgraph_sim.report.terminal import console as terminal_console, print_summary
     from fedgraph_sim.results import new_run_dir
-    from fedgraph_sim.runtime.sweep import SweepRunner
+    from fedgraph_sim.runtime.sweeps import sweep as run_sweep
 
     if sweep_dir is None:
         try:
@@ -79,10 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     console = terminal_console()
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)
-    runner = SweepRunner(sweep, sweep_dir, jobs=args.jobs, progress=progress)
     try:
         with progress:
-            result = runner.run()
+            result = run_sweep(sweep, sweep_dir, jobs=args.jobs, progress=progress)
     except KeyboardInterrupt:
         console.print(f"interrupted; finished cells are kept. Continue with: "
                       f"fedgraph-sim sweep --resume {sweep_dir}")
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     t = result.timing
     console.print(f"wall time {t['wall_seconds']:.0f} s with {t['jobs']} job(s): {t['federations_run']} "
                   f"federations and {t['cells_run']} attack cells run ({t['cells_per_minute']:.2f} cells/min)")
-    console.print(f"sweep directory: {sweep_dir}\nreport: python -m fedgraph_sim report {sweep_dir}")
+    console.print(f"sweep directory: {sweep_dir}\nreport: fedgraph-sim report {sweep_dir}")
     return 1 if result.failures else 0
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from fedgraph_sim.results import read_rows, summarize, write_summary
-from fedgraph_sim.runtime.sweep.spec import Cell, Federation, Sweep
+from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep
 
 DONE = "done"
 REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
