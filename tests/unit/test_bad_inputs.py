@@ -56,14 +56,48 @@ CASES = [
     ("cli", ["report", "/nonexistent"]),
     ("cli", ["datasets", "--bogus"]),
     ("cli", ["launch"]),
+    ("cli", ["attacks", "--plugin", "no_such_plugin_mod"]),
+    # {bad} is a folder of broken inputs made once (fixtures below); nothing may appear in the cwd
+    ("run", RUN + ["output.dir={bad}/file.txt"]),
+    ("run", RUN + ["aux.scenario=random:ba"]),
+    ("run", ["--config", "{bad}/broken.yaml"]),
+    ("sweep", ["--config", str(SWEEP), "--out", "{bad}/file.txt"]),
+    ("sweep", ["--config", "{bad}/base_list.yaml"]),
+    ("sweep", ["--config", "{bad}/victims_text.yaml"]),
+    ("sweep", ["--config", "{bad}/reference_elsewhere.yaml"]),
+    ("sweep", ["--resume", "{bad}/corrupt"]),
+    ("reproduce", ["--config", "{bad}/broken.yaml"]),
+    ("reproduce", ["--config", "{bad}/no_label.yaml"]),
 ]
+
+BROKEN = {
+    "file.txt": "not a directory\n",
+    "broken.yaml": "a: [1\n",
+    "base_list.yaml": "name: s\nbase: [1, 2]\n",
+    "victims_text.yaml": "name: s\nvictim_graphs: ten\nbase: {data: {dataset: synthetic}}\n",
+    "reference_elsewhere.yaml": "name: s\nreference: graphdlg_table9\nbase: {data: {dataset: synthetic}}\n",
+    "corrupt/sweep.yaml": "name: [\n",
+    "no_label.yaml": "base: {}\ncases: [{set: {seed: 1}}]\n",
+}
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad")
+    for name, text in BROKEN.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
 
 
 @pytest.mark.parametrize("entry, argv", CASES, ids=[f"{e}:{' '.join(a)[-60:]}" for e, a in CASES])
-def test_bad_input_exits_2_without_a_traceback(entry, argv, capsys, tmp_path, monkeypatch):
+def test_bad_input_exits_2_without_a_traceback(entry, argv, capsys, tmp_path, monkeypatch, bad):
     monkeypatch.chdir(tmp_path)
     main = ENTRY[entry]()
-    argv = argv + ([f"output.dir={tmp_path / 'out'}"] if entry == "run" else [])
+    before = sorted(p.relative_to(bad) for p in bad.rglob("*"))
+    argv = [a.replace("{bad}", str(bad)) for a in argv]
+    if entry == "run" and not any(a.startswith("output.dir=") for a in argv):
+        argv.append(f"output.dir={tmp_path / 'out'}")
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse's usage errors
@@ -75,3 +109,4 @@ def test_bad_input_exits_2_without_a_traceback(entry, argv, capsys, tmp_path, mo
     assert lines and (lines[-1].startswith("error: ") or ": error: " in lines[-1]), err
     assert len(lines) == 1 or lines[0].startswith("usage:"), err
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+    assert sorted(p.relative_to(bad) for p in bad.rglob("*")) == before  # nothing added or lost
