@@ -1,9 +1,9 @@
 """Ground truth behind each update, written by clients and read only by the evaluator.
 
 Layout: ``<run>/audit/round_<r>/client_<k>.pt`` holding the exact graphs of the batch(es) the
-client trained on. Attacks never import this module (a test enforces it); the attack runner opens
-a record only after an attack has returned, except for the per-graph hints (node count, label,
-adjacency) that the threat config grants explicitly.
+client trained on. Attacks never import this module (a test enforces it); only
+``fedgraph_sim.evaluation`` reads it: the evaluator after an attack has returned, and the threat
+grants for the per-graph hints (node count, label, adjacency) the threat config grants explicitly.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 
 import torch
 from torch_geometric.data import Data
-from torch_geometric.utils import to_dense_adj
 
 from fedgraph_sim.threat import AGGREGATE
 
@@ -54,14 +53,3 @@ class AuditStore:
         blobs = [torch.load(p, weights_only=False) for p in paths]
         graphs = [Data(**g) for blob in blobs for g in blob["graphs"]]
         return AuditRecord(round, client_key, graphs, blobs[0]["steps"])
-
-    def hints(self, round: int, client_key: int, *, node_count: bool, label: bool,
-              adjacency: bool = False) -> dict:
-        """Only the granted hint fields of a record (the explicit, configured channel)."""
-        record = self.read(round, client_key)
-        return {
-            "node_counts": [g.num_nodes for g in record.graphs] if node_count else None,
-            "labels": [int(g.y.view(-1)[0]) for g in record.graphs] if label else None,
-            "adjacencies": [to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0]
-                            for g in record.graphs] if adjacency else None,
-        }

@@ -8,19 +8,32 @@ records which hints its attack had (``hint_*``).
 
 from __future__ import annotations
 
-from fedgraph_sim.audit import AuditStore
+from torch_geometric.utils import to_dense_adj
+
+from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import ThreatConfig
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 
 class ThreatGrants:
+    """``grants(update, attack)``: the scenario's knowledge plus the hints granted to ``attack``."""
+
     def __init__(self, threat: ThreatConfig, audit: AuditStore, knowledge: AttackerKnowledge) -> None:
         self.threat, self.audit, self.knowledge = threat, audit, knowledge
+        self._last: tuple[tuple[int, int], AuditRecord] | None = None  # every attack asks per update
+
+    def _record(self, update: ObservedUpdate) -> AuditRecord:
+        key = (update.round, update.client_key)
+        if self._last is None or self._last[0] != key:
+            self._last = key, self.audit.read(*key)
+        return self._last[1]
 
     def __call__(self, update: ObservedUpdate, attack: str) -> AttackerKnowledge:
-        """The attacker's knowledge for ``attack`` on ``update``, with the granted hints."""
         threat = self.threat
+        graphs = self._record(update).graphs
         adjacency = threat.adjacency_known is True or attack in (threat.adjacency_known or ())
-        hints = self.audit.hints(update.round, update.client_key, node_count=threat.node_count,
-                                 label=threat.label, adjacency=adjacency)
-        return self.knowledge.with_hints(**hints)
+        return self.knowledge.with_hints(
+            node_counts=[g.num_nodes for g in graphs] if threat.node_count else None,
+            labels=[int(g.y.view(-1)[0]) for g in graphs] if threat.label else None,
+            adjacencies=[to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0] for g in graphs]
+            if adjacency else None)
