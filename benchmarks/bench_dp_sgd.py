@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from clients.defenses import ClientTurn, build_defenses  # noqa: E402
-from clients.training import fedsgd_gradient, mean_gradient  # noqa: E402
-from fedgraph_sim.data import available_datasets, load_dataset  # noqa: E402
-from fedgraph_sim.models import GraphClassifier  # noqa: E402
+from clients.defenses import ClientTurn, build_defenses
+from clients.training import fedsgd_gradient, mean_gradient
+from fedgraph_sim.data import available_datasets, load_dataset
+from fedgraph_sim.models import GraphClassifier
 
 
 def timed(fn, repeats: int) -> float:

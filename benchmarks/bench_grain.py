@@ -14,27 +14,24 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-import attacks  # noqa: E402,F401
-from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget  # noqa: E402
-from attacks.grain import GRAIN  # noqa: E402
-from attacks.grain.blocks import one_hop_blocks  # noqa: E402
-from attacks.grain.embed import StarLayer  # noqa: E402
-from attacks.grain.nodes import propose_nodes  # noqa: E402
-from attacks.grain.spancheck import RowSpace  # noqa: E402
-from clients.training import fedsgd_gradient  # noqa: E402
-from fedgraph_sim.config import load_config  # noqa: E402
-from fedgraph_sim.data import available_datasets  # noqa: E402
-from fedgraph_sim.models import GraphClassifier  # noqa: E402
-from fedgraph_sim.scenario import attacker_knowledge, build_scenario  # noqa: E402
-from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
+import attacks  # noqa: F401
+from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
+from attacks.grain import GRAIN
+from attacks.grain.blocks import one_hop_blocks
+from attacks.grain.embed import StarLayer
+from attacks.grain.nodes import propose_nodes
+from attacks.grain.spancheck import RowSpace
+from clients.training import fedsgd_gradient
+from fedgraph_sim.config import load_config
+from fedgraph_sim.data import available_datasets
+from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.threat import ObservedUpdate
 
 PAPER_SECONDS = {"gcn": 14.3 * 3600 / 100, "gat": 10.8 * 3600 / 100}  # Tox21, GRAIN Table 2
 STAGES = ("t0", "one_hop", "two_hop", "filter", "dfs")

@@ -9,24 +9,21 @@ the first round of graphdlg_table1.yaml. Prints seconds; compare ratios across m
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-import attacks  # noqa: E402,F401
-from attacks.base import AttackContext, Budget  # noqa: E402
-from attacks.graphdlg import GraphDLG, gnfr  # noqa: E402
-from clients.training import fedsgd_gradient  # noqa: E402
-from fedgraph_sim.config import load_config  # noqa: E402
-from fedgraph_sim.data import available_datasets  # noqa: E402
-from fedgraph_sim.models import GraphClassifier  # noqa: E402
-from fedgraph_sim.scenario import attacker_knowledge, build_scenario  # noqa: E402
-from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
+import attacks  # noqa: F401
+from attacks.base import AttackContext, Budget
+from attacks.graphdlg import GraphDLG, gnfr
+from clients.training import fedsgd_gradient
+from fedgraph_sim.config import load_config
+from fedgraph_sim.data import available_datasets
+from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.threat import ObservedUpdate
 
 
 def main() -> None:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fedgraph_sim.config import load_config  # noqa: E402
-from fedgraph_sim.runtime.simulation import run  # noqa: E402
+from fedgraph_sim.config import load_config
+from fedgraph_sim.runtime.simulation import run
 
 
 def main(overrides: list[str]) -> None:

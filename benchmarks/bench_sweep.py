@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 DEFAULT = ["experiments/configs/reproduce/graphdlg_table9.yaml", "experiments/configs/reproduce/graphdlg_fig4.yaml"]
 

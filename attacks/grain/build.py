@@ -13,7 +13,6 @@ rejects graphs with such rings). No node may end with more neighbours than its d
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections import Counter, deque

@@ -125,9 +125,9 @@ class Evaluator:
                                                        schema=self.knowledge.schema,
                                                        entries=self.config.metrics.entries)
                             for name, rec in ((n, prior(update, hinted)) for n, prior in self.priors.items())}
-                for metric in CATALOGUE:
-                    for alignment, values in by_prior[metric.prior].items():
-                        scores[metric_column(alignment, metric.name)] = values[metric.name]
+                for entry in CATALOGUE:
+                    for alignment, values in by_prior[entry.prior].items():
+                        scores[metric_column(alignment, entry.name)] = values[entry.name]
             self._prior_cache[key] = scores
         return self._prior_cache[key]
 

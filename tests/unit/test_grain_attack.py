@@ -7,7 +7,7 @@ from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
 from attacks.grain import GRAIN
 from attacks.grain.scorer import GradientScorer
 from fedgraph_sim.metrics import gsm
-from tests.unit.grain_cases import dense_adj, molecule, observed, victim
+from tests.unit.grain_cases import dense_adj, molecule, observed
 
 
 def run(smiles: str, kind: str = "gcn", budget: float = 60.0, **params):

@@ -42,7 +42,7 @@ def test_a_class_registers_under_its_own_name():
 def test_every_kind_registers_classes_by_their_name():
     """Attacks, defenses, conv types and auxiliary scenarios: one style, the name read from the class."""
     import attacks  # noqa: F401
-    import clients.defenses  # noqa: F401
+    import clients.defenses  # noqa: F401  (registers the defenses)
     import fedgraph_sim.data  # noqa: F401
     import fedgraph_sim.models  # noqa: F401
     from fedgraph_sim import registry
