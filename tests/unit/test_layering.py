@@ -14,9 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "fedgraph_sim" / "runtime"
 ABOVE_CORE = ("clients", "server", "attacks", "fedgraph_sim.runtime", "experiments")
 # What each middle-layer package may not import (attacks see only the server's view: the
-# threat-boundary test adds the audit store).
+# threat-boundary test adds the audit store). The server runs attacks and records how each call
+# went; scoring against the ground truth is the evaluation's, wired in by the runtime.
 MIDDLE = {"clients": ("server", "attacks", "fedgraph_sim.runtime", "experiments"),
-          "server": ("clients", "fedgraph_sim.runtime", "experiments"),
+          "server": ("clients", "fedgraph_sim.runtime", "experiments", "fedgraph_sim.audit",
+                     "fedgraph_sim.evaluation"),
           "attacks": ("clients", "server", "fedgraph_sim.runtime", "experiments")}
 
 
