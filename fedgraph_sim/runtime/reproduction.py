@@ -1,6 +1,6 @@
 """Reproduction configs: one base run config, several cases, and a paper's reported numbers.
 
-A reproduction YAML holds ``reference`` (a table key in ``reference_<paper>.yaml`` beside it),
+A reproduction YAML holds ``reference`` (a paper table, see :func:`load_reference`),
 ``base`` (run-config keys over ``default.yaml``), ``cases`` (each a ``label`` and dotted ``set``
 overrides) and optionally ``victim_graphs`` (rounds = min(victim_graphs, the victim partition
 size): one victim graph per FedSGD round), ``metrics`` (the table's columns, default the
@@ -119,21 +119,28 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
     return spec, cases, load_reference(path.parent, spec.get("reference"))
 
 
+#: The papers' reported numbers, packaged: ``reference_<paper>.yaml``, one mapping per table.
+REFERENCES = Path(__file__).resolve().parents[1] / "references"
+
+
 def load_reference(folder: Path, key: str | None) -> dict:
-    """The paper table ``key`` (e.g. ``graphdlg_table9``) from ``reference_<paper>.yaml``."""
+    """The paper table ``key`` (e.g. ``graphdlg_table9``): from ``reference_<paper>.yaml`` beside
+    the spec when there is one (a user's own tables), else from the package's."""
     if not key:
         return {}
-    ref_file = Path(folder) / f"reference_{key.split('_')[0]}.yaml"
-    if not ref_file.is_file():
-        raise ConfigError(f"reference: '{key}' is looked up in {ref_file.name} beside the spec, and there is no "
-                          f"such file in {folder}; copy it there (the package's tables are in "
-                          "experiments/configs/reproduce/) or drop the reference key")
+    name = f"reference_{str(key).split('_')[0]}.yaml"
+    ref_file = next((f for f in (Path(folder) / name, REFERENCES / name) if f.is_file()), None)
+    if ref_file is None:
+        known = sorted(p.name for p in REFERENCES.glob("reference_*.yaml"))
+        raise ConfigError(f"reference: no file {name} beside the spec or in the package (packaged: "
+                          f"{', '.join(known)})")
     try:
         tables = yaml.safe_load(ref_file.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"reference: {ref_file} is not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(tables, dict) or key not in tables:
-        raise ConfigError(f"reference: no table '{key}' in {ref_file}")
+        valid = ", ".join(k for k in tables if not str(k).startswith("_")) if isinstance(tables, dict) else ""
+        raise ConfigError(f"reference: no table '{key}' in {ref_file.name}; valid: {valid}")
     return tables[key]
 
 

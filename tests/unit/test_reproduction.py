@@ -73,3 +73,16 @@ def test_markdown_shows_gsm_in_percent_with_intervals_beside_the_paper():
     lines = text.splitlines()
     assert lines[-2] == "| grain | matched | 97 (3 failed) | 85.0 [80.0, 90.0] [Δ +30.0 vs 58.0] |"
     assert lines[-1] == "| *grain (paper)* | *matched* |  | *86.9* |"
+
+
+def test_paper_tables_come_from_beside_the_spec_else_from_the_package(tmp_path):
+    from fedgraph_sim.runtime.reproduction import load_reference
+
+    packaged = load_reference(tmp_path, "graphdlg_table9")  # a spec saved anywhere
+    assert packaged["values"]["none"]["graphdlg"][0] == 0.7435
+    (tmp_path / "reference_graphdlg.yaml").write_text("graphdlg_table9: {source: mine, values: {}}\n")
+    assert load_reference(tmp_path, "graphdlg_table9")["source"] == "mine"  # the user's own first
+    with pytest.raises(ConfigError, match="reference: no table 'graphdlg_table99' in reference_graphdlg.yaml"):
+        load_reference(tmp_path, "graphdlg_table99")
+    with pytest.raises(ConfigError, match="reference: no file reference_nopaper.yaml beside the spec"):
+        load_reference(tmp_path, "nopaper_table1")

@@ -1,7 +1,7 @@
 """Sweep specs: a base run config and axes, expanded into federations and attack cells.
 
     name: graphdlg_table9
-    reference: graphdlg_table9          # optional: a paper table in reference_<paper>.yaml
+    reference: graphdlg_table9          # optional: a paper table (beside the spec, else packaged)
     victim_graphs: 100                  # optional: rounds = min(this, client 0's partition)
     base: {...}                         # run-config keys over default.yaml
     axes:
