@@ -60,16 +60,23 @@ class Budget:
 class AttackContext:
     """``seed`` seeds the call's RNG (:meth:`generator`); ``budget`` is its time budget;
     ``progress(done, total)`` reports iterations; ``shared`` is a store that lives as long as the
-    run's attack runner, for state that variants of one attack share across calls (GraphDLG's
-    decoder), keyed by the attack itself."""
+    run, for state that an attack's variants share across calls (GraphDLG's decoder).
+    :meth:`checkpoint` streams the best graphs so far: if the call is then stopped for overrunning
+    its budget, they are scored (status ``timeout``) instead of nothing."""
 
     seed: int
     budget: Budget
     progress: Callable[[int, int], None] = lambda done, total: None
     shared: dict = field(default_factory=dict)
+    stream: Callable[[list], None] = field(default=lambda recs: None, repr=False)
+    last_checkpoint: list | None = field(default=None, repr=False)
 
     def generator(self) -> torch.Generator:
         return torch.Generator().manual_seed(self.seed)
+
+    def checkpoint(self, recs: list[Reconstruction]) -> None:
+        self.last_checkpoint = list(recs)
+        self.stream(self.last_checkpoint)
 
 
 class Attack(ABC):

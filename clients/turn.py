@@ -27,10 +27,25 @@ def _saved_state(state: RecordDict) -> dict:
     return json.loads(record["json"]) if record is not None else {}
 
 
-def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path,
-                state: RecordDict | None = None) -> Message:
-    """One client's turn. ``state`` is the node's Flower context state, which persists across
-    rounds (DP-SGD's accountant history lives there)."""
+def failure_reply(msg: Message, partition_id: int, reason: str) -> Message:
+    """The reply of a turn that failed: no arrays, the partition and the reason, so the server
+    records a ``client_failed`` row instead of losing the turn (``server.strategy.failed``)."""
+    content = RecordDict({"metrics": MetricRecord({"partition-id": partition_id, "failed": 1, "num-examples": 0}),
+                          "config": ConfigRecord({"error": reason})})
+    return Message(content=content, reply_to=msg)
+
+
+def train_reply(msg: Message, partition_id: int, config_json: str, state: RecordDict | None = None) -> Message:
+    """One client's turn, or its :func:`failure_reply` if anything in it raises. ``state`` is
+    the node's Flower context state, which persists across rounds (DP-SGD's accountant history
+    lives there)."""
+    try:
+        return _turn(msg, partition_id, config_json, state)
+    except Exception as exc:  # an empty partition, a failing defense, a bug: a row, not a lost turn
+        return failure_reply(msg, partition_id, f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict | None) -> Message:
     start = time.perf_counter()
     config = RunConfig.model_validate_json(config_json)
     load_plugins(config.plugins)  # this actor's own imports: a plugin may define a defense
@@ -40,6 +55,7 @@ def train_reply(msg: Message, partition_id: int, config_json: str, run_dir: Path
         raise RuntimeError(f"client {partition_id} has an empty partition")
     settings = msg.content["config"]
     round_ = int(settings["server-round"])
+    run_dir = Path(str(settings["run-dir"]))  # the server says where its evaluator will look
     lr, steps, batch_size = float(settings["lr"]), int(settings["local-steps"]), int(settings["batch-size"])
 
     ds = scenario.dataset

@@ -112,6 +112,10 @@ class AttackConfig(Section):
     limit: dict[str, Annotated[int, Field(ge=1)]] = {}  # at most this many attacked updates per attack over the run
     time_budget: float = Field(120.0, gt=0, allow_inf_nan=False)  # seconds per attack call
     time_budgets: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # per-attack overrides, e.g. {dlg@softmax: 400}
+    # Attack worker processes (server/attack_workers.py): auto = this machine's cores; 0 = in the
+    # server's process (no isolation, no hard limit: for debugging an attack)
+    workers: Literal["auto"] | Annotated[int, Field(ge=0)] = "auto"
+    grace: float = Field(10.0, ge=0, allow_inf_nan=False)  # seconds past its budget before a call is killed
 
     def budget_of(self, name: str) -> float:
         return self.time_budgets.get(name, self.time_budget)
@@ -272,6 +276,9 @@ def _check_cross_fields(config: RunConfig) -> None:
             if name not in names:
                 raise ConfigError(f"attack.{key}.{name}: '{name}' is not in attack.names ({', '.join(names)})")
     cores = os.cpu_count() or 1
+    if config.attack.workers != "auto" and config.attack.workers > cores:
+        raise ConfigError(f"attack.workers: {config.attack.workers} attack worker processes, but this machine has "
+                          f"{cores} cores; use at most {cores}, auto, or 0 (in the server's process)")
     if fed.num_cpus > cores:
         raise ConfigError(f"federation.num_cpus: {fed.num_cpus:g} CPUs per client actor, but this machine "
                           f"has {cores}; no actor could start")

@@ -12,13 +12,14 @@ import json
 import math
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric_column
+from fedgraph_sim.threat import FAULTS
 
 SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
 
@@ -32,6 +33,20 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def claim_run_dir(path: str | Path) -> Path:
+    """``path`` as a run directory of its own: created if absent, refused unless empty, so a run
+    never appends its rows to another's."""
+    path = Path(path)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        what = "is a file" if not path.is_dir() else "already holds files (a run never writes into another's directory)"
+        raise ConfigError(f"output.dir: {path} {what}; give a new or empty directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"output.dir: cannot create {path} ({exc.strerror})") from None
+    return path
 
 
 def new_run_dir(base: str | Path, name: str) -> Path:
@@ -141,6 +156,16 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             entry.update(run_columns(every[key]))  # a federation's numbers, whatever its rows' status
             out.append(entry)
     return out
+
+
+def faults(rows: Iterable[dict]) -> str:
+    """One warning line about the rows whose status is a fault (``threat.FAULTS``), or ``""``."""
+    counts = Counter(row.get("status") for row in rows if row.get("status") in FAULTS)
+    if not counts:
+        return ""
+    parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return (f"warning: {sum(counts.values())} row(s) record a failure ({parts}); each row's message says "
+            "why (results.jsonl)")
 
 
 def write_summary(run_dir: str | Path, summary: list[dict]) -> Path:

@@ -119,11 +119,50 @@ class Reconstruction:
     info: dict = field(default_factory=dict)
 
 
-Status = Literal["ok", "not_applicable", "error", "nan", "timeout", "failed"]
+def output_problem(recs: object, knowledge: AttackerKnowledge, batch_size: int) -> str | None:
+    """What is wrong with an attack's return value (``invalid_output``), or None: it must be a
+    list of at most ``batch_size`` :class:`Reconstruction`, each with features ``[n, F]`` of the
+    model's width and edge scores ``[n, n]``."""
+    if not isinstance(recs, list):
+        return f"returned {type(recs).__name__}, not a list of Reconstruction"
+    if len(recs) > batch_size:
+        return f"returned {len(recs)} graphs for a batch of {batch_size}"
+    for i, rec in enumerate(recs):
+        if not isinstance(rec, Reconstruction):
+            return f"graph {i} is a {type(rec).__name__}, not a Reconstruction"
+        x, adj = rec.x, rec.adj
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.size(1) != knowledge.num_features:
+            shape = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            return f"graph {i}: features {shape}, the model takes [n, {knowledge.num_features}]"
+        if not isinstance(adj, torch.Tensor) or tuple(adj.shape) != (x.size(0), x.size(0)):
+            shape = list(adj.shape) if isinstance(adj, torch.Tensor) else type(adj).__name__
+            return f"graph {i}: edge scores {shape} for {x.size(0)} nodes"
+    return None
+
+
+@dataclass(frozen=True)
+class ClientFailure:
+    """A client turn that produced no update: the Flower reply carried an error, or the client
+    reported one (an empty partition, an exception in training or a defense). ``client_key`` is
+    None when Flower's error reply does not say which partition it was."""
+
+    round: int
+    client_key: int | None
+    reason: str
+
+
+Status = Literal["ok", "not_applicable", "error", "nan", "timeout", "failed", "invalid_output", "crashed",
+                 "client_failed"]
 #: ``ok``: returned; ``not_applicable``: the threat model does not meet the attack's requirements;
 #: ``error``: raised; ``nan``: returned NaN or inf; ``timeout``: spent its budget (scored if it
-#: returned its best graph so far); ``failed``: ran as designed but recovered nothing.
+#: returned, or had streamed, its best graph so far); ``failed``: ran as designed but recovered
+#: nothing; ``invalid_output``: returned something that is not a batch of graphs of the model's
+#: width; ``crashed``: its worker process died (the exit code or signal in the message);
+#: ``client_failed``: the client turn behind the update failed, so there was nothing to attack.
 STATUSES: tuple[str, ...] = get_args(Status)
+#: The statuses that mean something went wrong rather than an attack's result: counted in one
+#: warning line at the end of a run, and ``--strict`` exits 1 on any of them.
+FAULTS = ("error", "nan", "invalid_output", "crashed", "client_failed")
 
 
 @dataclass
@@ -132,13 +171,15 @@ class AttackOutcome:
 
     ``knowledge`` is what the call was given (the granted hints included); ``reconstructions``
     hold one graph per graph of the update's batch, in batch order (an attack whose one output
-    stands for the whole batch has it repeated), or fewer when the attack stopped early.
+    stands for the whole batch has it repeated), or fewer when the attack stopped early. A
+    ``client_failed`` outcome has no update, only the ``failure``.
     """
 
     attack: str
-    update: ObservedUpdate
+    update: ObservedUpdate | None
     knowledge: AttackerKnowledge
     status: Status
     message: str = ""
     reconstructions: list[Reconstruction] = field(default_factory=list)
     seconds: float = 0.0
+    failure: ClientFailure | None = None

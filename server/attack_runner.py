@@ -1,26 +1,31 @@
 """Runs the configured attacks on the updates the server observes and records how each call went.
 
-For every selected update and attack (``attack.rounds``, ``attack.clients``, ``attack.limit``):
-check the attack's requirements (``not_applicable`` if unmet), run it with a seeded context and
-its time budget, time it, and hand an :class:`~fedgraph_sim.threat.AttackOutcome` to ``record``
-(the evaluator, which alone reads the ground truth). Exceptions, NaNs and spent budgets become
-``error``, ``nan`` and ``timeout`` outcomes, an attack that recovers nothing by design
-(``AttackFailed``) a ``failed`` one; the round goes on. Before a round's calls, each attack's
-:meth:`~attacks.base.Attack.prepare` hook sees all of the round's selected updates.
+Per round: select the updates (``attack.rounds``, ``attack.clients``) and, per attack, the calls
+within ``attack.limit``; each attack's :meth:`~attacks.base.Attack.prepare` hook first, with all of
+the round's selected updates, then one call per (update, attack) with the knowledge its threat
+grants allow, a seed and a time budget. The calls run in attack workers
+(``server.attack_workers``: isolated processes with a hard time limit); their results come back in
+this order whatever the number of workers, are checked (``invalid_output`` for anything that is
+not a batch of graphs of the model's width, ``nan`` for NaN or inf) and handed on as
+:class:`~fedgraph_sim.threat.AttackOutcome` objects to ``record``, the evaluator, which alone reads
+the ground truth. A client turn that failed becomes a ``client_failed`` outcome for every attack
+that would have attacked it. The round goes on whatever an attack does.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+import os
 import zlib
 from typing import Callable, Iterable
 
 import torch
 
-from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget, Reconstruction
+from attacks.base import Attack
 from fedgraph_sim.config import RunConfig
-from fedgraph_sim.threat import AGGREGATE, AttackerKnowledge, AttackOutcome, ObservedUpdate
+from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
+                                 output_problem)
+from server.attack_workers import Call, CallResult, Listener, group_of, make_executor
 
 log = logging.getLogger(__name__)
 
@@ -32,92 +37,109 @@ def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
     return (seed * 1_000_003 + round * 10_007 + client_key * 101 + zlib.crc32(attack.encode())) % 2**62
 
 
-def _is_finite(rec: Reconstruction) -> bool:
-    return bool(torch.isfinite(rec.x).all() and torch.isfinite(rec.adj).all())
-
-
-def is_selected(config: RunConfig, update: ObservedUpdate) -> bool:
-    """Whether ``attack.rounds`` and ``attack.clients`` select this update."""
+def is_selected(config: RunConfig, update: ObservedUpdate | ClientFailure) -> bool:
+    """Whether ``attack.rounds`` and ``attack.clients`` select this update (or failed turn)."""
     sel = config.attack
     return ((sel.rounds == "all" or update.round in sel.rounds)
             and (sel.clients == "all" or update.client_key in sel.clients
                  or update.client_key == AGGREGATE))  # behind secure aggregation: the one update
 
 
+def worker_count(config: RunConfig) -> int:
+    """``attack.workers``, with ``auto`` as this machine's cores."""
+    workers = config.attack.workers
+    return os.cpu_count() or 1 if workers == "auto" else int(workers)
+
+
+class _Progress(Listener):
+    """One rich progress line per running call."""
+
+    def __init__(self, bars) -> None:
+        self.bars, self.tasks = bars, {}
+
+    def started(self, call: Call) -> None:
+        if self.bars is not None and call.kind == "reconstruct":
+            update = call.payload
+            self.tasks[call.index] = self.bars.add_task(f"{call.name} r{update.round} c{update.client_key}",
+                                                        total=None)
+
+    def progress(self, call: Call, done: int, total: int) -> None:
+        if call.index in self.tasks:
+            self.bars.update(self.tasks[call.index], completed=done, total=total)
+
+    def finished(self, call: Call) -> None:
+        if call.index in self.tasks:
+            self.bars.remove_task(self.tasks.pop(call.index))
+
+
 class AttackRunner:
     """``attacks`` by row name; ``knowledge`` is the scenario's grant (for ``prepare``) and
-    ``knowledge_for`` adds the per-update hints; ``record`` receives every outcome."""
+    ``knowledge_for`` adds the per-update hints; ``record`` receives every outcome. Call
+    :meth:`close` at the end (it stops the workers)."""
 
     def __init__(self, config: RunConfig, attacks: dict[str, Attack], knowledge: AttackerKnowledge,
                  knowledge_for: KnowledgeFor, record: Callable[[AttackOutcome], object],
                  progress=None) -> None:
         self.config, self.attacks, self.knowledge = config, attacks, knowledge
         self.knowledge_for, self.record = knowledge_for, record
-        self.progress = progress  # a rich Progress, or None
+        self.listener = _Progress(progress)
         self.updates_attacked: dict[str, int] = {}
-        self.shared: dict = {}  # AttackContext.shared: lives as long as this runner (one run)
+        self.executor = make_executor(attacks, config.plugins, config.attack.grace, worker_count(config))
+        self._calls = 0
 
-    def context(self, name: str, round: int, client_key: int, progress=None) -> AttackContext:
-        return AttackContext(seed=attack_seed(self.config.seed, round, client_key, name),
-                             budget=Budget(self.config.attack.budget_of(name)),
-                             progress=progress or (lambda done, total: None), shared=self.shared)
+    def _call(self, kind: str, name: str, payload, knowledge, round: int, client_key: int) -> Call:
+        self._calls += 1
+        return Call(self._calls, kind, name, payload, knowledge, attack_seed(self.config.seed, round, client_key, name),
+                    self.config.attack.budget_of(name))
 
-    def __call__(self, updates: Iterable[ObservedUpdate]) -> None:
+    def _take(self, name: str) -> bool:
+        """Count one attacked update for ``name``, unless its ``attack.limit`` is reached."""
+        limit = self.config.attack.limit.get(name)
+        if limit is not None and self.updates_attacked.get(name, 0) >= limit:
+            return False
+        self.updates_attacked[name] = self.updates_attacked.get(name, 0) + 1
+        return True
+
+    def __call__(self, updates: Iterable[ObservedUpdate], failures: Iterable[ClientFailure] = ()) -> None:
         updates = [u for u in updates if is_selected(self.config, u)]
+        for failure in (f for f in failures if is_selected(self.config, f)):
+            for name in self.attacks:
+                if self._take(name):
+                    self.record(AttackOutcome(name, None, self.knowledge, "client_failed", failure.reason,
+                                              failure=failure))
         if not updates:
             return
-        for name, attack in self.attacks.items():
-            if self._limit_reached(name):
+        limit = self.config.attack.limit
+        calls = [self._call("prepare", name, updates, self.knowledge, updates[0].round, -1)
+                 for name in self.attacks
+                 if limit.get(name) is None or self.updates_attacked.get(name, 0) < limit[name]]
+        calls += [self._call("reconstruct", name, update, self.knowledge_for(update, name), update.round,
+                             update.client_key)
+                  for update in updates for name in self.attacks if self._take(name)]
+        for call, result in self.executor.run(calls, self.listener):
+            if call.kind == "prepare":
+                if result.status != "ok":
+                    log.warning("%s: per-round preparation failed: %s", call.name, result.message)
                 continue
-            ctx = self.context(name, updates[0].round, -1)
-            try:
-                torch.manual_seed(ctx.seed)  # module inits draw from the global RNG: seed it per call
-                attack.prepare(updates, self.knowledge, ctx)
-            except Exception as exc:  # reconstruct() retries and reports it in the rows
-                log.warning("%s: per-round preparation failed: %s: %s", name, type(exc).__name__, exc)
-        for update in updates:
-            for name, attack in self.attacks.items():
-                if self._limit_reached(name):
-                    continue
-                self.updates_attacked[name] = self.updates_attacked.get(name, 0) + 1
-                self.record(self.run_one(name, attack, update, self.knowledge_for(update, name)))
+            self.record(self.outcome(call, result))
 
-    def _limit_reached(self, name: str) -> bool:
-        limit = self.config.attack.limit.get(name)
-        return limit is not None and self.updates_attacked.get(name, 0) >= limit
-
-    def run_one(self, name: str, attack: Attack, update: ObservedUpdate,
-                knowledge: AttackerKnowledge) -> AttackOutcome:
-        task = None
-        if self.progress is not None:
-            task = self.progress.add_task(f"{name} r{update.round} c{update.client_key}", total=None)
-        progress = None if task is None else (lambda done, total: self.progress.update(task, completed=done, total=total))
-        ctx = self.context(name, update.round, update.client_key, progress)
-        outcome = AttackOutcome(name, update, knowledge, "ok")
-        start = time.perf_counter()
-        reason = attack.not_applicable(update, knowledge)
-        if reason:
-            outcome.status, outcome.message = "not_applicable", reason
-        else:
-            try:
-                torch.manual_seed(ctx.seed)  # results must not depend on what ran before in this process
-                recs = attack.reconstruct(update, knowledge, ctx)
-                if not isinstance(recs, list) or not all(isinstance(r, Reconstruction) for r in recs):
-                    raise TypeError(f"reconstruct returned {type(recs).__name__}, not a list of Reconstruction")
-                if attack.batch_output == "one_for_batch" and len(recs) == 1:
-                    recs = recs * update.batch_size  # one graph for the batch: scored against each
-                outcome.reconstructions = recs
-                if not all(_is_finite(r) for r in recs):
-                    outcome.status, outcome.message = "nan", "reconstruction contains NaN or inf"
-                elif ctx.budget.expired():
-                    outcome.status, outcome.message = "timeout", f"returned after its {ctx.budget.seconds:g} s budget"
-            except AttackTimeout as exc:
-                outcome.status, outcome.message = "timeout", str(exc)
-            except AttackFailed as exc:
-                outcome.status, outcome.message = "failed", str(exc).splitlines()[0]
-            except Exception as exc:  # an attack bug must not stop the round
-                outcome.status, outcome.message = "error", f"{type(exc).__name__}: {exc}".splitlines()[0]
-        outcome.seconds = time.perf_counter() - start
-        if task is not None:
-            self.progress.remove_task(task)
+    def outcome(self, call: Call, result: CallResult) -> AttackOutcome:
+        """The call's status after checking what it returned."""
+        update, attack = call.payload, self.attacks[call.name]
+        outcome = AttackOutcome(call.name, update, call.knowledge, result.status, result.message, [], result.seconds)
+        output = result.output
+        if output is None and result.status != "ok":
+            return outcome  # raised, failed, or stopped before it streamed anything
+        problem = output_problem(output, call.knowledge, update.batch_size)
+        if problem:
+            outcome.status, outcome.message = "invalid_output", problem
+            return outcome
+        if attack.batch_output == "one_for_batch" and len(output) == 1:
+            output = output * update.batch_size  # one graph for the batch: scored against each
+        outcome.reconstructions = output
+        if not all(bool(torch.isfinite(r.x).all() and torch.isfinite(r.adj).all()) for r in output):
+            outcome.status, outcome.message = "nan", "reconstruction contains NaN or inf"
         return outcome
+
+    def close(self) -> None:
+        self.executor.close()

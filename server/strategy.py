@@ -2,9 +2,11 @@
 
 ``CuriousFedAvg`` remembers the global arrays it sends (``configure_train``), turns each reply
 into an :class:`~fedgraph_sim.threat.ObservedUpdate` and hands it to an observer (the attack
-runner) in ``aggregate_train``, then aggregates exactly as ``FedAvg`` does. In FedSGD mode the
-replies are gradients, so the aggregate is the mean gradient and the new global model is
-``W - lr * mean_gradient``; in FedAvg mode the aggregate is the new global model itself.
+runner) in ``aggregate_train``, then aggregates exactly as ``FedAvg`` does. A reply that carries
+no update (Flower's error reply, or a client reporting its own failure) becomes a
+:class:`~fedgraph_sim.threat.ClientFailure` for the observer and is left out of the aggregate.
+In FedSGD mode the replies are gradients, so the aggregate is the mean gradient and the new global
+model is ``W - lr * mean_gradient``; in FedAvg mode the aggregate is the new global model itself.
 
 With ``secure_aggregation`` the observer gets one update per round, the example-weighted mean of
 the replies (:func:`secure_aggregate`): a simulation of exactly what a server behind secure
@@ -24,9 +26,9 @@ from flwr.serverapp.strategy import FedAvg
 
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
+from fedgraph_sim.threat import AGGREGATE, ClientFailure, ObservedUpdate
 
-Observer = Callable[[list[ObservedUpdate]], None]
+Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
 
 
 def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
@@ -45,15 +47,22 @@ def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
                           batch_size=sum(u.batch_size for u in updates))
 
 
+def failed(reply: Message) -> bool:
+    """A client's own failure report (``clients.turn.failure_reply``): metrics, no arrays."""
+    return bool(reply.content["metrics"].get("failed", 0))
+
+
 class CuriousFedAvg(FedAvg):
-    def __init__(self, *, lr: float, local_steps: int, batch_size: int,
+    def __init__(self, *, lr: float, local_steps: int, batch_size: int, run_dir: str = "",
                  observer: Observer | None = None, secure_aggregation: bool = False,
                  **fedavg_kwargs) -> None:
         fedavg_kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**fedavg_kwargs)
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
+        self.run_dir = str(run_dir)  # clients write their audit records under it
         self.observer, self.secure_aggregation = observer, secure_aggregation
         self._sent: dict[int, dict[str, np.ndarray]] = {}
+        self._partition_of: dict[int, int] = {}  # Flower node id -> the partition it reported
         self.timings = {"first_configure": 0.0, "round_trip": 0.0, "client_compute": 0.0, "attacks": 0.0}
         self._configured_at = 0.0
 
@@ -61,19 +70,28 @@ class CuriousFedAvg(FedAvg):
                         grid: Grid) -> Iterable[Message]:
         self._sent[server_round] = {k: v.numpy().copy() for k, v in arrays.items()}
         config["lr"], config["local-steps"], config["batch-size"] = self.lr, self.local_steps, self.batch_size
+        config["run-dir"] = self.run_dir
         self._configured_at = time.time()
         if not self.timings["first_configure"]:
             self.timings["first_configure"] = self._configured_at
         return super().configure_train(server_round, arrays, config, grid)
 
-    def observe(self, server_round: int, replies: list[Message]) -> list[ObservedUpdate]:
+    def observe(self, server_round: int, replies: list[Message]) -> tuple[list[ObservedUpdate], list[ClientFailure]]:
         sent = self._sent[server_round]
         kind = "gradient" if self.local_steps == 1 else "weights"
-        updates = []
+        updates, failures = [], []
         for reply in replies:
+            node = reply.metadata.src_node_id
             if reply.has_error():
+                failures.append(ClientFailure(server_round, self._partition_of.get(node),
+                                              f"Flower error reply from node {node}: {reply.error.reason}"))
                 continue
             metrics = dict(reply.content["metrics"])
+            self._partition_of[node] = int(metrics["partition-id"])
+            if failed(reply):
+                failures.append(ClientFailure(server_round, int(metrics["partition-id"]),
+                                              str(reply.content["config"]["error"])))
+                continue
             updates.append(ObservedUpdate(
                 round=server_round, client_key=int(metrics["partition-id"]), global_weights=sent,
                 returned={k: v.numpy() for k, v in reply.content["arrays"].items()}, kind=kind,
@@ -81,8 +99,8 @@ class CuriousFedAvg(FedAvg):
                 local_steps=self.local_steps, batch_size=self.batch_size))
         updates = sorted(updates, key=lambda u: u.client_key)
         if self.secure_aggregation and updates:
-            return [secure_aggregate(updates)]
-        return updates
+            updates = [secure_aggregate(updates)]
+        return updates, failures
 
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
@@ -90,12 +108,13 @@ class CuriousFedAvg(FedAvg):
         self.timings["round_trip"] += time.time() - self._configured_at
         # Actors train in parallel: a round's compute is its slowest client's.
         self.timings["client_compute"] += max(
-            (float(r.content["metrics"]["train-seconds"]) for r in replies if not r.has_error()), default=0.0)
+            (float(r.content["metrics"].get("train-seconds", 0.0)) for r in replies if not r.has_error()),
+            default=0.0)
         if self.observer is not None:
             start = time.time()
-            self.observer(self.observe(server_round, replies))
+            self.observer(*self.observe(server_round, replies))
             self.timings["attacks"] += time.time() - start
-        arrays, metrics = super().aggregate_train(server_round, replies)
+        arrays, metrics = super().aggregate_train(server_round, [r for r in replies if r.has_error() or not failed(r)])
         if arrays is not None and self.local_steps == 1:
             sent = self._sent[server_round]
             arrays = ArrayRecord({k: Array(np.asarray(sent[k] - self.lr * v.numpy(), dtype=sent[k].dtype))
@@ -109,9 +128,9 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
     return ArrayRecord(model.state_dict())
 
 
-def make_strategy(config: RunConfig, observer: Observer | None) -> CuriousFedAvg:
+def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "") -> CuriousFedAvg:
     k = config.federation.num_clients
     return CuriousFedAvg(lr=config.train.lr, local_steps=config.train.local_steps,
-                         batch_size=config.train.batch_size, observer=observer,
+                         batch_size=config.train.batch_size, run_dir=str(run_dir), observer=observer,
                          secure_aggregation=config.threat.secure_aggregation,
                          fraction_train=1.0, min_train_nodes=k, min_available_nodes=k)

@@ -66,6 +66,8 @@ class Evaluator:
         return rows
 
     def score(self, outcome: AttackOutcome) -> list[ResultRow]:
+        if outcome.update is None:
+            return [self.failure_row(outcome)]
         update, recs = outcome.update, outcome.reconstructions
         record = self.audit.read(update.round, update.client_key)  # only after the attack returned
         graphs = record.graphs[: self.config.attack.max_graphs]
@@ -96,6 +98,20 @@ class Evaluator:
             defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
                             if k.startswith("defense-")},
             extra=self.extra_columns)
+
+    def failure_row(self, outcome: AttackOutcome) -> ResultRow:
+        """A failed client turn: the row that says this attack had nothing to attack, and why."""
+        config, failure, knowledge = self.config, outcome.failure, outcome.knowledge
+        return ResultRow(
+            run=config.name, dataset=config.data.dataset, seed=config.seed, round=failure.round,
+            client=failure.client_key, observed="client", batch_index=None, graph_id=None, num_nodes=None,
+            attack=outcome.attack, defense=defense_label(config.defenses), defense_stack=config.defenses,
+            status=outcome.status, message=outcome.message, seconds=0.0,
+            update_kind="gradient" if config.train.mode == "fedsgd" else "weights", exact_gradient=None,
+            batch_size=config.train.batch_size, aux=knowledge.aux_scenario,
+            hint_node_count=config.threat.node_count, hint_label=config.threat.label,
+            hint_adjacency=bool(config.threat.adjacency_known), node_order=config.data.node_order,
+            label_true=None, extra=self.extra_columns)
 
     def score_graph(self, row: ResultRow, update: ObservedUpdate, index: int, graph: Data,
                     rec: Reconstruction) -> None:

@@ -12,19 +12,20 @@ class ResultRow:
     the threat model it ran under, how the call went, and, when scored, every catalogue metric per
     alignment with the prior's value and the information gain on the same graph.
 
-    Unscored rows (``not_applicable``, ``error``, ``nan``, ``failed``, a ``timeout`` that returned
-    nothing) have ``scores`` empty and no ``label_guess``.
+    Unscored rows (``not_applicable``, ``error``, ``nan``, ``failed``, ``invalid_output``,
+    ``crashed``, a ``timeout`` that returned nothing) have ``scores`` empty and no ``label_guess``;
+    a ``client_failed`` row has no graph either (``graph_id``, ``num_nodes``, ``label_true`` null).
     """
 
     run: str
     dataset: str
     seed: int
     round: int
-    client: int  # the client's key; -1 for the secure-aggregation aggregate
+    client: int | None  # the client's key; -1 for the secure-aggregation aggregate
     observed: str  # client | secure_aggregate
-    batch_index: int
-    graph_id: int
-    num_nodes: int
+    batch_index: int | None
+    graph_id: int | None
+    num_nodes: int | None
     attack: str
     defense: str  # the stack's label, e.g. prune(p=0.9)+dp_gradients(sigma=0.1)
     defense_stack: list
@@ -32,14 +33,14 @@ class ResultRow:
     message: str
     seconds: float  # the attack call's wall time, split evenly over the batch's graphs
     update_kind: str  # gradient | weights
-    exact_gradient: bool
+    exact_gradient: bool | None
     batch_size: int
     aux: str  # the auxiliary scenario
     hint_node_count: bool
     hint_label: bool
     hint_adjacency: bool
     node_order: str
-    label_true: int
+    label_true: int | None
     defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon
     extra: dict[str, Any] = field(default_factory=dict)  # sweep columns, the federation's utility
     label_guess: int | None = None

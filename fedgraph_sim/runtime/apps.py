@@ -1,14 +1,15 @@
 """The Flower apps, one per role, each built by one factory.
 
-``make_server_app(session_for)`` and ``make_client_app(settings_for)`` take a function of the
+``make_server_app(session_for)`` and ``make_client_app(config_for)`` take a function of the
 Flower ``Context``: ``run`` passes closures over the session it built (under ``run_simulation`` the
 run config is empty), while the module-level ``server_app`` and ``client_app`` serve ``flwr run .``
-and read the config file and run directory from ``[tool.flwr.app.config]``.
+and read the config file from ``[tool.flwr.app.config]``; there the server opens a fresh
+timestamped run directory per run. Clients learn the run directory from the server's train
+config (``run-dir``), where they write the audit records.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable
 
 from flwr.app import Context, Message
@@ -17,6 +18,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from clients.turn import train_reply
 from fedgraph_sim.config import RunConfig, load_config
+from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.session import Session
 from server.strategy import initial_arrays, make_strategy
 
@@ -30,7 +32,7 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
     def main(grid: Grid, context: Context) -> None:
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
-        session.strategy = make_strategy(config, session.observer)
+        session.strategy = make_strategy(config, session.observer, session.run_dir)
         session.strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
                                num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
         if finish:
@@ -39,35 +41,27 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
     return app
 
 
-def make_client_app(settings_for: Callable[[Context], tuple[str, Path]]) -> ClientApp:
-    """The ClientApp; ``settings_for(context)`` gives the run's config JSON and run directory."""
+def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:
+    """The ClientApp; ``config_for(context)`` gives the run's config JSON."""
     app = ClientApp()
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
-        config_json, run_dir = settings_for(context)
-        return train_reply(msg, int(context.node_config["partition-id"]), config_json, run_dir, context.state)
+        return train_reply(msg, int(context.node_config["partition-id"]), config_for(context), context.state)
 
     return app
 
 
-def config_from_run_config(run_config: dict) -> tuple[RunConfig, Path]:
-    """``flwr run .``: the config file and run directory come from ``[tool.flwr.app.config]``."""
-    config = load_config(run_config.get("config-file") or None,
-                         [o for o in str(run_config.get("overrides", "")).split() if o])
-    run_dir = Path(str(run_config.get("run-dir") or Path(config.output.dir) / "flwr-app"))
-    return config, run_dir
+def config_from_run_config(run_config: dict) -> RunConfig:
+    """``flwr run .``: the config file and overrides come from ``[tool.flwr.app.config]``."""
+    return load_config(run_config.get("config-file") or None,
+                       [o for o in str(run_config.get("overrides", "")).split() if o])
 
 
 def _session_from_run_config(context: Context) -> Session:
-    config, run_dir = config_from_run_config(context.run_config)
-    return Session(config, run_dir)
-
-
-def _settings_from_run_config(context: Context) -> tuple[str, Path]:
-    config, run_dir = config_from_run_config(context.run_config)
-    return config.model_dump_json(), run_dir
+    config = config_from_run_config(context.run_config)
+    return Session(config, new_run_dir(config.output.dir, config.name))
 
 
 server_app = make_server_app(_session_from_run_config, finish=True)
-client_app = make_client_app(_settings_from_run_config)
+client_app = make_client_app(lambda context: config_from_run_config(context.run_config).model_dump_json())

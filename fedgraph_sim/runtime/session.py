@@ -115,13 +115,17 @@ class Session:
         if self.progress is not None:
             self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
 
-    def observer(self, updates) -> None:
-        if self.capture and updates:
+    def observer(self, updates, failures=()) -> None:
+        """The strategy's view of a round: its updates and its failed client turns."""
+        for failure in failures:
+            log.warning("round %d, client %s failed: %s", failure.round, failure.client_key, failure.reason)
+        if self.capture and (updates or failures):
             from server.attack_runner import is_selected
 
-            CaptureStore(self.run_dir).write(updates[0].round,
-                                             [u for u in updates if is_selected(self.config, u)])
-        self.runner(updates)
+            round_ = (updates or failures)[0].round
+            CaptureStore(self.run_dir).write(round_, [u for u in updates if is_selected(self.config, u)],
+                                             [f for f in failures if is_selected(self.config, f)])
+        self.runner(updates, failures)
         if self.rounds_task is not None:
             self.progress.advance(self.rounds_task)
 
@@ -142,6 +146,12 @@ class Session:
         return MetricRecord(metrics)
 
     def finish(self) -> list[dict]:
+        self.close()
         summary = summarize(with_utility(read_rows(self.run_dir), final_utility(self.run_dir)))
         write_summary(self.run_dir, summary)
         return summary
+
+    def close(self) -> None:
+        """Stop the attack workers (idempotent)."""
+        if self.runner is not None:
+            self.runner.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, to_yaml
-from fedgraph_sim.results import library_versions, new_run_dir, read_rows
+from fedgraph_sim.results import claim_run_dir, library_versions, new_run_dir, read_rows
 from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.utility import final_utility
 
@@ -55,14 +55,13 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     os.environ.setdefault("FLWR_HOME", str(Path(config.output.dir).resolve() / ".flwr"))
     start = time.time()
     session = session or Session(config, progress=progress)
-    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = claim_run_dir(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
     handler = _log_to_file(run_dir)
     try:
         session.open(run_dir)
         config_json = config.model_dump_json()
         server_app = make_server_app(lambda context: session)
-        client_app = make_client_app(lambda context: (config_json, run_dir))
+        client_app = make_client_app(lambda context: config_json)
         run_simulation(server_app=server_app, client_app=client_app,
                        num_supernodes=config.federation.num_clients,
                        backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
@@ -80,6 +79,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         log.info("timings: %s", timings)
         return RunResult(run_dir, summary, timings)
     finally:
+        session.close()
         for name in ("fedgraph_sim", "flwr"):
             logging.getLogger(name).removeHandler(handler)
         handler.close()
@@ -90,13 +90,15 @@ def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None
     """Run ``config``'s attacks on the updates a captured federation observed; rows (with the
     federation's final test accuracy) go to ``out_dir/results.jsonl``."""
     session = Session(config, progress=progress)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = claim_run_dir(out_dir)
     (out_dir / "config.yaml").write_text(to_yaml(config, {"versions": library_versions()}))
     columns = {**final_utility(federation_dir), **(extra_columns or {})}
     runner = attack_pipeline(config, session.attacks, session.knowledge, out_dir, progress,
                              audit_dir=Path(federation_dir), extra_columns=columns)
     store = CaptureStore(federation_dir)
-    for round_ in store.rounds():
-        runner(store.read(round_))
+    try:
+        for round_ in store.rounds():
+            runner(*store.read(round_))
+    finally:
+        runner.close()
     return read_rows(out_dir)

@@ -26,6 +26,14 @@ SPEC = {
 }
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def rows_of(sweep_dir: Path) -> list[dict]:
     rows = [json.loads(line) for line in (sweep_dir / "results.jsonl").read_text().splitlines()]
     return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # timing differs
@@ -50,8 +58,12 @@ def test_a_killed_and_resumed_sweep_gives_the_uninterrupted_rows(tmp_path):
     while not list(cut.glob("cells/*/done")) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert proc.poll() is None, "the sweep finished before it could be interrupted"
-    os.killpg(proc.pid, signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)  # the runner only: its workers must not live on
     proc.wait()
+    deadline = time.time() + 30
+    while _group_alive(proc.pid) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not _group_alive(proc.pid), "a sweep worker outlived its runner"
     done = len(list(cut.glob("cells/*/done")))
     assert done == 1 and not (cut / "results.jsonl").exists()
 

@@ -21,9 +21,16 @@ def test_the_flwr_components_are_the_runtime_apps():
         assert isinstance(getattr(importlib.import_module(module), attribute), expected[role])
 
 
-def test_the_run_config_names_the_config_file_and_overrides(tmp_path):
-    config, run_dir = config_from_run_config({"config-file": "", "overrides": "federation.rounds=3 seed=7",
-                                              "run-dir": str(tmp_path / "r")})
-    assert (config.federation.rounds, config.seed, run_dir) == (3, 7, tmp_path / "r")
-    config, run_dir = config_from_run_config({})
-    assert run_dir == Path(config.output.dir) / "flwr-app"
+def test_the_run_config_names_the_config_file_and_overrides():
+    config = config_from_run_config({"config-file": "", "overrides": "federation.rounds=3 seed=7"})
+    assert (config.federation.rounds, config.seed) == (3, 7)
+    assert "run-dir" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
+
+
+def test_every_flwr_run_gets_a_fresh_run_directory(tmp_path, monkeypatch):
+    from fedgraph_sim.runtime import apps
+
+    monkeypatch.setattr(apps, "Session", lambda config, run_dir: run_dir)
+    context = type("Context", (), {"run_config": {"overrides": f"data.dataset=synthetic output.dir={tmp_path}"}})
+    first, second = apps._session_from_run_config(context), apps._session_from_run_config(context)
+    assert first != second and first.parent == second.parent == tmp_path

@@ -18,9 +18,11 @@ from server.attack_runner import AttackRunner
 
 
 def make_runner(tmp_path, attacks, overrides=()):
-    """The runtime's pipeline (runner -> evaluator) on one synthetic FedSGD update of client 0."""
+    """The runtime's pipeline (runner -> evaluator) on one synthetic FedSGD update of client 0,
+    attacks in this process unless ``attack.workers`` is overridden (test_attack_workers.py runs
+    them in workers)."""
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2",
-                                "attack.time_budget=1.0", *overrides])
+                                "attack.time_budget=1.0", "attack.workers=0", *overrides])
     scenario = build_scenario(config)
     graph = scenario.dataset.graphs[int(scenario.clients[0][0])]
     torch.manual_seed(0)
@@ -198,8 +200,10 @@ def test_the_runner_records_outcomes_and_never_reads_the_audit(tmp_path):
     runner = AttackRunner(config, {"one_for_batch": OneForTheBatch(), "returns_none": ReturnsNone()}, knowledge,
                           lambda u, name: granted.append(name) or knowledge, recorder)
     runner([batch])
+    runner.close()
     by_attack = {o.attack: o for o in recorder}
     assert granted == ["one_for_batch", "returns_none"]
     assert by_attack["one_for_batch"].status == "ok" and len(by_attack["one_for_batch"].reconstructions) == 3
-    assert by_attack["returns_none"].status == "error" and "not a list" in by_attack["returns_none"].message
+    assert by_attack["returns_none"].status == "invalid_output"
+    assert by_attack["returns_none"].message == "returned NoneType, not a list of Reconstruction"
     assert all(o.seconds >= 0 and o.update is batch for o in recorder)

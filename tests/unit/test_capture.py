@@ -14,11 +14,14 @@ def update(round_, client):
 
 
 def test_captured_updates_read_back_identically(tmp_path):
+    from fedgraph_sim.threat import ClientFailure
+
     store = CaptureStore(tmp_path)
-    store.write(2, [update(2, 0), update(2, 1)])
+    store.write(2, [update(2, 0), update(2, 1)], [ClientFailure(2, 3, "RuntimeError: boom")])
     store.write(1, [update(1, 0)])
     assert store.rounds() == [1, 2]
-    back = store.read(2)
+    back, failures = store.read(2)
+    assert failures == [ClientFailure(2, 3, "RuntimeError: boom")] and store.read(1)[1] == []
     assert [u.client_key for u in back] == [0, 1]
     assert np.array_equal(back[1].returned["w"], update(2, 1).returned["w"])
     assert back[1].gradient["w"].dtype == torch.float64 and back[0].metrics == {"loss": 0.5}

@@ -13,8 +13,9 @@ from fedgraph_sim.threat import ObservedUpdate
 pytestmark = pytest.mark.usefixtures("flower_task")
 
 
-def instruction(model, round_=1, lr=0.01, steps=1, batch=1):
-    config = ConfigRecord({"server-round": round_, "lr": lr, "local-steps": steps, "batch-size": batch})
+def instruction(model, run_dir, round_=1, lr=0.01, steps=1, batch=1):
+    config = ConfigRecord({"server-round": round_, "lr": lr, "local-steps": steps, "batch-size": batch,
+                           "run-dir": str(run_dir)})
     content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "config": config})
     return Message(content=content, dst_node_id=1, message_type="train")
 
@@ -23,8 +24,8 @@ def reply_for(tmp_path, overrides=(), **kw):
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2", *overrides])
     torch.manual_seed(0)
     model = GraphClassifier(4, 2)
-    msg = instruction(model, **kw)
-    reply = train_reply(msg, 1, config.model_dump_json(), tmp_path)
+    msg = instruction(model, tmp_path, **kw)
+    reply = train_reply(msg, 1, config.model_dump_json())
     return config, model, msg, reply
 
 
@@ -68,15 +69,31 @@ def test_batches_are_seeded_per_round_and_client():
     assert not all(np.array_equal(x, y) for x, y in zip(a, c))
 
 
-def test_empty_partition_raises(tmp_path, monkeypatch):
+def test_an_empty_partition_is_a_failure_reply_not_an_exception(tmp_path, monkeypatch):
     import clients.turn as app
+    from server.strategy import failed
 
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2"])
     scenario = app.cached_scenario(config.model_dump_json())
     monkeypatch.setattr(scenario, "clients", [scenario.clients[0], np.array([], dtype=np.int64)])
     torch.manual_seed(0)
-    with pytest.raises(RuntimeError, match="empty partition"):
-        train_reply(instruction(GraphClassifier(4, 2)), 1, config.model_dump_json(), tmp_path)
+    reply = train_reply(instruction(GraphClassifier(4, 2), tmp_path), 1, config.model_dump_json())
+    assert failed(reply) and "arrays" not in reply.content
+    assert reply.content["metrics"]["partition-id"] == 1
+    assert reply.content["config"]["error"] == "RuntimeError: client 1 has an empty partition"
+    assert not (tmp_path / "audit").exists()  # nothing half-written
+
+
+def test_a_raising_defense_is_a_failure_reply(tmp_path, monkeypatch):
+    from clients.defenses.prune import Prune
+    from server.strategy import failed
+
+    def boom(self, update, rng):
+        raise ValueError("defense exploded")
+
+    monkeypatch.setattr(Prune, "apply", boom)
+    _, _, _, reply = reply_for(tmp_path, ["defenses=[{name: prune, p: 0.5}]"])
+    assert failed(reply) and reply.content["config"]["error"] == "ValueError: defense exploded"
 
 
 def test_epoch_sampling_covers_the_partition_before_repeating():
@@ -98,8 +115,8 @@ def test_dp_sgd_epsilon_accumulates_in_the_node_state_across_rounds(tmp_path):
     model, state = GraphClassifier(4, 2), RecordDict()
     eps = []
     for round_ in (1, 2):
-        reply = train_reply(instruction(model, round_=round_, batch=2), 1, config.model_dump_json(),
-                            tmp_path, state)
+        reply = train_reply(instruction(model, tmp_path, round_=round_, batch=2), 1, config.model_dump_json(),
+                            state)
         metrics = reply.content["metrics"]
         eps.append(metrics["defense-epsilon"])
         assert metrics["defense-noise-multiplier"] == 1.0 and metrics["defense-delta"] == 1e-5

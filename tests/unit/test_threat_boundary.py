@@ -67,7 +67,7 @@ def test_an_attack_receives_no_ground_truth(tmp_path):
     (seen_update, knowledge, ctx), = Spy.seen
     assert type(seen_update).__name__ == "ObservedUpdate" and seen_update is update
     assert type(knowledge).__name__ == "AttackerKnowledge"
-    assert set(vars(ctx)) == {"seed", "budget", "progress", "shared"}
+    assert set(vars(ctx)) == {"seed", "budget", "progress", "shared", "stream", "last_checkpoint"}
     assert ctx.shared == {}  # the run's store for attack state: the runner puts nothing in it
     aux_ids = {int(g.graph_id) for g in knowledge.aux_graphs}
     client_ids = {int(scenario.dataset.graphs[i].graph_id) for part in scenario.clients for i in part}

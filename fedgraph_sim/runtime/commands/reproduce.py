@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True)
     parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all)")
     parser.add_argument("--reuse", nargs="+", default=[], help="earlier reproductions' directories to take runs from")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when any row records a failure")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         spec, cases, reference = load_reproduction(args.config, args.overrides,
                                                    args.cases.split(",") if args.cases else None)
         from fedgraph_sim.report.terminal import console, print_grid
-        from fedgraph_sim.results import new_run_dir, read_rows, summarize
+        from fedgraph_sim.results import faults, new_run_dir, read_rows, summarize
         from fedgraph_sim.runtime import Session, resolve, run
 
         reuse = [Path(d) for d in args.reuse]
@@ -112,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         note = f"{len({(r['run'], r['graph_id']) for r in rows})} graphs of {', '.join(case_runs)}"
         emit(label, summarize(rows), note)
     out.print(f"table: {table}")
-    return 0
+    warning = faults(row for run_dir in case_runs.values() for row in read_rows(run_dir))
+    if warning:
+        out.print(warning, style="yellow")
+    return 1 if warning and args.strict else 0
 
 
 if __name__ == "__main__":

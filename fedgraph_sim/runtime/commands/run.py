@@ -1,6 +1,6 @@
 """Run one federation with an honest-but-curious server and score its attacks.
 
-    fedgraph-sim run [--config FILE] [--dry-run] [key=value ...]
+    fedgraph-sim run [--config FILE] [--dry-run] [--strict] [key=value ...]
 
 Examples:
     fedgraph-sim run                                  # the default round
@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fedgraph-sim run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=None, help="YAML file (default experiments/configs/default.yaml)")
     parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved config")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when any row records a failure (a failed client turn, a crashed, raising "
+                             "or invalid attack)")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         return ConfigError.exit_code
 
     from fedgraph_sim.report.terminal import print_summary
+    from fedgraph_sim.results import faults, read_rows
 
     print_summary(result.summary, f"{config.name}: {config.data.dataset}, {config.federation.num_clients} "
                                   f"clients, {config.federation.rounds} round(s)", console)
@@ -58,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{t['ray_and_messaging']:.1f} s, client training {t['client_training']:.1f} s, "
                   f"attacks {t['attacks']:.1f} s")
     console.print(f"run directory: {result.run_dir}")
-    return 0
+    warning = faults(read_rows(result.run_dir))
+    if warning:
+        console.print(warning, style="yellow")
+    return 1 if warning and args.strict else 0
 
 
 if __name__ == "__main__":

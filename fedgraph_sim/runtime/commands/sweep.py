@@ -26,7 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--resume", help="an interrupted sweep directory to continue")
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
     parser.add_argument("--out", default=None, help="sweep directory (default: a new one under output.dir)")
+    parser.add_argument("--force-new", action="store_true",
+                        help="when --out holds a sweep of another spec, write to a new directory instead")
     parser.add_argument("--dry-run", action="store_true", help="validate and list the jobs")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when any row records a failure")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
@@ -67,21 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from fedgraph_sim.report.terminal import console as terminal_console, print_summary
-    from fedgraph_sim.results import new_run_dir
-    from fedgraph_sim.runtime.sweeps import sweep as run_sweep
+    from fedgraph_sim.results import faults, read_rows
+    from fedgraph_sim.runtime.sweeps import open_sweep
 
-    if sweep_dir is None:
-        try:
-            sweep_dir = Path(args.out) if args.out else new_run_dir(sweep.federations[0].config.output.dir, sweep.name)
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return ConfigError.exit_code
     console = terminal_console()
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)
     try:
+        runner = open_sweep(sweep, sweep_dir or args.out, args.jobs, progress, args.force_new)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ConfigError.exit_code
+    sweep_dir = runner.dir
+    try:
         with progress:
-            result = run_sweep(sweep, sweep_dir, jobs=args.jobs, progress=progress)
+            result = runner.run()
     except KeyboardInterrupt:
         console.print(f"interrupted; finished cells are kept. Continue with: "
                       f"fedgraph-sim sweep --resume {sweep_dir}")
@@ -94,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"wall time {t['wall_seconds']:.0f} s with {t['jobs']} job(s): {t['federations_run']} "
                   f"federations and {t['cells_run']} attack cells run ({t['cells_per_minute']:.2f} cells/min)")
     console.print(f"sweep directory: {sweep_dir}\nreport: fedgraph-sim report {sweep_dir}")
-    return 1 if result.failures else 0
+    warning = faults(read_rows(sweep_dir))
+    if warning:
+        console.print(warning, style="yellow")
+    return 1 if result.failures or (warning and args.strict) else 0
 
 
 if __name__ == "__main__":

@@ -5,25 +5,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fedgraph_sim.runtime.sweeps.runner import SweepResult, SweepRunner
+from fedgraph_sim.results import new_run_dir
+from fedgraph_sim.runtime.sweeps.runner import SpecMismatch, SweepResult, SweepRunner
 from fedgraph_sim.runtime.sweeps.spec import Cell, DefenseSetting, Federation, Sweep, build_sweep, load_sweep
 
 
-def sweep(spec: str | Path | dict | Sweep, out_dir: str | Path | None = None, jobs: int = 1,
-          progress=None) -> SweepResult:
-    """Run a sweep: a spec file, a spec mapping (paper tables looked up in the current folder) or
-    an expanded :class:`Sweep`, into ``out_dir`` (default a new ``<output.dir>/<stamp>-<name>``).
-    Jobs already finished in ``out_dir`` are kept, so the same call resumes an interrupted sweep.
-    Everything is validated before anything is written (``ConfigError`` otherwise)."""
-    from fedgraph_sim.results import new_run_dir
+def open_sweep(plan: Sweep, out_dir: str | Path | None = None, jobs: int = 1, progress=None,
+               force_new: bool = False) -> SweepRunner:
+    """A runner holding its sweep directory (``out_dir``, default a new ``<output.dir>/<stamp>-
+    <name>``): locked, with the spec stored or checked. A directory of another spec is refused
+    (:class:`SpecMismatch`), or with ``force_new`` left alone for a new directory."""
+    new = lambda: new_run_dir(plan.federations[0].config.output.dir, plan.name)  # noqa: E731
+    runner = SweepRunner(plan, Path(out_dir) if out_dir is not None else new(), jobs=jobs, progress=progress)
+    try:
+        runner.claim()
+    except SpecMismatch:
+        if not force_new:
+            raise
+        runner = SweepRunner(plan, new(), jobs=jobs, progress=progress)
+        runner.claim()
+    return runner
 
+
+def sweep(spec: str | Path | dict | Sweep, out_dir: str | Path | None = None, jobs: int = 1,
+          progress=None, force_new: bool = False) -> SweepResult:
+    """Run a sweep: a spec file, a spec mapping (paper tables looked up in the current folder) or
+    an expanded :class:`Sweep`, into ``out_dir`` (see :func:`open_sweep`). Jobs already finished
+    there are kept, so the same call resumes an interrupted sweep. Everything is validated before
+    anything is written (``ConfigError`` otherwise)."""
     if isinstance(spec, dict):
         spec = build_sweep(spec, Path("."))
     elif not isinstance(spec, Sweep):
         spec = load_sweep(spec)
-    out = Path(out_dir) if out_dir is not None else new_run_dir(spec.federations[0].config.output.dir, spec.name)
-    return SweepRunner(spec, out, jobs=jobs, progress=progress).run()
+    return open_sweep(spec, out_dir, jobs, progress, force_new).run()
 
 
-__all__ = ["Cell", "DefenseSetting", "Federation", "Sweep", "SweepResult", "SweepRunner",
-           "build_sweep", "load_sweep", "sweep"]
+__all__ = ["Cell", "DefenseSetting", "Federation", "SpecMismatch", "Sweep", "SweepResult", "SweepRunner",
+           "build_sweep", "load_sweep", "open_sweep", "sweep"]

@@ -4,24 +4,32 @@ Layout of a sweep directory::
 
     sweep.yaml                      the spec, as given (``--resume`` reads it back)
     reference.yaml                  the paper's table, when the spec names one
+    .lock                           held by the runner at work (its PID inside)
     federations/<id>/               a run directory with capture/, audit/, utility.jsonl, done
     cells/<id>/                     results.jsonl and done for one (federation, attack)
+    logs/<id>.log                   each job's worker output (Ray, Flower)
     results.jsonl, summary.csv      every cell's rows in cell order, and their summary
     timing.json                     one entry per invocation (wall time, cells per minute)
 
-A job is finished when its ``done`` marker exists; an unfinished job's directory is removed and the
-job run again, so a sweep killed at any point and resumed yields the same rows as an uninterrupted
-one (attack seeds derive from the config, never from time or order). Workers are spawned
-processes whose output (Ray, Flower) goes to the job's ``worker.log``; the terminal shows one
-progress display for the whole sweep.
+A job writes into ``<id>.partial`` and renames it to ``<id>`` once its ``done`` marker is written,
+so a job directory is whole or absent: a sweep killed at any point and resumed reruns exactly the
+unfinished jobs and yields the same rows as an uninterrupted one (attack seeds derive from the
+config, never from time or order). One runner at a time holds a sweep directory (a lock; a second
+one is refused with the holder's PID), a directory holding another spec is refused with the keys
+that differ, and workers die with the runner (no orphans appending to cells after a kill). Workers
+are spawned processes; the terminal shows one progress display for the whole sweep.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
 import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -31,8 +39,9 @@ from pathlib import Path
 
 import yaml
 
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import read_rows, summarize, write_summary
-from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep
+from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 
 DONE = "done"
 REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
@@ -43,6 +52,7 @@ def _output_to(log_path: Path):
     """Send this process' stdout and stderr (file descriptors, so Ray's too) to ``log_path``."""
     sys.stdout.flush(), sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a") as fh:
         os.dup2(fh.fileno(), 1), os.dup2(fh.fileno(), 2)
         try:
@@ -53,20 +63,27 @@ def _output_to(log_path: Path):
             os.close(saved[0]), os.close(saved[1])
 
 
-def _fresh(path: Path) -> Path:
-    if path.exists():
-        shutil.rmtree(path)  # an interrupted job: start it over
-    path.mkdir(parents=True)
-    return path
+@contextmanager
+def _job(final: Path, start: float, **info):
+    """A job's directory: written as ``<final>.partial`` (an interrupted attempt's leftovers
+    removed first), renamed to ``final`` once its done marker is in."""
+    partial = final.with_name(final.name + ".partial")
+    for stale in (partial, final):
+        if stale.exists():
+            shutil.rmtree(stale)  # an interrupted job: start it over
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    yield partial, info
+    (partial / DONE).write_text(json.dumps({"seconds": time.time() - start, **info}))
+    partial.rename(final)
 
 
-def _finish(path: Path, start: float, **info) -> dict:
-    info = {"seconds": time.time() - start, **info}
-    (path / DONE).write_text(json.dumps(info))
-    return info
-
-
-def _init_worker() -> None:
+def _init_worker(parent: int) -> None:
+    # Die with the runner: a killed sweep leaves no worker writing on (Linux; elsewhere a worker
+    # finishes its job, whose .partial directory the next run discards).
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
     # One thread per worker: parallel jobs do not oversubscribe the cores, and float reductions
     # run in the same order whatever --jobs is, so rows do not depend on it.
     import torch
@@ -74,27 +91,30 @@ def _init_worker() -> None:
     torch.set_num_threads(1)
 
 
-def federation_job(config_json: str, fed_dir: str) -> dict:
+def federation_job(config_json: str, fed_dir: str, log: str) -> dict:
     """Worker: run one federation with capture on and no attacks."""
     from fedgraph_sim.config import RunConfig
     from fedgraph_sim.runtime import Session, run
 
-    start, path = time.time(), _fresh(Path(fed_dir))
-    with _output_to(path / "worker.log"):
+    with _job(Path(fed_dir), time.time()) as (path, _), _output_to(Path(log)):
         config = RunConfig.model_validate_json(config_json)
         run(config, session=Session(config, capture=True), run_dir=path)
-    return _finish(path, start)
+    return {}
 
 
-def cell_job(config_json: str, fed_dir: str, cell_dir: str, columns: dict) -> dict:
+def cell_job(config_json: str, fed_dir: str, cell_dir: str, columns: dict, log: str) -> dict:
     """Worker: replay a finished federation's capture to one attack."""
     from fedgraph_sim.config import RunConfig
     from fedgraph_sim.runtime.simulation import replay
 
-    start, path = time.time(), _fresh(Path(cell_dir))
-    with _output_to(path / "worker.log"):
-        rows = replay(RunConfig.model_validate_json(config_json), Path(fed_dir), path, extra_columns=columns)
-    return _finish(path, start, rows=len(rows))
+    with _job(Path(cell_dir), time.time()) as (path, info), _output_to(Path(log)):
+        info["rows"] = len(replay(RunConfig.model_validate_json(config_json), Path(fed_dir), path,
+                                  extra_columns=columns))
+    return info
+
+
+class SpecMismatch(ConfigError):
+    """The sweep directory holds a sweep of another spec."""
 
 
 @dataclass
@@ -115,17 +135,63 @@ class SweepRunner:
     def cell_dir(self, cell: Cell) -> Path:
         return self.dir / "cells" / cell.id
 
+    def log_of(self, job_id: str) -> str:
+        return str(self.dir / "logs" / f"{job_id}.log")
+
     def _done(self, path: Path) -> bool:
         return (path / DONE).is_file()
 
-    def run(self) -> SweepResult:
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def claim(self) -> None:
+        """Take the sweep directory: create it, lock it against a second runner, and store the
+        spec, or check that the one stored there is this spec. Raises ConfigError otherwise."""
+        if getattr(self, "_lock", None) is not None:
+            return
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            lock = open(self.dir / ".lock", "a+")
+        except OSError as exc:
+            raise ConfigError(f"--out: cannot use {self.dir} as a sweep directory ({exc.strerror})") from None
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.seek(0)
+            holder = lock.read().strip() or "?"
+            lock.close()
+            raise ConfigError(f"{self.dir}: another sweep runner (PID {holder}) is working in this directory; "
+                              "wait for it to finish or stop it") from None
+        lock.seek(0), lock.truncate(), lock.write(str(os.getpid())), lock.flush()
+        self._lock = lock
+        spec = {k: v for k, v in self.sweep.spec.items() if k != "reference"}
         spec_file = self.dir / "sweep.yaml"
-        if not spec_file.exists():  # the paper table is stored beside it, so resuming needs no lookup
-            spec = {k: v for k, v in self.sweep.spec.items() if k != "reference"}
+        if spec_file.exists():
+            try:
+                stored = yaml.safe_load(spec_file.read_text())
+            except yaml.YAMLError:
+                stored = None
+            differences = spec_differences(stored, spec)
+            if differences:
+                self.release()
+                raise SpecMismatch(f"{self.dir} holds a sweep of another spec (differs in {', '.join(differences)}); "
+                                  "give a new --out, or --force-new for a new directory")
+        else:  # the paper table is stored beside it, so resuming needs no lookup
             spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
             if self.sweep.reference:
                 (self.dir / REFERENCE).write_text(yaml.safe_dump(self.sweep.reference, sort_keys=False))
+
+    def release(self) -> None:
+        lock, self._lock = getattr(self, "_lock", None), None
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
+
+    def run(self) -> SweepResult:
+        self.claim()
+        try:
+            return self._run()
+        finally:
+            self.release()
+
+    def _run(self) -> SweepResult:
         feds = [f for f in self.sweep.federations if not self._done(self.fed_dir(f))]
         cells = [c for c in self.sweep.cells if not self._done(self.cell_dir(c))]
         self._counts = {"federation": len(self.sweep.federations) - len(feds), "cell": len(self.sweep.cells) - len(cells)}
@@ -136,7 +202,8 @@ class SweepRunner:
             self._describe()
         start, failures, ran = time.time(), [], {"federation": 0, "cell": 0}
         context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
-        pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker)
+        pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker,
+                                   initargs=(os.getpid(),))
         running: dict[Future, tuple[str, object]] = {}
 
         def submit_cells_of(fed: Federation) -> None:
@@ -144,14 +211,15 @@ class SweepRunner:
                 if cell.federation is fed:
                     columns = {"sweep": self.sweep.name, "cell": cell.id, **fed.columns()}
                     job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
-                                      str(self.cell_dir(cell)), columns)
+                                      str(self.cell_dir(cell)), columns, self.log_of(cell.id))
                     running[job] = ("cell", cell)
 
         try:
             pending = {f.id for f in feds}
             for fed in self.sweep.federations:
                 if fed.id in pending:
-                    job = pool.submit(federation_job, fed.config.model_dump_json(), str(self.fed_dir(fed)))
+                    job = pool.submit(federation_job, fed.config.model_dump_json(), str(self.fed_dir(fed)),
+                                      self.log_of(fed.id))
                     running[job] = ("federation", fed)
                 else:
                     submit_cells_of(fed)

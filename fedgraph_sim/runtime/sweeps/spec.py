@@ -100,6 +100,17 @@ def expand_defenses(item: Any, index: int) -> list[DefenseSetting]:
     return settings
 
 
+def spec_differences(stored: Any, spec: Any, prefix: str = "") -> list[str]:
+    """The dotted keys at which two specs differ (``[]`` when they are the same)."""
+    if isinstance(stored, dict) and isinstance(spec, dict):
+        return [d for key in dict.fromkeys([*stored, *spec])
+                for d in spec_differences(stored.get(key, _MISSING), spec.get(key, _MISSING), f"{prefix}{key}.")]
+    return [] if stored == spec else [prefix.rstrip(".") or "the whole spec"]
+
+
+_MISSING = object()
+
+
 def _axis(axes: dict, key: str, default: list) -> list:
     values = axes.get(key, default)
     require(isinstance(values, list) and len(values) > 0, f"axes.{key}", "must be a non-empty list")
@@ -172,19 +183,21 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                                  "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
         tree["threat"] = {**tree.get("threat", {}), "adjacency_known": _only(base_config.threat.adjacency_known, [])}
-        fed_id = _slug(f"{data['dataset']}_s{seed}_{setting.label}")[:80] + "-" + _short_hash([data, seed, setting.stack])
         key = json.dumps([data, seed])
         config, scenarios[key] = resolve(tree, victim_graphs=victims, scenario=scenarios.get(key))
         Session(config, scenario=scenarios[key])  # defenses planned against every client's turn
+        # ids hash the whole configuration: a changed setting is a new job, never an old result
+        fed_id = _slug(f"{data['dataset']}_s{seed}_{setting.label}")[:80] + "-" + _short_hash(config.model_dump(mode="json"))
         federation = Federation(fed_id, config, setting)
         sweep.federations.append(federation)
         for attack in attack_names:
             cell_tree = config.model_dump(mode="json")
             cell_tree["attack"].update(names=[attack], **{
-                key: {attack: getattr(base_config.attack, key)[attack]} if attack in getattr(base_config.attack, key) else {}
-                for key in ("params", "limit", "time_budgets")})
+                part: {attack: getattr(base_config.attack, part)[attack]} if attack in getattr(base_config.attack, part) else {}
+                for part in ("params", "limit", "time_budgets")})
             cell_tree["threat"]["adjacency_known"] = _only(base_config.threat.adjacency_known, [attack])
             cell_config = validate_config(cell_tree)
             Session(cell_config, scenario=scenarios[key])
-            sweep.cells.append(Cell(f"{fed_id}__{_slug(attack)}", federation, attack, cell_config))
+            cell_id = f"{fed_id}__{_slug(attack)}-{_short_hash(cell_config.model_dump(mode='json'))}"
+            sweep.cells.append(Cell(cell_id, federation, attack, cell_config))
     return sweep

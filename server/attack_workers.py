@@ -1,0 +1,328 @@
+"""Attack calls apart from the server: worker processes with a hard time limit.
+
+Each worker is a spawned interpreter that holds none of the server's memory (no audit records, no
+datasets, no run directory), started in an empty temporary working directory with the data, cache
+and run locations removed from its environment, pinned to one torch thread, and killed with its
+parent (Linux ``PR_SET_PDEATHSIG``; elsewhere it exits at its next read from a closed pipe). The
+server sends it pickled copies of what an attack may see, the ``ObservedUpdate`` and the
+``AttackerKnowledge`` with the granted hints, and receives pickled results back, so an attack can
+neither read the ground truth through the server's objects nor change what the server holds.
+
+An attack's variants (``graphdlg`` and ``graphdlg@refine``) live in the same worker, in the order
+the server calls them, with their run-scoped ``ctx.shared`` store; different attacks may run in
+parallel workers. Every call seeds torch's global RNG with its own seed, so rows do not depend on
+the number of workers. A call still running ``grace`` seconds after its budget is killed (status
+``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any); a worker that
+dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
+next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
+
+``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for
+stepping through an attack in a debugger; results are the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import os
+import pickle
+import signal
+import tempfile
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from multiprocessing import connection, get_context
+from typing import Any, Iterator
+
+import torch
+
+from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
+
+#: Environment variables that point at data, caches or run directories: not for attack workers.
+HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
+#: How long a new worker may take to import torch and build its attacks before its first call
+#: starts (the call's own clock starts when it does).
+STARTUP_SECONDS = 300.0
+
+
+@dataclass
+class Call:
+    """One attack call: ``prepare`` (``payload`` = the round's updates) or ``reconstruct``
+    (``payload`` = one update)."""
+
+    index: int
+    kind: str
+    name: str
+    payload: Any
+    knowledge: Any
+    seed: int
+    budget: float
+
+
+@dataclass
+class CallResult:
+    status: str
+    message: str = ""
+    output: Any = None  # what ``reconstruct`` returned (not yet checked), or None
+    seconds: float = 0.0
+
+
+def group_of(name: str) -> str:
+    """An attack's variants share a worker and a ``ctx.shared`` store: ``graphdlg@refine`` ->
+    ``graphdlg``."""
+    return name.split("@")[0]
+
+
+def execute(attack: Attack, call: Call, ctx: AttackContext) -> CallResult:
+    """Run one call and turn what happened into a status (in whichever process runs it)."""
+    start = time.perf_counter()
+    torch.manual_seed(ctx.seed)  # module inits draw from the global RNG: results must not depend
+    # on what ran before in this process
+    if call.kind == "prepare":
+        try:
+            attack.prepare(call.payload, call.knowledge, ctx)
+            return CallResult("ok", seconds=time.perf_counter() - start)
+        except Exception as exc:  # reconstruct() retries and reports it in the rows
+            return CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
+                              seconds=time.perf_counter() - start)
+    reason = attack.not_applicable(call.payload, call.knowledge)
+    if reason:
+        return CallResult("not_applicable", reason, seconds=time.perf_counter() - start)
+    try:
+        output = attack.reconstruct(call.payload, call.knowledge, ctx)
+        status, message = "ok", ""
+        if ctx.budget.expired():
+            status, message = "timeout", f"returned after its {ctx.budget.seconds:g} s budget"
+        return CallResult(status, message, output, time.perf_counter() - start)
+    except AttackTimeout as exc:
+        return CallResult("timeout", str(exc), ctx.last_checkpoint, time.perf_counter() - start)
+    except AttackFailed as exc:
+        return CallResult("failed", str(exc).splitlines()[0], seconds=time.perf_counter() - start)
+    except Exception as exc:  # an attack bug must not stop the round
+        return CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
+                          seconds=time.perf_counter() - start)
+
+
+class Listener:
+    """What the executor tells the runner while calls run (progress bars)."""
+
+    def started(self, call: Call) -> None: ...
+
+    def progress(self, call: Call, done: int, total: int) -> None: ...
+
+    def finished(self, call: Call) -> None: ...
+
+
+class InProcess:
+    """``attack.workers: 0``: every call in this process, one after the other (debugging)."""
+
+    def __init__(self, attacks: dict[str, Attack]) -> None:
+        self.attacks = attacks
+        self.shared: dict[str, dict] = defaultdict(dict)
+
+    def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
+        for call in calls:
+            listener.started(call)
+            ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
+                                shared=self.shared[group_of(call.name)])
+            result = execute(self.attacks[call.name], call, ctx)
+            listener.finished(call)
+            yield call, result
+
+    def close(self) -> None:
+        pass
+
+
+def _die_with_parent(parent: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], parent: int) -> None:
+    """A worker's life: build its attacks (each class with its parameters), then answer calls
+    until told to stop."""
+    _die_with_parent(parent)
+    os.chdir(tempfile.mkdtemp(prefix="fedgraph-attack-"))  # nothing of the run's below it
+    torch.set_num_threads(1)
+    from fedgraph_sim.plugins import load_plugins
+
+    import attacks  # noqa: F401  (registers the attacks)
+
+    load_plugins(plugins)
+    instances = {name: cls(**params) for name, (cls, params) in specs.items()}
+    shared: dict[str, dict] = defaultdict(dict)
+
+    def send(message) -> None:
+        conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    while True:
+        try:
+            blob = conn.recv_bytes()
+        except (EOFError, OSError):
+            return  # the server is gone
+        call = pickle.loads(blob)
+        if call is None:
+            return
+        send(("started",))
+        ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t: send(("progress", d, t)),
+                            shared=shared[group_of(call.name)], stream=lambda recs: send(("checkpoint", recs)))
+        result = execute(instances[call.name], call, ctx)
+        try:
+            send(("done", result))
+        except Exception as exc:  # e.g. an output that cannot be pickled
+            send(("done", CallResult("invalid_output", f"could not be sent back: {type(exc).__name__}: {exc}",
+                                     seconds=result.seconds)))
+
+
+@contextlib.contextmanager
+def _hidden_environment():
+    """The worker's environment (fixed when it starts) without :data:`HIDDEN_ENV`."""
+    saved = {k: os.environ.pop(k) for k in HIDDEN_ENV if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+@dataclass
+class _Running:
+    call: Call
+    kill_at: float  # time.monotonic(): startup allowance, then budget + grace from the call's start
+    streamed: Any = None  # the last graphs the call streamed (ctx.checkpoint)
+    started: float | None = None  # time.perf_counter() when the worker began the call
+
+
+@dataclass
+class _Worker:
+    groups: list[str]
+    process: Any = None
+    conn: Any = None
+    queue: deque = field(default_factory=deque)
+    busy: _Running | None = None
+
+
+class WorkerPool:
+    """Up to ``workers`` worker processes; each attack group is pinned to one of them. A worker
+    builds its own attack objects from their classes and parameters."""
+
+    def __init__(self, attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int) -> None:
+        self.specs = {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
+        self.plugins, self.grace = list(plugins), grace
+        groups = list(dict.fromkeys(group_of(name) for name in attacks))
+        count = max(1, min(workers, len(groups)))
+        self.workers = [_Worker(groups[i::count]) for i in range(count)]
+        self.worker_of = {g: w for w in self.workers for g in w.groups}
+        self._context = get_context("spawn")
+        for worker in self.workers:  # now: their start-up overlaps the federation's own
+            self._start(worker)
+
+    def _start(self, worker: _Worker) -> None:
+        mine = {n: spec for n, spec in self.specs.items() if group_of(n) in worker.groups}
+        parent_end, child_end = self._context.Pipe()
+        with _hidden_environment():
+            worker.process = self._context.Process(target=_worker_main, daemon=True,
+                                                   args=(child_end, mine, self.plugins, os.getpid()))
+            worker.process.start()
+        child_end.close()
+        worker.conn = parent_end
+
+    def _stop(self, worker: _Worker) -> None:
+        if worker.process is not None:
+            with contextlib.suppress(Exception):
+                worker.process.kill()
+                worker.process.join(timeout=5)
+            with contextlib.suppress(Exception):
+                worker.conn.close()
+        worker.process = worker.conn = None
+
+    def _dispatch(self, worker: _Worker, listener: Listener) -> None:
+        if worker.busy is None and worker.queue:
+            call = worker.queue.popleft()
+            if worker.process is None or not worker.process.is_alive():
+                self._stop(worker)
+                self._start(worker)
+            listener.started(call)
+            # the call's clock starts with its "started" message; until then the worker may be starting
+            worker.busy = _Running(call, time.monotonic() + STARTUP_SECONDS)
+            worker.conn.send_bytes(pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
+        """Every call's result, in the order of ``calls`` (as a serial run would give them)."""
+        for call in calls:
+            self.worker_of[group_of(call.name)].queue.append(call)
+        done: dict[int, CallResult] = {}
+        order = [c.index for c in calls]
+        by_index = {c.index: c for c in calls}
+        position = 0
+        while position < len(order):
+            for worker in self.workers:
+                self._dispatch(worker, listener)
+            busy = [w for w in self.workers if w.busy is not None]
+            if not busy:
+                raise RuntimeError("attack workers idle with calls outstanding")  # a bug, not an input
+            deadline = min(w.busy.kill_at for w in busy)
+            ready = connection.wait([w.conn for w in busy], timeout=max(0.0, deadline - time.monotonic()))
+            for worker in busy:
+                running, call = worker.busy, worker.busy.call
+                if worker.conn in ready:
+                    result = self._receive(worker, listener)
+                elif time.monotonic() >= running.kill_at:
+                    self._stop(worker)
+                    if running.started is None:
+                        result = CallResult("crashed", f"its worker did not start within {STARTUP_SECONDS:g} s")
+                    else:
+                        result = CallResult("timeout", f"killed {self.grace:g} s after its {call.budget:g} s budget",
+                                            running.streamed, time.perf_counter() - running.started)
+                else:
+                    continue
+                if result is None:
+                    continue  # progress or a checkpoint; still running
+                worker.busy = None
+                listener.finished(call)
+                done[call.index] = result
+            while position < len(order) and order[position] in done:
+                index = order[position]
+                yield by_index[index], done.pop(index)
+                position += 1
+
+    def _receive(self, worker: _Worker, listener: Listener) -> CallResult | None:
+        """The call's result when it ends, None for a message on the way."""
+        running = worker.busy
+        try:
+            message = pickle.loads(worker.conn.recv_bytes())
+        except (EOFError, OSError):
+            worker.process.join(timeout=5)
+            code = worker.process.exitcode
+            self._stop(worker)
+            how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+                   else f"exit code {code}")
+            seconds = 0.0 if running.started is None else time.perf_counter() - running.started
+            return CallResult("crashed", f"its worker process died ({how})", running.streamed, seconds)
+        if message[0] == "started":
+            running.started = time.perf_counter()
+            running.kill_at = time.monotonic() + running.call.budget + self.grace
+        elif message[0] == "progress":
+            listener.progress(running.call, message[1], message[2])
+        elif message[0] == "checkpoint":
+            running.streamed = message[1]
+        else:
+            return message[1]
+        return None
+
+    def close(self) -> None:
+        for worker in self.workers:
+            if worker.conn is not None:
+                with contextlib.suppress(Exception):
+                    worker.conn.send_bytes(pickle.dumps(None))
+                    worker.process.join(timeout=5)
+            self._stop(worker)
+
+
+def make_executor(attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int):
+    """``workers`` processes (0: this process, for debugging)."""
+    if workers == 0:
+        return InProcess(attacks)
+    return WorkerPool(attacks, plugins, grace, workers)

@@ -1,0 +1,150 @@
+"""Attacks in worker processes: what a hostile or broken attack can and cannot do.
+
+The attacks below are throwaway doubles at module level (a worker imports them by name).
+"""
+
+import gc
+import glob
+import inspect
+import os
+import time
+
+import pytest
+import torch
+
+from attacks.base import Attack, Reconstruction
+from attacks.priors import AuxMeanAdjacency
+from attacks.random_guess import RandomGuess
+from fedgraph_sim.results import read_rows
+from tests.unit.test_attack_runner import make_runner
+
+pytestmark = pytest.mark.slow  # each test starts worker interpreters
+
+
+class Probe(Attack):
+    """Looks for the ground truth three ways and reports what it found in ``info``."""
+
+    name, paper = "probe", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        audit_types = ("AuditRecord", "AuditStore", "Evaluator", "ThreatGrants")
+        in_memory = sum(type(o).__name__ in audit_types for o in gc.get_objects())
+        # the runner's frame leads to its audit reader (knowledge_for: the threat grants)
+        on_stack = sum(type(v).__name__ in audit_types or hasattr(v, "knowledge_for")
+                       for frame in inspect.stack() for v in frame.frame.f_locals.values())
+        files = len(glob.glob("**/audit/**/*.pt", recursive=True))
+        hints = sum(k in os.environ for k in ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME"))
+        rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
+        rec.info.update(in_memory=in_memory, on_stack=on_stack, audit_files=files, env_hints=hints)
+        return [rec]
+
+
+class Mutator(Attack):
+    """Wrecks the auxiliary graphs it was given, in place."""
+
+    name, paper = "mutator", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        for g in knowledge.aux_graphs:
+            g.x.zero_()
+            g.edge_index = g.edge_index[:, :0]
+        return RandomGuess().reconstruct(update, knowledge, ctx)
+
+
+class Sleeper(Attack):
+    """Never checks its budget; streams one graph first, then hangs."""
+
+    name, paper = "sleeper", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        ctx.checkpoint(RandomGuess().reconstruct(update, knowledge, ctx))
+        time.sleep(120)
+        return []
+
+
+class Crasher(Attack):
+    name, paper = "crasher", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        os._exit(3)
+
+
+class WrongWidth(Attack):
+    name, paper = "wrong_width", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        n = knowledge.node_counts[0]
+        return [Reconstruction(torch.zeros(n, knowledge.num_features + 1), torch.zeros(n, n), n)]
+
+
+def _rows(tmp_path, attacks, workers, overrides=()):
+    runner, update, _ = make_runner(tmp_path, attacks, [f"attack.workers={workers}", *overrides])
+    try:
+        runner([update])
+    finally:
+        runner.close()
+    return {r["attack"]: r for r in read_rows(tmp_path)}
+
+
+def test_a_probe_in_a_worker_finds_no_ground_truth(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the run directory (with its audit/) is where the server runs
+    monkeypatch.setenv("FEDGRAPH_DATA_ROOT", str(tmp_path))
+    row = _rows(tmp_path / "run", {"probe": Probe()}, 1)["probe"]
+    assert row["status"] == "ok"
+    assert (row["info_in_memory"], row["info_on_stack"], row["info_audit_files"], row["info_env_hints"]) == (0, 0, 0, 0)
+    # The same probe in the server's own process (attack.workers=0) finds all of it: the check can fail.
+    row = _rows(tmp_path / "again", {"probe": Probe()}, 0)["probe"]
+    assert row["info_in_memory"] > 0 and row["info_on_stack"] > 0 and row["info_audit_files"] > 0
+    assert row["info_env_hints"] > 0
+
+
+def test_an_attack_that_mutates_the_auxiliary_graphs_changes_no_other_score(tmp_path):
+    alone = _rows(tmp_path / "alone", {"aux_mean_adjacency": AuxMeanAdjacency()}, 1)["aux_mean_adjacency"]
+    both = _rows(tmp_path / "both", {"mutator": Mutator(), "aux_mean_adjacency": AuxMeanAdjacency()}, 1)
+    after = both["aux_mean_adjacency"]
+    for column in ("identity_adj_auc", "prior_identity_adj_auc", "identity_node_type_accuracy"):
+        assert after[column] == alone[column]
+    assert both["mutator"]["prior_identity_adj_auc"] == alone["prior_identity_adj_auc"]
+
+
+def test_a_call_past_its_budget_is_killed_and_scored_on_what_it_streamed(tmp_path):
+    start = time.perf_counter()
+    rows = _rows(tmp_path, {"sleeper": Sleeper(), "random": RandomGuess()}, 1,
+                 ["attack.time_budget=1", "attack.grace=1"])
+    assert time.perf_counter() - start < 60  # not the 120 s it sleeps
+    sleeper = rows["sleeper"]
+    assert sleeper["status"] == "timeout" and sleeper["message"] == "killed 1 s after its 1 s budget"
+    assert 0 <= sleeper["identity_adj_auc"] <= 1  # the streamed graph was scored
+    assert rows["random"]["status"] == "ok"  # its worker was started afresh
+
+
+def test_a_dying_worker_is_a_crashed_row_and_the_round_goes_on(tmp_path):
+    rows = _rows(tmp_path, {"crasher": Crasher(), "random": RandomGuess()}, 1)
+    assert rows["crasher"]["status"] == "crashed" and "exit code 3" in rows["crasher"]["message"]
+    assert rows["random"]["status"] == "ok"
+
+
+def test_a_reconstruction_of_the_wrong_width_is_invalid_output(tmp_path):
+    rows = _rows(tmp_path, {"wrong_width": WrongWidth(), "random": RandomGuess()}, 1)
+    n = rows["wrong_width"]["num_nodes"]
+    assert rows["wrong_width"]["status"] == "invalid_output"
+    assert rows["wrong_width"]["message"] == f"graph 0: features [{n}, 5], the model takes [n, 4]"
+    assert rows["random"]["status"] == "ok"
+
+
+def test_parallel_workers_give_the_serial_rows_in_the_serial_order(tmp_path):
+    from attacks.dlg import DLG
+    from attacks.priors import MajorityType
+
+    def attacks():
+        return {"random": RandomGuess(), "dlg": DLG(iterations=3), "majority_type": MajorityType(),
+                "aux_mean_adjacency": AuxMeanAdjacency()}
+
+    rows = {}
+    for workers in (1, 2):
+        runner, update, _ = make_runner(tmp_path / str(workers), attacks(), [f"attack.workers={workers}"])
+        runner([update])
+        runner.close()
+        rows[workers] = [{k: v for k, v in r.items() if k != "seconds"} for r in read_rows(tmp_path / str(workers))]
+    assert [r["attack"] for r in rows[2]] == ["random", "dlg", "majority_type", "aux_mean_adjacency"]
+    assert rows[1] == rows[2]

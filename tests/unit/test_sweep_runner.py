@@ -1,0 +1,51 @@
+"""The sweep runner's hold on its directory: one runner at a time, one spec per directory."""
+
+from pathlib import Path
+
+import pytest
+
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.runtime.sweeps import SpecMismatch, SweepRunner, build_sweep, open_sweep
+from fedgraph_sim.runtime.sweeps.spec import spec_differences
+
+SPEC = {"name": "s", "base": {"data": {"dataset": "synthetic", "options": {"num_graphs": 40}},
+                              "federation": {"num_clients": 2, "rounds": 2}},
+        "axes": {"attacks": ["random"]}}
+
+
+def _plan(rounds=2):
+    spec = {**SPEC, "base": {**SPEC["base"], "federation": {"num_clients": 2, "rounds": rounds}}}
+    return build_sweep(spec, Path("."))
+
+
+def test_a_second_runner_is_refused_with_the_holders_pid(tmp_path):
+    import os
+
+    first = SweepRunner(_plan(), tmp_path / "sweep")
+    first.claim()
+    with pytest.raises(ConfigError, match=f"another sweep runner \\(PID {os.getpid()}\\)"):
+        SweepRunner(_plan(), tmp_path / "sweep").claim()
+    first.release()
+    SweepRunner(_plan(), tmp_path / "sweep").claim()  # free again
+
+
+def test_a_changed_spec_is_refused_with_the_keys_that_differ_or_goes_to_a_new_directory(tmp_path):
+    runner = SweepRunner(_plan(), tmp_path / "sweep")
+    runner.claim()
+    runner.release()
+    with pytest.raises(SpecMismatch, match=r"differs in base\.federation\.rounds"):
+        SweepRunner(_plan(rounds=3), tmp_path / "sweep").claim()
+    moved = open_sweep(_plan(rounds=3), tmp_path / "sweep", force_new=True)
+    assert moved.dir != tmp_path / "sweep" and (moved.dir / "sweep.yaml").is_file()
+    moved.release()
+
+
+def test_changed_settings_change_the_job_ids():
+    two, three = _plan(2), _plan(3)
+    assert two.federations[0].id != three.federations[0].id and two.cells[0].id != three.cells[0].id
+    assert _plan(2).cells[0].id == two.cells[0].id  # and the same spec gives the same ids
+
+
+def test_spec_differences_name_dotted_keys():
+    assert spec_differences({"a": {"b": 1, "c": 2}}, {"a": {"b": 1, "c": 3}, "d": 4}) == ["a.c", "d"]
+    assert spec_differences(SPEC, SPEC) == []
