@@ -17,7 +17,8 @@ dies is ``crashed`` with its exit code or signal. Either way the worker is start
 next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
 
 ``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for
-stepping through an attack in a debugger; results are the same.
+stepping through an attack in a debugger. The calls still get copies of what they may see, so
+results are the same.
 """
 
 from __future__ import annotations
@@ -122,13 +123,14 @@ class InProcess:
         self.shared: dict[str, dict] = defaultdict(dict)
 
     def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
-        for call in calls:
+        for original in calls:
+            call = pickle.loads(pickle.dumps(original))  # copies, as a worker gets them
             listener.started(call)
             ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
                                 shared=self.shared[group_of(call.name)])
             result = execute(self.attacks[call.name], call, ctx)
             listener.finished(call)
-            yield call, result
+            yield original, result
 
     def close(self) -> None:
         pass

@@ -65,7 +65,8 @@ def test_an_attack_receives_no_ground_truth(tmp_path):
     runner, update, scenario = make_runner(tmp_path, {"spy": Spy()})
     runner([update])
     (seen_update, knowledge, ctx), = Spy.seen
-    assert type(seen_update).__name__ == "ObservedUpdate" and seen_update is update
+    assert type(seen_update).__name__ == "ObservedUpdate" and seen_update is not update  # a copy
+    assert (seen_update.round, seen_update.client_key) == (update.round, update.client_key)
     assert type(knowledge).__name__ == "AttackerKnowledge"
     assert set(vars(ctx)) == {"seed", "budget", "progress", "shared", "stream", "last_checkpoint"}
     assert ctx.shared == {}  # the run's store for attack state: the runner puts nothing in it
