@@ -49,16 +49,20 @@ NODE_COUNTS = ("oracle", "predicted")
 
 @dataclass(eq=False)
 class DecoderState:
-    """A trained decoder and what it was trained on; shared by variants (see ``decoder_state``).
-    Holds the auxiliary graphs it was keyed by, so their ``id`` stays unique while it lives."""
+    """A trained decoder and what it was trained on; shared by variants (see ``decoder_state``)."""
 
-    aux: tuple
     decoder: StructureDecoder | None = None
     trained_on: dict | None = None
     victims: list = field(default_factory=list)  # embeddings recovered so far (adapter input)
     count_model: torch.Tensor | None = None
     seconds: list = field(default_factory=list)
     prepared_rounds: set = field(default_factory=set)
+
+
+def aux_fingerprint(graphs) -> tuple:
+    """Which auxiliary set a decoder was trained on, by content: every call gets its own copy of
+    the attacker's knowledge, so object identity says nothing."""
+    return tuple((int(g.graph_id), int(g.num_nodes), int(g.edge_index.size(1))) for g in graphs)
 
 
 def minmax_rows(x: torch.Tensor) -> torch.Tensor:
@@ -141,8 +145,10 @@ class GraphDLG(Attack):
         same decoder settings and auxiliary set (e.g. paper mode and ``@refine``)."""
         p = self.params
         key = ("graphdlg-decoder", p.adapter, p.lam, p.epochs, p.warm_epochs, p.retrain_tol,
-               p.batch_size, p.lr, p.patience, p.n_max, id(knowledge.aux_graphs))
-        state = ctx.shared.setdefault(key, DecoderState(aux=knowledge.aux_graphs))
+               p.batch_size, p.lr, p.patience, p.n_max, aux_fingerprint(knowledge.aux_graphs))
+        if key not in ctx.shared:
+            ctx.shared[key] = DecoderState()
+        state = ctx.shared[key]
         self._states.add(state)
         return state
 

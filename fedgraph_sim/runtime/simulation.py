@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -78,6 +79,10 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         summary = session.finish()
         log.info("timings: %s", timings)
         return RunResult(run_dir, summary, timings)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            session.finish()  # the rows written so far, summarised: nothing already written is lost
+        raise
     finally:
         session.close()
         for name in ("fedgraph_sim", "flwr"):

@@ -221,3 +221,22 @@ def test_mutag_table1_setup_paper_mode_meets_the_papers_structure_numbers(data_r
     assert len(scores) == 100
     assert np.nanmean([s["adj_auc"] for s in scores]) >= 0.85
     assert np.mean([s["edge_accuracy"] for s in scores]) >= 0.90
+
+
+def test_the_decoder_is_trained_once_per_weights_across_calls_and_variants(tmp_path):
+    """Every call gets its own copy of the knowledge (as in a worker): the decoder must still be
+    found again by what it was trained on, not rebuilt for every call (regression: a copy-keyed
+    cache retrained it per call and grew by a decoder each time)."""
+    from dataclasses import replace
+
+    from fedgraph_sim.audit import AuditStore
+    from tests.unit.test_attack_runner import make_runner
+
+    paper, refine = GraphDLG(epochs=3), GraphDLG(epochs=3, refine_features=True, refine_iterations=2)
+    runner, update, _ = make_runner(tmp_path, {"graphdlg": paper, "graphdlg@refine": refine})
+    runner([update])
+    record = AuditStore(tmp_path).read(1, 0)
+    AuditStore(tmp_path).write(replace(record, round=2))
+    runner([replace(update, round=2)])  # same weights: no retraining
+    runner.close()
+    assert len(paper.decoder_seconds) == 1 and refine.decoder_seconds == paper.decoder_seconds
