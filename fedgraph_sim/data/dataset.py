@@ -85,17 +85,18 @@ def drop_large_graphs(dataset: GraphDataset, max_nodes: int | None) -> GraphData
 def split_in_memory(pyg) -> list[tuple[int, Tensor | None, Tensor, Tensor]]:
     """``(num_nodes, x, edge_index, y)`` per graph of a PyG ``InMemoryDataset``, by slicing its
     storage once (indexing graph by graph is ~10x slower on large sets). PyG stores per-graph
-    edge indices un-incremented, so the slices are already local."""
+    edge indices un-incremented, so the slices are already local. Each slice is copied into its
+    own storage: a view would keep (and pickle, for every attack call) the whole dataset's."""
     data, slices = pyg._data, pyg.slices
     node_ptr = slices["x"] if "x" in slices and data.x is not None else None
     edge_ptr = slices["edge_index"]
     out = []
     for i in range(len(pyg)):
-        e = data.edge_index[:, edge_ptr[i]:edge_ptr[i + 1]]
+        e = data.edge_index[:, edge_ptr[i]:edge_ptr[i + 1]].clone()
         if node_ptr is not None:
-            x = data.x[node_ptr[i]:node_ptr[i + 1]]
+            x = data.x[node_ptr[i]:node_ptr[i + 1]].clone()
             n = x.size(0)
         else:
             x, n = None, pyg[i].num_nodes  # featureless TU sets: rare, so the slow path
-        out.append((n, x, e, data.y[slices["y"][i]:slices["y"][i + 1]]))
+        out.append((n, x, e, data.y[slices["y"][i]:slices["y"][i + 1]].clone()))
     return out

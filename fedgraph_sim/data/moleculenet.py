@@ -105,7 +105,7 @@ def load_moleculenet(name: str, task=None, features: str = "pyg") -> GraphDatase
             dropped += 1
             continue
         label = int(value > threshold) if key in REGRESSION else int(value)
-        graphs.append(Data(x=x_all[node_ptr[i]:node_ptr[i + 1]], edge_index=edge_index,
+        graphs.append(Data(x=x_all[node_ptr[i]:node_ptr[i + 1]].clone(), edge_index=edge_index,
                            y=torch.tensor([label]), num_nodes=n, graph_id=i,
                            smiles=pyg._data.smiles[i]))
     meta["dropped_missing_label"] = dropped

@@ -104,3 +104,20 @@ def test_bad_aux_scenarios():
         auxiliary_graphs("random:er", data, p=1.5)
     with pytest.raises(ConfigError, match="aux.features"):
         auxiliary_graphs("random:er", data, features="cauchy")
+
+
+def _own_storage(g) -> bool:
+    return all(t.untyped_storage().nbytes() == t.numel() * t.element_size()
+               for t in (g.x, g.edge_index, g.y) if t is not None)
+
+
+def test_every_graph_owns_its_tensors():
+    """A graph that is a view into its dataset's storage drags the whole dataset along when it is
+    pickled (to an attack worker, into a capture): each must own its memory."""
+    assert all(_own_storage(g) for g in make_synthetic(num_graphs=20).graphs)
+
+
+def test_real_graphs_own_their_tensors(data_root):
+    for name in ("MUTAG", "Tox21"):
+        data = load_dataset(name)
+        assert all(_own_storage(g) for g in data.graphs[:50]), name
