@@ -104,9 +104,16 @@ class ThreatConfig(Section):
     secure_aggregation: bool = False
 
 
+class EveryRound(Section):
+    """``{every: k, start: s}``: rounds s, s + k, s + 2k, ..."""
+
+    every: int = Field(ge=1)
+    start: int = Field(1, ge=1)
+
+
 class AttackConfig(Section):
     names: list[str] = ["random", "dlg", "idlg", "inverting_gradients"]
-    rounds: list[int] | Literal["all"] = "all"
+    rounds: list[int] | Literal["all"] | EveryRound = "all"  # all | [1, 50] | {every: 5}
     clients: list[int] | Literal["all"] = "all"
     max_graphs: int | None = Field(None, ge=1)  # per update
     limit: dict[str, Annotated[int, Field(ge=1)]] = {}  # at most this many attacked updates per attack over the run
@@ -119,6 +126,25 @@ class AttackConfig(Section):
 
     def budget_of(self, name: str) -> float:
         return self.time_budgets.get(name, self.time_budget)
+
+    @field_validator("rounds", mode="before")
+    @classmethod
+    def _round_selection(cls, value: Any) -> Any:
+        if value == "all" or isinstance(value, list):
+            return value
+        if isinstance(value, dict):
+            every = value.get("every")
+            if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+                raise ValueError("every must be a whole number of rounds >= 1")
+            return EveryRound.model_validate(value)
+        raise ValueError("all, a list of rounds, or {every: k, start: s}")
+
+    def selects_round(self, round: int) -> bool:
+        if self.rounds == "all":
+            return True
+        if isinstance(self.rounds, EveryRound):
+            return round >= self.rounds.start and (round - self.rounds.start) % self.rounds.every == 0
+        return round in self.rounds
     # Per-attack parameters, e.g. {dlg: {iterations: 300}}. "name@label" runs a variant of an
     # attack under its own row name, e.g. graphdlg@refine with {refine_features: true}.
     params: dict[str, dict[str, Any]] = {}
@@ -244,7 +270,8 @@ def validate_config(tree: dict) -> RunConfig:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
         got = err.get("input")
-        raise ConfigError(f"{key}: {err['msg']} (got {got!r})") from None
+        message = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{key}: {message} (got {got!r})") from None
     load_plugins(config.plugins)
     _check_cross_fields(config)
     return config
@@ -255,10 +282,13 @@ def _check_cross_fields(config: RunConfig) -> None:
 
     registry.models.get(config.model.conv, key="model.conv")
     fed = config.federation
-    if config.attack.rounds != "all":
+    if isinstance(config.attack.rounds, list):
         for r in config.attack.rounds:
             if not 1 <= r <= fed.rounds:
                 raise ConfigError(f"attack.rounds: round {r} is out of range 1..{fed.rounds}")
+    elif isinstance(config.attack.rounds, EveryRound) and config.attack.rounds.start > fed.rounds:
+        raise ConfigError(f"attack.rounds.start: round {config.attack.rounds.start} is after the last round "
+                          f"({fed.rounds})")
     if config.attack.clients != "all":
         for c in config.attack.clients:
             if not 0 <= c < fed.num_clients:

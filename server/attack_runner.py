@@ -40,7 +40,7 @@ def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
 def is_selected(config: RunConfig, update: ObservedUpdate | ClientFailure) -> bool:
     """Whether ``attack.rounds`` and ``attack.clients`` select this update (or failed turn)."""
     sel = config.attack
-    return ((sel.rounds == "all" or update.round in sel.rounds)
+    return (sel.selects_round(update.round)
             and (sel.clients == "all" or update.client_key in sel.clients
                  or update.client_key == AGGREGATE))  # behind secure aggregation: the one update
 

@@ -65,3 +65,17 @@ def test_one_parser_reads_every_override():
         parse_overrides(["attack.names=[random"])
     with pytest.raises(ConfigError, match="overrides are dotted key=value pairs"):
         parse_overrides(["federation.rounds"])
+
+
+def test_attack_rounds_select_all_a_list_or_every_kth():
+    every = load_config(None, ["federation.rounds=20", "attack.rounds={every: 5}"]).attack
+    assert [r for r in range(1, 21) if every.selects_round(r)] == [1, 6, 11, 16]
+    later = load_config(None, ["federation.rounds=20", "attack.rounds={every: 10, start: 10}"]).attack
+    assert [r for r in range(1, 21) if later.selects_round(r)] == [10, 20]
+    listed = load_config(None, ["federation.rounds=3", "attack.rounds=[1, 3]"]).attack
+    assert [r for r in range(1, 4) if listed.selects_round(r)] == [1, 3]
+    assert all(load_config(None, []).attack.selects_round(r) for r in (1, 99))
+    with pytest.raises(ConfigError, match="attack.rounds.start: round 30 is after the last round"):
+        load_config(None, ["federation.rounds=20", "attack.rounds={every: 5, start: 30}"])
+    with pytest.raises(ConfigError, match="attack.rounds"):
+        load_config(None, ["attack.rounds={every: 0}"])
