@@ -31,7 +31,7 @@ class Requirements:
     exact_gradient: bool = False  # needs the exact gradient of one batch (FedSGD)
     node_count: bool = False  # needs the node-count hint
     aux_graphs: bool = False  # needs auxiliary graphs
-    single_graph: bool = False  # needs batch size 1
+    single_graph: bool = False  # needs an update of one graph (batch size 1, one local step)
 
 
 class AttackTimeout(RuntimeError):
@@ -130,8 +130,8 @@ class Attack(ABC):
             return "needs the node-count hint (threat.node_count=true)"
         if req.aux_graphs and not knowledge.aux_graphs:
             return "needs auxiliary graphs"
-        if req.single_graph and update.batch_size != 1:
-            return f"needs batch size 1; got {update.batch_size}"
+        if req.single_graph and update.num_graphs != 1:
+            return f"needs one graph; the update was computed on {update.num_graphs}"
         return None
 
     def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,

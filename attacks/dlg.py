@@ -1,9 +1,13 @@
 """``dlg``: Deep Leakage from Gradients (Zhu, Liu and Han, NeurIPS 2019), adapted to graphs.
 
-Threat model: honest-but-curious server with the exact FedSGD gradient of one batch, the global
-weights, and the node count of each graph (as GraphDLG and GRAIN grant every baseline); with
-``adjacency: granted`` also the true adjacency (the "+A" baselines of GRAIN's Table 2, through the
-explicit ``threat.adjacency_known`` grant).
+Threat model: honest-but-curious server with one client's update (the FedSGD gradient of one
+batch, or the weights after several local steps), the global weights, the training settings it
+configured itself (learning rate, local steps, batch size) and the node count of each graph (as
+GraphDLG and GRAIN grant every baseline); with ``adjacency: granted`` also the true adjacency (the
+"+A" baselines of GRAIN's Table 2, through the explicit ``threat.adjacency_known`` grant). A FedAvg
+update is matched by simulating the client's local SGD steps on the dummy batches (Geiping et al.
+2020, Sec. 5; rows say ``attack_input: simulated_local_training``); behind secure aggregation only
+a FedSGD aggregate is attacked.
 Recovers: node features, adjacency scores and the label, by jointly optimising dummy features
 ``X``, edge logits ``S`` (adjacency = sigmoid of a symmetric upper triangle) and label logits
 ``l`` so that the gradient of the training loss with soft label ``softmax(l)`` matches the
@@ -31,6 +35,18 @@ FEATURES = ("free", "softmax")
 ADJACENCY = ("optimise", "granted")
 
 
+def simulation_problem(update: ObservedUpdate) -> str | None:
+    """Why an update's local training cannot be simulated, or None."""
+    if update.observed == "secure_aggregate" and not update.exact:
+        return "behind secure aggregation the server sees the mean of several clients' local training"
+    return None
+
+
+def input_label(matcher: GradientMatcher) -> dict:
+    """What the attack matched, for the rows (``attack_input``)."""
+    return {"attack_input": "simulated_local_training" if matcher.simulates else "gradient"}
+
+
 def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruction:
     """Edges at 0.5 and one value per feature block, in the model's encoding."""
     schema = knowledge.schema
@@ -42,7 +58,7 @@ def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruc
 class DLG(Attack):
     name = "dlg"
     paper = "Zhu, Liu, Han. Deep Leakage from Gradients. NeurIPS 2019"
-    requires = Requirements(exact_gradient=True, node_count=True)
+    requires = Requirements(node_count=True)
 
     @dataclass
     class Params:
@@ -63,7 +79,7 @@ class DLG(Attack):
                                   f"valid: {', '.join(valid)}")
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
-        reason = super().not_applicable(update, knowledge)
+        reason = super().not_applicable(update, knowledge) or simulation_problem(update)
         if reason is None and self.params.adjacency == "granted" and knowledge.adjacencies is None:
             return "adjacency: granted needs the true-adjacency grant (threat.adjacency_known)"
         return reason
@@ -89,7 +105,7 @@ class DLG(Attack):
         """One DLG run from a fresh draw of ``gen``: reconstructions before discretisation."""
         p = self.params
         model = knowledge.build_model(update.global_weights)
-        matcher = GradientMatcher(model, update.gradient, p.distance, knowledge.loss)
+        matcher = GradientMatcher.for_update(model, update, p.distance, knowledge.loss)
         dummy = self.dummy(knowledge, gen)
         feature_map = self.feature_map(knowledge)
         labels = self.labels(update, knowledge, gen)
@@ -102,7 +118,8 @@ class DLG(Attack):
 
         loss = lbfgs(variables, objective, ctx, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter)
         guesses = labels.argmax(-1) if learn_labels else labels
-        return dummy.reconstructions(guesses.tolist(), feature_map, info={"gradient_distance": loss})
+        return dummy.reconstructions(guesses.tolist(), feature_map,
+                                     info={"gradient_distance": loss, **input_label(matcher)})
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

@@ -1,12 +1,14 @@
 """``idlg``: improved DLG (Zhao, Mopuri and Bilen, 2020), adapted to graphs.
 
-Threat model: as ``dlg`` (exact FedSGD gradient, global weights, node-count hint).
+Threat model: as ``dlg`` (a FedSGD gradient or a FedAvg update, global weights, node-count hint).
 Recovers: node features and adjacency scores; the label is read off the gradient first and
 fixed, then ``X`` and ``S`` are optimised as in DLG with hard-label cross-entropy.
 Defaults: L-BFGS, lr 1, 100 steps, L2 gradient distance. ``label_rule="idlg"`` (the paper's rule:
 the class whose row of the final layer's weight gradient has the smallest sum, valid because the
 pooled ReLU embedding is non-negative); ``label_rule="bias"`` uses the only negative entry of the
-bias gradient, exact for batch size 1 (breaching's "analytic" rule).
+bias gradient, exact for batch size 1 (breaching's "analytic" rule). Both rules are for one graph;
+for more (a batch, or a FedAvg update's several steps) the labels are counted from the bias
+gradient (``attacks.common.labels``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from attacks.base import register
-from attacks.common import idlg_label, label_from_bias
+from attacks.common import batch_labels, idlg_label, label_from_bias
 from attacks.dlg import DLG
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -44,8 +46,12 @@ class IDLG(DLG):
         if self.params.label_rule not in LABEL_RULES:
             raise ConfigError(f"attack.params.idlg.label_rule: unknown rule "
                               f"'{self.params.label_rule}'; valid: {', '.join(LABEL_RULES)}")
+        if knowledge.labels is not None:  # granted (threat.label)
+            return torch.tensor(knowledge.labels)
         weight, bias = classifier_gradients(update, knowledge)
         batch = len(knowledge.node_counts)
+        if batch > 1:
+            return torch.tensor(batch_labels(bias, batch, knowledge.build_model(update.global_weights), knowledge))
         if self.params.label_rule == "idlg":
-            return torch.tensor([idlg_label(weight)] * batch)
-        return torch.tensor(label_from_bias(bias, batch))
+            return torch.tensor([idlg_label(weight)])
+        return torch.tensor(label_from_bias(bias, 1))

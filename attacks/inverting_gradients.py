@@ -1,10 +1,14 @@
 """``inverting_gradients``: Inverting Gradients (Geiping, Bauermeister, Droege and Moeller,
 NeurIPS 2020), adapted to graphs.
 
-Threat model: honest-but-curious server with the exact FedSGD gradient, the global weights and
-the node-count hint.
+Threat model: honest-but-curious server with one client's update (a FedSGD gradient, or a FedAvg
+update whose local SGD steps it simulates on the dummy batches with the learning rate, steps and
+batch size it configured, as the paper's Sec. 5 does), the global weights and the node-count hint.
 Recovers: node features (boxed into [0, 1]) and adjacency scores (sigmoid of edge logits); the
-label is read off the final bias gradient (exact for batch size 1).
+labels are read off the final bias gradient (exact for one graph, counted for a batch; which graph
+of a FedAvg update's steps has which label is not recoverable, so with several steps the labels
+are only right with the label hint, ``threat.label``, as the paper's multi-step experiments
+assume them known).
 Objective: ``1 - cos(grad_hat, grad)`` over all layers concatenated; no total-variation prior
 (it has no graph analogue; GraphDLG omits it too).
 Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): Adam lr 0.1 on signed gradients, step decay x0.1 at 3/8, 5/8
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import DummyGraphs, GradientMatcher, adam, label_from_bias
+from attacks.common import DummyGraphs, GradientMatcher, adam, batch_labels
+from attacks.dlg import input_label, simulation_problem
 from attacks.idlg import classifier_gradients
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -28,7 +33,7 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 class InvertingGradients(Attack):
     name = "inverting_gradients"
     paper = "Geiping et al. Inverting Gradients: How easy is it to break privacy in FL? NeurIPS 2020"
-    requires = Requirements(exact_gradient=True, node_count=True)
+    requires = Requirements(node_count=True)
 
     @dataclass
     class Params:
@@ -38,15 +43,19 @@ class InvertingGradients(Attack):
         milestones: tuple[float, ...] = (3 / 8, 5 / 8, 7 / 8)
         feature_init: str = "randn"
 
+    def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        return super().not_applicable(update, knowledge) or simulation_problem(update)
+
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
         p = self.params
         gen = ctx.generator()
         model = knowledge.build_model(update.global_weights)
-        matcher = GradientMatcher(model, update.gradient, "cosine", knowledge.loss)
+        matcher = GradientMatcher.for_update(model, update, "cosine", knowledge.loss)
         dummy = DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen, p.feature_init)
         _, bias = classifier_gradients(update, knowledge)
-        labels = torch.tensor(label_from_bias(bias, len(knowledge.node_counts)))
+        labels = torch.tensor(knowledge.labels if knowledge.labels is not None  # granted (threat.label)
+                              else batch_labels(bias, len(knowledge.node_counts), model, knowledge))
 
         def box():
             for x in dummy.features:
@@ -57,4 +66,4 @@ class InvertingGradients(Attack):
         adam(dummy.variables(), lambda: matcher(*dummy.dense(), labels), ctx,
              iterations=p.iterations, lr=p.lr, signed=p.signed, milestones=p.milestones,
              project=box)
-        return dummy.reconstructions(labels.tolist())
+        return dummy.reconstructions(labels.tolist(), info=input_label(matcher))

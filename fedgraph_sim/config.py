@@ -66,6 +66,30 @@ class TrainConfig(Section):
         return "fedsgd" if self.local_steps == 1 else "fedavg"
 
 
+#: Each ``aggregation.strategy`` and the ``aggregation`` keys it takes, as Flower's argument names.
+AGGREGATION_KEYS: dict[str, dict[str, str]] = {
+    "fedavg": {},
+    "fedavgm": {"lr": "server_learning_rate", "momentum": "server_momentum"},
+    "fedadam": {"lr": "eta", "beta_1": "beta_1", "beta_2": "beta_2", "tau": "tau"},
+    "fedyogi": {"lr": "eta", "beta_1": "beta_1", "beta_2": "beta_2", "tau": "tau"},
+    "fedadagrad": {"lr": "eta", "tau": "tau"},
+}
+
+
+class AggregationConfig(Section):
+    """The server's aggregation: one of Flower's strategies (server/strategy.py). ``lr`` is the
+    server learning rate (FedAvgM's ``server_learning_rate``, the FedOpt family's ``eta``),
+    ``momentum`` FedAvgM's; ``beta_1``, ``beta_2``, ``tau`` the adaptive optimisers' (Reddi et
+    al., "Adaptive Federated Optimization", ICLR 2021). Unset keys keep Flower's defaults."""
+
+    strategy: Literal["fedavg", "fedavgm", "fedadam", "fedyogi", "fedadagrad"] = "fedavg"
+    lr: float | None = Field(None, gt=0, allow_inf_nan=False)
+    momentum: float | None = Field(None, ge=0, lt=1)
+    beta_1: float | None = Field(None, ge=0, lt=1)
+    beta_2: float | None = Field(None, ge=0, lt=1)
+    tau: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+
 class ModelConfig(Section):
     """Keyword arguments of :class:`~fedgraph_sim.models.GraphClassifier` (see its docstring)."""
 
@@ -165,6 +189,7 @@ class RunConfig(Section):
     data: DataConfig = DataConfig()
     partition: PartitionConfig = PartitionConfig()
     federation: FederationConfig = FederationConfig()
+    aggregation: AggregationConfig = AggregationConfig()
     train: TrainConfig = TrainConfig()
     model: ModelConfig = ModelConfig()
     aux: AuxConfig = AuxConfig()
@@ -320,6 +345,11 @@ def _check_cross_fields(config: RunConfig) -> None:
         for name in granted:
             if name not in config.attack.names:
                 raise ConfigError(f"threat.adjacency_known: '{name}' is not in attack.names")
+    used = AGGREGATION_KEYS[config.aggregation.strategy]
+    for key in ("lr", "momentum", "beta_1", "beta_2", "tau"):
+        if getattr(config.aggregation, key) is not None and key not in used:
+            raise ConfigError(f"aggregation.{key}: {config.aggregation.strategy} takes no {key}; it takes "
+                              f"{', '.join(used) or 'none'} (fedavgm for a server learning rate with FedAvg)")
     if config.aux.source != "holdout":
         prefix, _, index = config.aux.source.partition(":")
         if prefix != "client" or not index.isdigit() or int(index) >= fed.num_clients:

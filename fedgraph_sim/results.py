@@ -21,7 +21,8 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric_column
 from fedgraph_sim.threat import FAULTS
 
-SUMMARY_KEYS = ("dataset", "attack", "defense", "alignment")
+#: What a summary entry is per: a sweep's training ``setting`` ("" outside a settings axis) too.
+SUMMARY_KEYS = ("dataset", "attack", "setting", "defense", "alignment")
 
 
 
@@ -124,7 +125,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     attempted: dict[tuple, list[dict]] = defaultdict(list)
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
-        key = (row.get("dataset", ""), row["attack"], row.get("defense", "none"))
+        key = (row.get("dataset", ""), row["attack"], row.get("setting") or "", row.get("defense", "none"))
         statuses[key][row["status"]] += 1
         every[key].append(row)
         if row["status"] != "not_applicable":
@@ -133,9 +134,9 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             groups[key].append(row)
     out = []
     for key, status in statuses.items():
-        dataset, attack, defense = key
+        dataset, attack, setting, defense = key
         for alignment in ALIGNMENTS:
-            entry = {"dataset": dataset, "attack": attack, "defense": defense, "alignment": alignment,
+            entry = {"dataset": dataset, "attack": attack, "setting": setting, "defense": defense, "alignment": alignment,
                      "graphs": len(groups[key]), "failed": sum(status.values()) - len(groups[key]),
                      "statuses": " ".join(f"{k}={v}" for k, v in sorted(status.items()))}
             for m in CATALOGUE:

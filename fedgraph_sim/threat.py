@@ -62,6 +62,11 @@ class ObservedUpdate:
         return "secure_aggregate" if self.client_key == AGGREGATE else "client"
 
     @property
+    def num_graphs(self) -> int:
+        """How many graphs the update was computed on: a batch per local step."""
+        return self.batch_size * self.local_steps
+
+    @property
     def exact(self) -> bool:
         """True when ``gradient`` is the exact gradient of one batch (FedSGD, or one SGD step)."""
         return self.kind == "gradient" or self.local_steps == 1

@@ -130,12 +130,12 @@ class AttackRunner:
         output = result.output
         if output is None and result.status != "ok":
             return outcome  # raised, failed, or stopped before it streamed anything
-        problem = output_problem(output, call.knowledge, update.batch_size)
+        problem = output_problem(output, call.knowledge, update.num_graphs)
         if problem:
             outcome.status, outcome.message = "invalid_output", problem
             return outcome
         if attack.batch_output == "one_for_batch" and len(output) == 1:
-            output = output * update.batch_size  # one graph for the batch: scored against each
+            output = output * update.num_graphs  # one graph for the batch: scored against each
         outcome.reconstructions = output
         if not all(bool(torch.isfinite(r.x).all() and torch.isfinite(r.adj).all()) for r in output):
             outcome.status, outcome.message = "nan", "reconstruction contains NaN or inf"

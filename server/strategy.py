@@ -1,12 +1,17 @@
-"""The curious strategy: Flower's FedAvg, plus an eye on every reply.
+"""The curious strategy: one of Flower's strategies, plus an eye on every reply.
 
-``CuriousFedAvg`` remembers the global arrays it sends (``configure_train``), turns each reply
-into an :class:`~fedgraph_sim.threat.ObservedUpdate` and hands it to an observer (the attack
-runner) in ``aggregate_train``, then aggregates exactly as ``FedAvg`` does. A reply that carries
-no update (Flower's error reply, or a client reporting its own failure) becomes a
-:class:`~fedgraph_sim.threat.ClientFailure` for the observer and is left out of the aggregate.
-In FedSGD mode the replies are gradients, so the aggregate is the mean gradient and the new global
-model is ``W - lr * mean_gradient``; in FedAvg mode the aggregate is the new global model itself.
+:class:`Curious` is a mixin over a Flower strategy (``aggregation.strategy``: FedAvg, FedAvgM,
+FedAdam, FedYogi, FedAdagrad). It remembers the global arrays it sends (``configure_train``),
+turns each reply into an :class:`~fedgraph_sim.threat.ObservedUpdate` and hands it to an observer
+(the attack runner) in ``aggregate_train``, then lets the Flower strategy aggregate, unchanged. A
+reply that carries no update (Flower's error reply, or a client reporting its own failure) becomes
+a :class:`~fedgraph_sim.threat.ClientFailure` for the observer and is left out of the aggregate.
+
+In FedSGD mode (one local step) the replies are gradients. With FedAvg the aggregate is their
+mean and the new global model ``W - lr * mean_gradient``, FedSGD as McMahan et al. (2017) define
+it; with a server optimiser each reply first becomes the weights its client's step would give,
+``W - lr * gradient``, which the strategy then aggregates as it aggregates FedAvg clients. In
+FedAvg mode (several local steps) the replies are the clients' new weights.
 
 With ``secure_aggregation`` the observer gets one update per round, the example-weighted mean of
 the replies (:func:`secure_aggregate`): a simulation of exactly what a server behind secure
@@ -22,9 +27,10 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAvg
+from flwr.serverapp.strategy import FedAdagrad, FedAdam, FedAvg, FedAvgM, FedYogi
+from flwr.serverapp.strategy.fedopt import FedOpt
 
-from fedgraph_sim.config import RunConfig
+from fedgraph_sim.config import AGGREGATION_KEYS, RunConfig
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AGGREGATE, ClientFailure, ObservedUpdate
 
@@ -52,12 +58,14 @@ def failed(reply: Message) -> bool:
     return bool(reply.content["metrics"].get("failed", 0))
 
 
-class CuriousFedAvg(FedAvg):
+class Curious:
+    """Mixin: the server's eye on every reply, over the Flower strategy it precedes in the MRO."""
+
     def __init__(self, *, lr: float, local_steps: int, batch_size: int, run_dir: str = "",
                  observer: Observer | None = None, secure_aggregation: bool = False,
-                 **fedavg_kwargs) -> None:
-        fedavg_kwargs.setdefault("fraction_evaluate", 0.0)
-        super().__init__(**fedavg_kwargs)
+                 **strategy_kwargs) -> None:
+        strategy_kwargs.setdefault("fraction_evaluate", 0.0)
+        super().__init__(**strategy_kwargs)
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
         self.run_dir = str(run_dir)  # clients write their audit records under it
         self.observer, self.secure_aggregation = observer, secure_aggregation
@@ -114,12 +122,50 @@ class CuriousFedAvg(FedAvg):
             start = time.time()
             self.observer(*self.observe(server_round, replies))
             self.timings["attacks"] += time.time() - start
-        arrays, metrics = super().aggregate_train(server_round, [r for r in replies if r.has_error() or not failed(r)])
-        if arrays is not None and self.local_steps == 1:
-            sent = self._sent[server_round]
-            arrays = ArrayRecord({k: Array(np.asarray(sent[k] - self.lr * v.numpy(), dtype=sent[k].dtype))
-                                  for k, v in arrays.items()})
+        replies = [r for r in replies if r.has_error() or not failed(r)]
+        sent = self._sent[server_round]
+        if self.local_steps == 1 and not isinstance(self, FedSGDStep):
+            for reply in (r for r in replies if not r.has_error()):  # observed already: now the client's weights
+                reply.content["arrays"] = _stepped(sent, reply.content["arrays"], self.lr)
+        arrays, metrics = super().aggregate_train(server_round, replies)
+        if arrays is not None and self.local_steps == 1 and isinstance(self, FedSGDStep):
+            arrays = _stepped(sent, arrays, self.lr)
         return arrays, metrics
+
+
+def _stepped(weights: dict[str, np.ndarray], gradient: ArrayRecord, lr: float) -> ArrayRecord:
+    """``W - lr * gradient``, in the weights' dtype."""
+    return ArrayRecord({k: Array(np.asarray(weights[k] - lr * v.numpy(), dtype=weights[k].dtype))
+                        for k, v in gradient.items()})
+
+
+class FedSGDStep:
+    """Marks plain FedAvg: in FedSGD mode it averages the gradients and takes one step."""
+
+
+class CuriousFedAvg(Curious, FedSGDStep, FedAvg):
+    pass
+
+
+class CuriousFedAvgM(Curious, FedAvgM):
+    pass
+
+
+class CuriousFedAdam(Curious, FedAdam):
+    pass
+
+
+class CuriousFedYogi(Curious, FedYogi):
+    pass
+
+
+class CuriousFedAdagrad(Curious, FedAdagrad):
+    pass
+
+
+#: ``aggregation.strategy`` -> the curious strategy (its keys: ``config.AGGREGATION_KEYS``).
+STRATEGIES: dict[str, type] = {"fedavg": CuriousFedAvg, "fedavgm": CuriousFedAvgM, "fedadam": CuriousFedAdam,
+                               "fedyogi": CuriousFedYogi, "fedadagrad": CuriousFedAdagrad}
 
 
 def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> ArrayRecord:
@@ -128,9 +174,14 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
     return ArrayRecord(model.state_dict())
 
 
-def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "") -> CuriousFedAvg:
+def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "") -> Curious:
+    """The configured curious strategy (``aggregation``), every client training every round."""
+    cls, names = STRATEGIES[config.aggregation.strategy], AGGREGATION_KEYS[config.aggregation.strategy]
+    chosen = {flower: getattr(config.aggregation, ours) for ours, flower in names.items()
+              if getattr(config.aggregation, ours) is not None}  # unset: Flower's own default
+    if issubclass(cls, FedOpt):
+        chosen["eta_l"] = config.train.lr  # the clients' learning rate, which Flower records
     k = config.federation.num_clients
-    return CuriousFedAvg(lr=config.train.lr, local_steps=config.train.local_steps,
-                         batch_size=config.train.batch_size, run_dir=str(run_dir), observer=observer,
-                         secure_aggregation=config.threat.secure_aggregation,
-                         fraction_train=1.0, min_train_nodes=k, min_available_nodes=k)
+    return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
+               run_dir=str(run_dir), observer=observer, secure_aggregation=config.threat.secure_aggregation,
+               fraction_train=1.0, min_train_nodes=k, min_available_nodes=k, **chosen)

@@ -15,6 +15,10 @@ Recovers: the structure and the node features, in three steps:
 3. the features: GNFR, recursive closed-form least squares through the GCN layers given the
    thresholded structure, from the paper's all-ones last-layer mask.
 
+A FedAvg update (several local steps) is not a gradient: by default GraphDLG is not applicable to
+it. ``fedavg: pseudo_gradient`` runs it on ``(W_sent - W_back) / (lr * steps)`` read as one
+gradient, an approximation every row records (``attack_input: pseudo_gradient``).
+
 Paper mode (all defaults): adapter A with lambda 0.2, decoder 100-250 with Adam 1e-3 (200 epochs,
 batch 64, early stopping, patience 20), oracle node count, GNFR rows min-max scaled to [0, 1].
 Beyond the paper, off by default: ``refine_features`` (start from GNFR, keep the recovered
@@ -30,7 +34,7 @@ one decoded graph stands for the batch (``batch_output = "one_for_batch"``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -45,6 +49,7 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 NODE_COUNTS = ("oracle", "predicted")
+FEDAVG = ("not_applicable", "pseudo_gradient")
 
 
 @dataclass(eq=False)
@@ -93,6 +98,7 @@ class GraphDLG(Attack):
         refine_features: bool = False
         refine_iterations: int = 100
         refine_lr: float = 0.1
+        fedavg: str = "not_applicable"  # not_applicable | pseudo_gradient (an approximation)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -103,10 +109,15 @@ class GraphDLG(Attack):
         if p.adapter not in ADAPTERS:
             raise ConfigError(f"attack.params.{self.name}.adapter: unknown '{p.adapter}'; "
                               f"valid: {', '.join(ADAPTERS)}")
+        if p.fedavg not in FEDAVG:
+            raise ConfigError(f"attack.params.{self.name}.fedavg: unknown '{p.fedavg}'; valid: {', '.join(FEDAVG)}")
         self._states: set = set()
 
     # -- requirements -------------------------------------------------------------------------
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        if not update.exact and self.params.fedavg == "pseudo_gradient":
+            update = replace(update, kind="gradient", returned={k: v.numpy() for k, v in update.gradient.items()},
+                             local_steps=1)  # checked as the gradient it is read as
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
@@ -225,7 +236,8 @@ class GraphDLG(Attack):
                  torch.as_tensor(np.asarray(update.global_weights[w_name])), update.gradient[b_name],
                  binary, pool=model.pool)
         info = {"embedding_norm": float(h.norm()), "predicted_edges": int(binary.triu(1).sum()),
-                "gnfr_rank": int(torch.linalg.matrix_rank(x)), "batch_embedding": update.batch_size > 1}
+                "gnfr_rank": int(torch.linalg.matrix_rank(x)), "batch_embedding": update.num_graphs > 1,
+                "attack_input": "gradient" if update.exact else "pseudo_gradient"}
         x = minmax_rows(x).float()
         label = label_from_bias(update.gradient[b_name])[0]
         if self.params.refine_features:

@@ -2,7 +2,8 @@
 
 For each :class:`~fedgraph_sim.threat.AttackOutcome` the evaluator opens the audit record of its
 update (only now, after the attack has returned), builds one :class:`ResultRow` per graph of the
-batch (up to ``attack.max_graphs``), scores each reconstruction with every catalogue metric under
+batch (up to ``attack.max_graphs``), assigns the reconstructions of a batch to its graphs
+(``batch.py``), scores each reconstruction with every catalogue metric under
 every alignment, puts beside each metric the gradient-free prior's value on the same graph and
 the information gain over it, stores the first drawings, and appends the rows to
 ``results.jsonl``.
@@ -23,6 +24,7 @@ from torch_geometric.utils import to_dense_adj
 
 from fedgraph_sim.audit import AuditStore
 from fedgraph_sim.config import RunConfig, defense_label
+from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.evaluation.drawings import DrawingStore
 from fedgraph_sim.evaluation.rows import ResultRow
 from fedgraph_sim.metrics import CATALOGUE, metric, metric_column, score_reconstruction
@@ -71,6 +73,8 @@ class Evaluator:
         update, recs = outcome.update, outcome.reconstructions
         record = self.audit.read(update.round, update.client_key)  # only after the attack returned
         graphs = record.graphs[: self.config.attack.max_graphs]
+        if len(recs) >= len(graphs) > 1:  # which reconstruction is which graph of the batch
+            recs = [recs[j] for j in batch_assignment(recs[: len(record.graphs)], graphs, self.knowledge.schema)]
         rows = []
         for i, graph in enumerate(graphs):
             row = self.base_row(outcome, i, graph, len(graphs))
@@ -92,6 +96,7 @@ class Evaluator:
             defense=defense_label(config.defenses), defense_stack=config.defenses,
             status=outcome.status, message=outcome.message, seconds=outcome.seconds / max(graphs, 1),
             update_kind=update.kind, exact_gradient=update.exact, batch_size=update.batch_size,
+            local_steps=update.local_steps, attack_input="gradient" if update.exact else "pseudo_gradient",
             aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
             hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
             node_order=config.data.node_order, label_true=int(graph.y.view(-1)[0]),
@@ -108,7 +113,8 @@ class Evaluator:
             attack=outcome.attack, defense=defense_label(config.defenses), defense_stack=config.defenses,
             status=outcome.status, message=outcome.message, seconds=0.0,
             update_kind="gradient" if config.train.mode == "fedsgd" else "weights", exact_gradient=None,
-            batch_size=config.train.batch_size, aux=knowledge.aux_scenario,
+            batch_size=config.train.batch_size, local_steps=config.train.local_steps, attack_input="none",
+            aux=knowledge.aux_scenario,
             hint_node_count=config.threat.node_count, hint_label=config.threat.label,
             hint_adjacency=bool(config.threat.adjacency_known), node_order=config.data.node_order,
             label_true=None, extra=self.extra_columns)
@@ -128,6 +134,7 @@ class Evaluator:
                     row.scores[f"prior_{column}"] = priors[column]
                     row.scores[f"gain_{column}"] = metric(name).gain(value, priors[column])
         row.info = _row_info(rec)
+        row.attack_input = str(rec.info.get("attack_input", row.attack_input))
 
     def prior_scores(self, update: ObservedUpdate, index: int, graph: Data) -> dict[str, float]:
         """Each metric's prior scored on this very graph (cached across attacks), so every row

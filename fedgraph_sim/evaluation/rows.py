@@ -35,6 +35,10 @@ class ResultRow:
     update_kind: str  # gradient | weights
     exact_gradient: bool | None
     batch_size: int
+    local_steps: int
+    # what the attack matched: gradient (exact), simulated_local_training (a FedAvg update's steps
+    # simulated), pseudo_gradient (a FedAvg update read as one gradient: an approximation)
+    attack_input: str
     aux: str  # the auxiliary scenario
     hint_node_count: bool
     hint_label: bool

@@ -51,6 +51,8 @@ def _overview(data: ReportInput, groups: list[Group]) -> list[str]:
              f"({status_text or 'none'}) from {len({federation_key(r) for r in data.rows})} federation(s).", "",
              f"- datasets: {', '.join(dict.fromkeys(g.dataset for g in groups)) or '-'}",
              f"- attacks: {', '.join(dict.fromkeys(g.attack for g in groups)) or '-'}",
+             *([f"- training settings: {', '.join(dict.fromkeys(g.setting for g in groups))}"]
+               * any(g.setting for g in groups)),
              f"- defense settings: {', '.join(defenses) or '-'}"]
     if data.reference:
         lines.append(f"- paper reference: {data.reference.get('source', 'reference.yaml')}")
@@ -61,15 +63,16 @@ def _overview(data: ReportInput, groups: list[Group]) -> list[str]:
 def markdown_tables(data: ReportInput, groups: list[Group]) -> str:
     """Per dataset: an identity-alignment table (with utility and the paper's rows) and a
     matched-alignment table, attack-major, defenses by family then strength."""
-    rank = {(g.dataset, g.attack, g.defense): i for i, g in enumerate(groups)}
-    entries = sorted(summarize(data.rows), key=lambda e: rank[e["dataset"], e["attack"], e["defense"]])
+    rank = {(g.dataset, g.attack, g.setting, g.defense): i for i, g in enumerate(groups)}
+    entries = sorted(summarize(data.rows), key=lambda e: rank[e["dataset"], e["attack"], e["setting"], e["defense"]])
+    labels = ("attack", "setting", "defense") if any(g.setting for g in groups) else ("attack", "defense")
     out = []
     for dataset in dict.fromkeys(g.dataset for g in groups):
         out.append(f"## Results: {dataset or 'unnamed dataset'}\n")
         for alignment in ("identity", "matched"):
             mine = [e for e in entries if e["dataset"] == dataset and e["alignment"] == alignment]
             identity = alignment == "identity"  # utility and the paper's rows do not depend on it
-            grid = summary_grid(mine, REPORT_METRICS, ("attack", "defense"), utility=identity,
+            grid = summary_grid(mine, REPORT_METRICS, labels, utility=identity,
                                 paper=lambda e: paper_row(data.reference, e["dataset"], e["defense"], e["attack"])
                                 if identity else {})
             how = ("reconstructed node i is scored against true node i, the papers' convention" if identity

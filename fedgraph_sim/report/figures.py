@@ -92,7 +92,7 @@ def strength_figures(groups: list[Group], reference: dict, out: Path) -> Iterato
 
 def _strength_figure(family: str, members: list[Group], reference: dict, path: Path) -> Saved:
     datasets = _unique(g.dataset for g in members if g.family != "none")
-    colors = _colors(_unique(g.attack for g in members))
+    colors = _colors(_unique(g.series for g in members))
     param = next((g.param for g in members if g.param), "strength")
     figure = new_figure(3.6 * len(STRENGTH_METRICS), 3.0 * len(datasets) + 0.8)
     axes = figure.subplots(len(datasets), len(STRENGTH_METRICS), squeeze=False)
@@ -101,8 +101,8 @@ def _strength_figure(family: str, members: list[Group], reference: dict, path: P
         mine = [g for g in members if g.dataset == dataset]
         for col, metric in enumerate(STRENGTH_METRICS):
             ax = axes[row][col]
-            for attack in _unique(g.attack for g in mine):
-                points = sorted(((g.strength, _mean(g, metric), g) for g in mine if g.attack == attack),
+            for attack in _unique(g.series for g in mine):
+                points = sorted(((g.strength, _mean(g, metric), g) for g in mine if g.series == attack),
                                 key=lambda p: p[0])
                 points = [(x, agg, g) for x, agg, g in points if agg["count"]]
                 if not points:
@@ -110,7 +110,7 @@ def _strength_figure(family: str, members: list[Group], reference: dict, path: P
                 handles[attack] = ax.errorbar([p[0] for p in points], [p[1]["mean"] for p in points],
                                               yerr=[p[1]["std"] for p in points], color=colors[attack],
                                               marker="o", capsize=3, label=attack)
-                paper = [(x, paper_row(reference, dataset, g.defense, attack).get(metric)) for x, _, g in points]
+                paper = [(x, paper_row(reference, dataset, g.defense, g.attack).get(metric)) for x, _, g in points]
                 paper = [(x, v) for x, v in paper if v is not None]
                 if paper:
                     ax.scatter(*zip(*paper), facecolors="none", edgecolors=colors[attack], s=60, marker="s")
@@ -141,11 +141,11 @@ def heatmaps(groups: list[Group], out: Path) -> Iterator[Outcome]:
 
 def _heatmap(groups: list[Group], metric: str, path: Path) -> Outcome:
     several = len({g.dataset for g in groups}) > 1
-    rows = _unique((g.dataset, g.attack) for g in groups)
+    rows = _unique((g.dataset, g.series) for g in groups)
     columns = defense_labels(groups)
     values = np.full((len(rows), len(columns)), np.nan)
     for g in groups:
-        values[rows.index((g.dataset, g.attack)), columns.index(g.defense)] = _mean(g, metric)["mean"]
+        values[rows.index((g.dataset, g.series)), columns.index(g.defense)] = _mean(g, metric)["mean"]
     if np.isnan(values).all():
         return Skipped(path.stem, f"no ok row has {metric}")
     figure = new_figure(2.0 + 1.1 * len(columns), 1.6 + 0.55 * len(rows))
@@ -175,7 +175,7 @@ def frontiers(groups: list[Group], out: Path) -> Iterator[Outcome]:
 def _frontier(groups: list[Group], metric: str, path: Path) -> Outcome:
     datasets = _unique(g.dataset for g in groups)
     colors = _colors(_unique(g.family for g in groups))
-    markers = {a: MARKERS[i % len(MARKERS)] for i, a in enumerate(_unique(g.attack for g in groups))}
+    markers = {a: MARKERS[i % len(MARKERS)] for i, a in enumerate(_unique(g.series for g in groups))}
     figure = new_figure(5.0 * len(datasets) + 1.5, 4.4)
     axes = figure.subplots(1, len(datasets), squeeze=False)[0]
     plotted = 0
@@ -200,9 +200,9 @@ def _frontier_panel(ax, groups: list[Group], metric: str, colors: dict, markers:
     """Markers for one dataset; a thin line joins each attack's settings of one family by strength,
     starting from its undefended point. Returns the number of markers."""
     plotted = 0
-    for attack in _unique(g.attack for g in groups):
+    for attack in _unique(g.series for g in groups):
         points = {g.defense: (g.test_accuracy()["mean"], _mean(g, metric)["mean"], g)
-                  for g in groups if g.attack == attack}
+                  for g in groups if g.series == attack}
         points = {d: p for d, p in points.items() if not (math.isnan(p[0]) or math.isnan(p[1]))}
         for family in _unique(g.family for _, _, g in points.values() if g.family != "none"):
             line = sorted((p for p in points.values() if p[2].family in ("none", family)),

@@ -1,4 +1,5 @@
-"""Result rows grouped per (dataset, attack, defense setting), with every number the report shows.
+"""Result rows grouped per (dataset, attack, training setting, defense setting), with every number
+the report shows.
 
 Reconstruction metrics are mean ± std over the attacked graphs whose status is ``ok``. Test
 accuracy is a property of a federation, repeated on each of its rows, so it is averaged over the
@@ -26,6 +27,12 @@ class Group:
     param: str | None = None
     order: tuple = ()  # sort key of the defense setting (see defense_order)
     rows: list[dict] = field(default_factory=list)
+    setting: str = ""  # a sweep's settings-axis label ("" without one)
+
+    @property
+    def series(self) -> str:
+        """What a figure draws as one line: the attack, and its training setting if any."""
+        return f"{self.attack} [{self.setting}]" if self.setting else self.attack
 
     @property
     def ok(self) -> list[dict]:
@@ -63,18 +70,18 @@ def defense_order(rows: list[dict]) -> dict[str, tuple]:
 
 
 def group_rows(rows: list[dict]) -> list[Group]:
-    """Groups ordered by dataset and attack (first appearance), then defense order."""
+    """Groups ordered by dataset, attack and setting (first appearance), then defense order."""
     order = defense_order(rows)
     groups: dict[tuple, Group] = {}
     for row in rows:
-        key = (row.get("dataset", ""), row.get("attack", "?"), row.get("defense", "none"))
+        key = (row.get("dataset", ""), row.get("attack", "?"), row.get("defense", "none"), row.get("setting") or "")
         if key not in groups:
-            groups[key] = Group(*key, family=row["defense_family"], strength=row["defense_strength"],
-                                param=row.get("defense_param"), order=order[key[2]])
+            groups[key] = Group(*key[:3], family=row["defense_family"], strength=row["defense_strength"],
+                                param=row.get("defense_param"), order=order[key[2]], setting=key[3])
         groups[key].rows.append(row)
-    datasets = list(dict.fromkeys(k[0] for k in groups))
-    attacks = list(dict.fromkeys(k[1] for k in groups))
-    return sorted(groups.values(), key=lambda g: (datasets.index(g.dataset), attacks.index(g.attack), g.order))
+    firsts = [list(dict.fromkeys(k[i] for k in groups)) for i in (0, 1, 3)]
+    return sorted(groups.values(), key=lambda g: (firsts[0].index(g.dataset), firsts[1].index(g.attack),
+                                                  firsts[2].index(g.setting), g.order))
 
 
 def defense_labels(groups: list[Group]) -> list[str]:

@@ -24,7 +24,7 @@ TERMINAL_METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "g
 #: The report's markdown tables, in the papers' order of interest.
 REPORT_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse", "edge_accuracy")
 #: The label columns a summary entry can be told apart by.
-SUMMARY_LABELS = ("dataset", "attack", "defense", "alignment")
+SUMMARY_LABELS = ("dataset", "attack", "setting", "defense", "alignment")
 
 
 @dataclass

@@ -99,7 +99,8 @@ class Session:
         self.run_dir = None
         self.runner = None
         self.rounds_task = None
-        self.strategy = None  # the CuriousFedAvg the ServerApp runs (its timings)
+        self.strategy = None  # the curious strategy the ServerApp runs (its timings)
+        self.baseline = None  # the centralised baseline, from the first evaluation on
         if run_dir is not None:
             self.open(run_dir)
 
@@ -130,19 +131,24 @@ class Session:
             self.progress.advance(self.rounds_task)
 
     def evaluate(self, server_round: int, arrays):
-        """Flower's ``evaluate_fn``: the global model on the held-out test split."""
+        """Flower's ``evaluate_fn``: the global model on the held-out test split, and beside it the
+        centralised baseline after as many rounds (``runtime/baseline.py``)."""
         from flwr.app import MetricRecord
 
         from fedgraph_sim.models import GraphClassifier
+        from fedgraph_sim.runtime.baseline import CentralisedBaseline
 
         test = self.scenario.test
         if len(test) == 0:
             return None
         ds = self.scenario.dataset
+        graphs = [ds.graphs[i] for i in test]
         model = GraphClassifier(ds.num_features, ds.num_classes, **self.config.model.model_dump())
         model.load_state_dict(arrays.to_torch_state_dict())
-        metrics = evaluate(model, [ds.graphs[i] for i in test], self.config.train.loss)
-        write_utility(self.run_dir, server_round, metrics)
+        metrics = evaluate(model, graphs, self.config.train.loss)
+        if self.baseline is None:  # round 0: the initial weights, which the baseline starts from
+            self.baseline = CentralisedBaseline(self.config, self.scenario, arrays.to_torch_state_dict())
+        write_utility(self.run_dir, server_round, {**metrics, **self.baseline.evaluate(server_round, graphs)})
         return MetricRecord(metrics)
 
     def finish(self) -> list[dict]:

@@ -69,6 +69,7 @@ def test_a_result_row_flattens_to_the_jsonl_columns():
     row = ResultRow(run="r", dataset="d", seed=0, round=1, client=0, observed="client", batch_index=0,
                     graph_id=3, num_nodes=4, attack="a", defense="none", defense_stack=[], status="ok",
                     message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
+                    local_steps=1, attack_input="gradient",
                     aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False,
                     node_order="original", label_true=1, defense_report={"epsilon": 2.0},
                     extra={"cell": "c"}, label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
@@ -86,3 +87,18 @@ def test_threat_grants_give_each_attack_only_its_hints(tmp_path):
     assert plain.node_counts == tuple(g.num_nodes for g in graphs) and plain.labels is not None
     assert plain.adjacencies is None and granted.adjacencies is not None
     assert torch.equal(granted.adjacencies[0].sum(), torch.tensor(float(graphs[0].edge_index.size(1))))
+
+
+def test_a_batch_of_reconstructions_is_assigned_to_its_graphs():
+    from fedgraph_sim.data import make_synthetic
+    from fedgraph_sim.evaluation.batch import batch_assignment
+    from fedgraph_sim.threat import Reconstruction
+    from torch_geometric.utils import to_dense_adj
+
+    data = make_synthetic(num_graphs=12, seed=3)
+    graphs = [data.graphs[i] for i in (0, 5, 9)]
+    exact = [Reconstruction(g.x, to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0], g.num_nodes)
+             for g in graphs]
+    shuffled = [exact[2], exact[0], exact[1]]
+    assert batch_assignment(shuffled, graphs, data.schema) == [1, 2, 0]
+    assert batch_assignment(exact[:1], graphs[:1], data.schema) == [0]  # one graph: nothing to assign

@@ -63,7 +63,7 @@ def test_requirements_name_their_reason():
     plain = dataclasses.replace(knowledge, schema=dataclasses.replace(knowledge.schema, degree_block=None))
     assert "degree as a feature" in attack.not_applicable(update, plain)
     batch = dataclasses.replace(update, batch_size=2)
-    assert "batch size 1" in attack.not_applicable(batch, knowledge)
+    assert "needs one graph; the update was computed on 2" in attack.not_applicable(batch, knowledge)
 
 
 def test_a_graph_as_wide_as_the_layers_is_out_of_scope():

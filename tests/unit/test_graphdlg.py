@@ -12,6 +12,7 @@ from attacks.graphdlg.decoder import DecoderTraining, adapter_loss, encode, trai
 from attacks.graphdlg.gnfr import gcn_norm_dense
 from clients.training import fedsgd_gradient
 from fedgraph_sim.data import make_synthetic
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import graph_metrics
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -240,3 +241,26 @@ def test_the_decoder_is_trained_once_per_weights_across_calls_and_variants(tmp_p
     runner([replace(update, round=2)])  # same weights: no retraining
     runner.close()
     assert len(paper.decoder_seconds) == 1 and refine.decoder_seconds == paper.decoder_seconds
+
+
+def test_a_fedavg_update_is_not_applicable_unless_the_pseudo_gradient_is_chosen():
+    from clients.training import fedavg_weights
+
+    torch.manual_seed(0)
+    data = make_synthetic(num_graphs=60, seed=6)
+    model = GraphClassifier(4, 2)
+    sent = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    graphs = data.graphs[40:43]
+    new, _ = fedavg_weights(model, [[g] for g in graphs], 0.01)
+    update = ObservedUpdate(round=1, client_key=0, global_weights=sent, returned={k: v.numpy() for k, v in new.items()},
+                            kind="weights", num_examples=1, metrics={}, lr=0.01, local_steps=3, batch_size=1)
+    knowledge = AttackerKnowledge(model={}, num_features=4, num_classes=2, schema=data.schema,
+                                  aux_graphs=tuple(data.graphs[:40]), aux_scenario="same").with_hints(
+                                      node_counts=[g.num_nodes for g in graphs])
+    assert "exact gradient" in GraphDLG().not_applicable(update, knowledge)
+    approximate = GraphDLG(epochs=3, fedavg="pseudo_gradient")
+    assert approximate.not_applicable(update, knowledge) is None
+    rec, = approximate.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    assert rec.info["attack_input"] == "pseudo_gradient" and rec.info["batch_embedding"]
+    with pytest.raises(ConfigError, match="attack.params.graphdlg.fedavg: unknown 'sometimes'"):
+        GraphDLG(fedavg="sometimes")

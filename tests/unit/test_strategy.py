@@ -93,3 +93,48 @@ def test_a_failed_client_turn_is_reported_and_left_out_of_the_aggregate(flower_t
     assert [u.client_key for u in seen] == [0, 1]
     (failure,) = failed_turns
     assert (failure.round, failure.client_key) == (1, 2) and "empty partition" in failure.reason
+
+
+def test_a_server_optimiser_aggregates_the_weights_each_clients_fedsgd_step_gives():
+    """FedSGD under FedAdam: each gradient reply becomes W - lr * g, which Flower's own FedAdam
+    aggregates; the observer still sees the gradients."""
+    from flwr.serverapp.strategy import FedAdam
+
+    from server.strategy import CuriousFedAdam, _stepped
+
+    seen = []
+    curious = CuriousFedAdam(lr=0.1, local_steps=1, batch_size=1, eta=0.05, eta_l=0.1,
+                             observer=lambda updates, failures: seen.extend(updates),
+                             min_train_nodes=3, min_available_nodes=3)
+    curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
+    ours, _ = curious.aggregate_train(1, replies(np.random.default_rng(0)))
+    plain = FedAdam(eta=0.05, eta_l=0.1, min_train_nodes=3, min_available_nodes=3)
+    plain.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
+    sent = {k: v.numpy() for k, v in global_arrays().items()}
+    stepped = replies(np.random.default_rng(0))
+    for reply in stepped:
+        reply.content["arrays"] = _stepped(sent, reply.content["arrays"], 0.1)
+    theirs, _ = plain.aggregate_train(1, stepped)
+    for key in theirs:
+        assert np.allclose(ours[key].numpy(), theirs[key].numpy())
+    assert seen[0].kind == "gradient" and seen[0].exact  # the attack still observes gradients
+
+
+def test_make_strategy_builds_the_configured_flower_strategy():
+    from fedgraph_sim.config import load_config
+    from server.strategy import CuriousFedAvgM, make_strategy
+
+    config = load_config(None, ["aggregation.strategy=fedavgm", "aggregation.lr=0.5", "aggregation.momentum=0.9"])
+    strategy = make_strategy(config, None)
+    assert isinstance(strategy, CuriousFedAvgM)
+    assert (strategy.server_learning_rate, strategy.server_momentum) == (0.5, 0.9)
+
+
+def test_keys_a_strategy_does_not_take_are_refused():
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="aggregation.momentum: fedadam takes no momentum; it takes lr, beta_1"):
+        load_config(None, ["aggregation.strategy=fedadam", "aggregation.momentum=0.9"])
+    with pytest.raises(ConfigError, match="aggregation.lr: fedavg takes no lr"):
+        load_config(None, ["aggregation.lr=0.5"])

@@ -12,10 +12,13 @@
         - none
         - {name: dp_gradients, sigma: [0.05, 0.1]}
         - [{name: prune, p: [0.5, 0.9]}, {name: dp_gradients, sigma: 0.01}]
+      settings:                          # each item: dotted run-config keys; list values are grids
+        - {train.batch_size: [1, 4, 16]}
+        - {train.local_steps: 5, train.batch_size: 4}
 
-One federation runs per (dataset, defense setting, seed), capturing what the server observes; one
-cell per (federation, attack) replays the capture to that attack. Everything is validated here,
-before anything is written.
+One federation runs per (dataset, setting, defense setting, seed), capturing what the server
+observes; one cell per (federation, attack) replays the capture to that attack. Everything is
+validated here, before anything is written.
 """
 
 from __future__ import annotations
@@ -31,12 +34,12 @@ from typing import Any
 
 import yaml
 
-from fedgraph_sim.config import DefenseSetting, RunConfig, default_tree, merge_tree, validate_config
+from fedgraph_sim.config import DefenseSetting, RunConfig, default_tree, merge_tree, set_dotted, validate_config
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.runtime.reproduction import load_reference
 
 SPEC_KEYS = ("name", "reference", "victim_graphs", "base", "axes")
-AXES = ("datasets", "seeds", "attacks", "defenses")
+AXES = ("datasets", "seeds", "attacks", "defenses", "settings")
 
 
 @dataclass
@@ -44,10 +47,12 @@ class Federation:
     id: str
     config: RunConfig
     defense: DefenseSetting
+    setting: str = ""  # the settings axis item's label, e.g. "batch_size=4,local_steps=5"
 
     def columns(self) -> dict[str, Any]:
         d = self.defense
-        return {"defense_family": d.family, "defense_param": d.param, "defense_strength": d.strength}
+        return {"defense_family": d.family, "defense_param": d.param, "defense_strength": d.strength,
+                "setting": self.setting}
 
 
 @dataclass
@@ -98,6 +103,20 @@ def expand_defenses(item: Any, index: int) -> list[DefenseSetting]:
             stack[j][key] = value
         settings.append(DefenseSetting.of(stack, swept=grid[0][1] if grid else None))
     return settings
+
+
+def expand_settings(item: Any, index: int) -> list[tuple[str, dict]]:
+    """One settings-axis item (dotted keys, list values as grids) -> ``(label, overrides)`` each."""
+    require(isinstance(item, dict) and item and all(isinstance(k, str) for k in item), f"axes.settings.{index}",
+            "each item is a mapping of dotted run-config keys, e.g. {train.batch_size: [1, 4]}")
+    grid = [(k, v if isinstance(v, list) else [v]) for k, v in item.items()]
+    for key, values in grid:
+        require(len(values) > 0, f"axes.settings.{index}.{key}", "an empty grid")
+    out = []
+    for combo in itertools.product(*[values for _, values in grid]):
+        overrides = dict(zip((k for k, _ in grid), combo))
+        out.append((",".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in overrides.items()), overrides))
+    return out
 
 
 def spec_differences(stored: Any, spec: Any, prefix: str = "") -> list[str]:
@@ -174,21 +193,25 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     for name_ in attack_names:
         params = base_config.attack.params.get(name_)
         build_attack(str(name_).split("@")[0], params, key="axes.attacks")
+    variants = [v for i, item in enumerate(_axis(axes, "settings", [None]))
+                for v in ([("", {})] if item is None else expand_settings(item, i))]
 
     scenarios: dict[str, Any] = {}
-    for dataset, seed, setting in itertools.product(datasets, seeds, settings):
+    for dataset, (label, overrides), seed, setting in itertools.product(datasets, variants, seeds, settings):
         data = {"dataset": dataset} if isinstance(dataset, str) else dict(dataset)
         require("dataset" in data, "axes.datasets", f"each entry is a name or a mapping with 'dataset' (got {dataset!r})")
-        tree = merge_tree(base, {"data": data, "seed": seed, "defenses": setting.stack,
+        tree = set_dotted(copy.deepcopy(base), overrides)
+        tree = merge_tree(tree, {"data": data, "seed": seed, "defenses": setting.stack,
                                  "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
         tree["threat"] = {**tree.get("threat", {}), "adjacency_known": _only(base_config.threat.adjacency_known, [])}
-        key = json.dumps([data, seed])
+        key = json.dumps([data, seed, overrides], default=str)
         config, scenarios[key] = resolve(tree, victim_graphs=victims, scenario=scenarios.get(key))
         Session(config, scenario=scenarios[key])  # defenses planned against every client's turn
         # ids hash the whole configuration: a changed setting is a new job, never an old result
-        fed_id = _slug(f"{data['dataset']}_s{seed}_{setting.label}")[:80] + "-" + _short_hash(config.model_dump(mode="json"))
-        federation = Federation(fed_id, config, setting)
+        stem = _slug(f"{data['dataset']}_s{seed}_{label + '_' if label else ''}{setting.label}")[:80]
+        fed_id = stem + "-" + _short_hash(config.model_dump(mode="json"))
+        federation = Federation(fed_id, config, setting, label)
         sweep.federations.append(federation)
         for attack in attack_names:
             cell_tree = config.model_dump(mode="json")
