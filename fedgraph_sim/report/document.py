@@ -16,6 +16,8 @@ from fedgraph_sim.report.drawings import drawing_figures
 from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
+from fedgraph_sim.report.pareto import pareto_figures
+from fedgraph_sim.report.rounds import leakage_figures, utility_figures
 from fedgraph_sim.report.tables import REPORT_METRICS, markdown, summary_grid
 from fedgraph_sim.results import federation_key, summarize
 
@@ -100,6 +102,9 @@ def render(directory: str | Path) -> Report:
          lambda: strength_figures(groups, data.reference, out)),
         ("Attacks x defenses", "heatmaps", lambda: heatmaps(groups, out)),
         ("Privacy-utility frontier", "frontier", lambda: frontiers(groups, out)),
+        ("Privacy-utility per setting (Pareto)", "pareto", lambda: pareto_figures(groups, out)),
+        ("Utility round by round", "utility", lambda: utility_figures(data.utility, out)),
+        ("Leakage round by round", "leakage_vs_round", lambda: leakage_figures(groups, data.utility, out)),
         ("True vs reconstructed graphs", "drawings", lambda: drawing_figures(data.drawings, order, out)),
     ]
     for heading, name, build in sections if groups else []:

@@ -18,7 +18,7 @@ import yaml
 
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.utility import final_utility
+from fedgraph_sim.utility import final_utility, read_utility
 
 RESULTS = "results.jsonl"
 REFERENCE = "reference.yaml"
@@ -33,6 +33,8 @@ class ReportInput:
     drawings: list[dict] = field(default_factory=list)
     reference: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # problems met while reading, for report.md
+    # per federation, (dataset, setting, defense) -> its utility.jsonl rows (round by round)
+    utility: dict[tuple, list[list[dict]]] = field(default_factory=dict)
 
 
 def _numeric(value) -> bool:
@@ -113,6 +115,22 @@ def _with_utility(rows: list[dict], directory: Path, kind: str) -> list[dict]:
     return out
 
 
+def _utility_curves(rows: list[dict], directory: Path, kind: str) -> dict[tuple, list[list[dict]]]:
+    """Each federation's round-by-round utility, keyed by what the report groups it by."""
+    sources: dict[Path, tuple] = {}
+    for row in rows:
+        cell = row.get("cell")
+        source = (directory / "federations" / cell.rsplit("__", 1)[0]
+                  if kind == "sweep" and isinstance(cell, str) else directory)
+        sources.setdefault(source, (row["dataset"], row.get("setting") or "", row["defense"]))
+    curves: dict[tuple, list[list[dict]]] = {}
+    for source, key in sources.items():
+        points = read_utility(source)
+        if points:
+            curves.setdefault(key, []).append(sorted(points, key=lambda p: p["round"]))
+    return curves
+
+
 def _drawings(directory: Path, notes: list[str]) -> list[dict]:
     paths = sorted(directory.glob("drawings/*.json")) + sorted(directory.glob("cells/*/drawings/*.json"))
     drawings, bad = [], 0
@@ -149,4 +167,5 @@ def load(directory: str | Path) -> ReportInput:
         row["defense_family"], row["defense_param"], row["defense_strength"] = defense_setting(row)
     return ReportInput(directory=directory, name=str(spec.get("name") or directory.name), kind=kind,
                        rows=rows, drawings=_drawings(directory, notes),
-                       reference=_read_yaml(directory / REFERENCE, notes), notes=notes)
+                       reference=_read_yaml(directory / REFERENCE, notes), notes=notes,
+                       utility=_utility_curves(rows, directory, kind))

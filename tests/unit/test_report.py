@@ -23,7 +23,7 @@ ACCURACY = {"none": 0.9, "dp_gradients(sigma=0.1)": 0.8, "dp_gradients(sigma=1.0
 
 
 def _row(attack, defense, seed, graph_id, type_acc, test_accuracy, status="ok"):
-    row = {"run": f"fixture-s{seed}", "dataset": "toy", "seed": seed, "round": 1, "client": 0,
+    row = {"run": f"fixture-s{seed}", "dataset": "toy", "seed": seed, "round": graph_id + 1, "client": 0,
            "graph_id": graph_id, "attack": attack, "defense": defense, "defense_stack": STACKS[defense],
            "status": status, "test_accuracy": test_accuracy, "sweep": "fixture",
            "cell": f"toy_s{seed}_{defense}-0000__{attack}", "defense_family": defense.split("(")[0],
@@ -35,7 +35,9 @@ def _row(attack, defense, seed, graph_id, type_acc, test_accuracy, status="ok"):
                         f"{alignment}_adj_ap": type_acc, f"{alignment}_feature_mse": 1 - type_acc,
                         f"{alignment}_edge_accuracy": 0.7,
                         f"prior_{alignment}_node_type_accuracy": 0.5, f"prior_{alignment}_adj_auc": 0.6,
-                        f"prior_{alignment}_adj_ap": 0.3, f"prior_{alignment}_feature_mse": 0.4})
+                        f"prior_{alignment}_adj_ap": 0.3, f"prior_{alignment}_feature_mse": 0.4,
+                        f"gain_{alignment}_node_type_accuracy": type_acc - 0.5,
+                        f"gain_{alignment}_adj_auc": type_acc / 2 - 0.1})
     return row
 
 
@@ -70,6 +72,12 @@ def sweep_report(tmp_path_factory):
         cell = directory / "cells" / f"toy_s0_none-0000__{attack}" / "drawings"
         cell.mkdir(parents=True)
         (cell / f"{attack}_0.json").write_text(json.dumps(_drawing(attack, "none", smiles)))
+    for seed, defense in [(0, d) for d in STACKS] + [(1, "none")]:  # each federation's round by round
+        fed = directory / "federations" / f"toy_s{seed}_{defense}-0000"
+        fed.mkdir(parents=True)
+        fed.joinpath("utility.jsonl").write_text("".join(
+            json.dumps({"round": r, "test_accuracy": 0.5 + r * (ACCURACY[defense] - 0.5) / 2,
+                        "centralised_test_accuracy": 0.5 + r * 0.2}) + "\n" for r in range(3)))
     return render(directory)
 
 
@@ -83,9 +91,9 @@ def test_markdown_cells_are_mean_and_std_over_ok_graphs(sweep_report):
     row = _table_row(md, "| graphdlg | none |")
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "2 (1 error)"
-    assert cells[3] == "0.7000 ± 0.1000"
-    assert cells[4] == "0.8500 ± 0.0500"
-    assert _table_row(md, "| graphdlg | dp_gradients(sigma=1.0) |").split("|")[4].strip() == "0.2000 ± 0.0000"
+    assert cells[3] == "0.7000 ± 0.1000 [Δ +0.2000 vs 0.5000]"  # the gain over the prior beside it
+    assert cells[4] == "0.8500 ± 0.0500 [Δ +0.2500 vs 0.6000]"
+    assert _table_row(md, "| graphdlg | dp_gradients(sigma=1.0) |").split("|")[4].strip() == "0.2000 ± 0.0000 [Δ -0.3000 vs 0.5000]"
 
 
 def test_test_accuracy_is_averaged_over_federations_not_rows(sweep_report):
@@ -113,7 +121,8 @@ def test_every_expected_figure_is_a_png_embedded_in_the_report(sweep_report):
     md = sweep_report.path.read_text()
     names = {"metric_vs_strength_dp_gradients", "drawings_graphdlg", "drawings_majority_type",
              *(f"heatmap_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap")),
-             *(f"frontier_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap"))}
+             *(f"frontier_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap")),
+             "pareto_node_type_accuracy", "pareto_adj_auc", "utility_toy", "leakage_vs_round_graphdlg"}
     assert {f.path.stem for f in sweep_report.figures} == names and not sweep_report.skipped
     for name in names:
         path = sweep_report.path.parent / "figures" / f"{name}.png"
@@ -193,7 +202,7 @@ def test_failed_and_nan_rows_still_give_a_report(tmp_path):
 def test_cli_report_prints_path_and_figure_count(sweep_report, capsys):
     assert main(["report", str(sweep_report.path.parent)]) == 0
     out = capsys.readouterr().out.strip()
-    assert out == f"report: {sweep_report.path} (9 figures)"
+    assert out == f"report: {sweep_report.path} (13 figures)"
 
 
 @pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p])

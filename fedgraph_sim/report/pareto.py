@@ -1,0 +1,81 @@
+"""``pareto_<metric>.png``: what each setting costs and what it protects, as one point each.
+
+Per dataset and (training setting, defense setting): x = the global model's final test accuracy
+(mean over the setting's federations), y = the best attack's information gain over the
+gradient-free priors (the largest mean ``gain_identity_<metric>`` of any attack that is not a
+prior). The Pareto front, the settings no other beats on both (more accuracy and less gain), is
+drawn as a line; DP-SGD points carry their epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterator
+
+from fedgraph_sim.metrics import PRIORS, metric
+from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
+from fedgraph_sim.report.figures import _unique
+from fedgraph_sim.report.groups import Group
+
+PARETO_METRICS = ("node_type_accuracy", "adj_auc")
+
+
+def settings(groups: list[Group], name: str) -> dict[tuple, tuple[float, float, float, str]]:
+    """(dataset, setting, defense) -> (test accuracy, best attack's gain, epsilon, best attack)."""
+    by_setting: dict[tuple, list[Group]] = defaultdict(list)
+    for g in groups:
+        by_setting[g.dataset, g.setting, g.defense].append(g)
+    out = {}
+    for key, members in by_setting.items():
+        accuracy = members[0].test_accuracy()["mean"]
+        gains = [(g.metric(f"gain_identity_{name}")["mean"], g.attack) for g in members if g.attack not in PRIORS]
+        gains = [(v, a) for v, a in gains if not math.isnan(v)]
+        if gains and not math.isnan(accuracy):
+            gain, attack = max(gains)
+            out[key] = (accuracy, gain, max((g.epsilon() for g in members), default=math.nan), attack)
+    return out
+
+
+def front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points no other point beats on both accuracy (higher) and gain (lower), by accuracy."""
+    kept = [p for p in points
+            if not any(q[0] >= p[0] and q[1] <= p[1] and q != p for q in points)]
+    return sorted(set(kept))
+
+
+def pareto_figures(groups: list[Group], out: Path) -> Iterator[Saved | Skipped]:
+    if not any(g.test_accuracy()["count"] for g in groups):
+        yield Skipped("pareto", "no test accuracy in the rows or utility.jsonl (is data.test_fraction 0?)")
+        return
+    for name in PARETO_METRICS:
+        yield attempt(f"pareto_{name}", lambda: _figure(groups, name, out / f"pareto_{name}.png"))
+
+
+def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
+    points = settings(groups, name)
+    if len(points) < 2:
+        return Skipped(path.stem, f"fewer than two settings have both test accuracy and a {name} gain")
+    datasets = _unique(k[0] for k in points)
+    figure = new_figure(5.6 * len(datasets), 4.6)
+    axes = figure.subplots(1, len(datasets), squeeze=False)[0]
+    for ax, dataset in zip(axes, datasets):
+        mine = {k: v for k, v in points.items() if k[0] == dataset}
+        for (_, setting, defense), (x, y, eps, attack) in mine.items():
+            ax.scatter(x, y, color="tab:red" if defense != "none" else "tab:blue", zorder=3)
+            label = f"{setting} {defense}".strip() + ("" if math.isnan(eps) else f" ε={eps:.3g}")
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=6)
+        line = front([(x, y) for x, y, _, _ in mine.values()])
+        ax.plot([p[0] for p in line], [p[1] for p in line], color="black", linewidth=1, label="Pareto front")
+        ax.axhline(0, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_xlabel("final test accuracy of the global model")
+        ax.set_ylabel(f"best attack's gain in {metric(name).short} over the priors")
+        ax.set_title(dataset)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return save(figure, path, f"Privacy-utility per setting: x = final test accuracy (mean over federations), "
+                              f"y = the best attack's mean information gain in {metric(name).short} over the "
+                              "gradient-free priors (0, dashed: the attacks learn nothing the priors do not know); "
+                              "blue: no defense, red: defended; black: the Pareto front (right and down is better "
+                              "for the defender). DP-SGD points carry their epsilon.")
