@@ -17,7 +17,7 @@ from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
 from fedgraph_sim.report.pareto import pareto_figures
-from fedgraph_sim.report.rounds import leakage_figures, utility_figures
+from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table
 from fedgraph_sim.report.tables import REPORT_METRICS, markdown, summary_grid
 from fedgraph_sim.results import federation_key, summarize
 
@@ -95,6 +95,11 @@ def render(directory: str | Path) -> Report:
     lines = _overview(data, groups)
     if groups:
         lines.append(markdown_tables(data, groups))
+    if data.utility:
+        lines += ["## Utility", "", "Test accuracy of the global model and of the centralised baseline (the same "
+                  "model, data, learning rate and gradient steps without federation or defense), each the mean over "
+                  "the last tenth of the rounds; several federations of a setting (seeds) are averaged round by "
+                  "round first.", "", utility_table(data.utility)]
     else:
         lines.append("No result rows: nothing to tabulate or plot.\n")
     sections = [

@@ -57,6 +57,25 @@ def _utility_axes(ax, utility: dict[tuple, list[list[dict]]], dataset: str, colo
     return drawn
 
 
+def utility_table(utility: dict[tuple, list[list[dict]]]) -> str:
+    """Markdown: per (dataset, setting, defense), the global model's and the centralised baseline's
+    test accuracy, each the mean over the last tenth of the rounds (the test splits are small: one
+    round's number is noisy), and the gap."""
+    lines = ["| dataset | setting | defense | rounds | federated | centralised | federated - centralised |",
+             "|---|---|---|---|---|---|---|"]
+    for (dataset, setting, defense), curves in utility.items():
+        cells = []
+        for key in ("test_accuracy", "centralised_test_accuracy"):
+            rounds, values = _mean_curve(curves, key)
+            tail = values[-max(1, len(values) // 10):]
+            cells.append(sum(tail) / len(tail) if tail else math.nan)
+        last = max((int(p["round"]) for c in curves for p in c), default=0)
+        gap = cells[0] - cells[1]
+        lines.append(f"| {dataset} | {setting or '-'} | {defense} | {last} | {cells[0]:.3f} | {cells[1]:.3f} | "
+                     f"{gap:+.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def utility_figures(utility: dict[tuple, list[list[dict]]], out: Path) -> Iterator[Saved | Skipped]:
     if not utility:
         yield Skipped("utility", "no utility.jsonl (is data.test_fraction 0?)")

@@ -211,3 +211,9 @@ def test_cli_report_without_results_is_one_line_and_exit_2(tmp_path, capsys, mak
     assert main(["report", str(directory)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {directory}: ")
+
+
+def test_the_utility_table_sets_the_federation_beside_its_centralised_baseline(sweep_report):
+    md = sweep_report.path.read_text()
+    # dp_gradients(sigma=1.0): the federation reaches 0.6 by round 2, the baseline 0.9
+    assert "| toy | - | dp_gradients(sigma=1.0) | 2 | 0.600 | 0.900 | -0.300 |" in md
