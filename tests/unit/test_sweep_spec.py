@@ -69,3 +69,17 @@ def test_bad_specs_name_the_key(spec, message):
     with pytest.raises(ConfigError) as info:
         build_sweep({"base": BASE, **spec}, Path(__file__).resolve().parents[2] / "experiments/configs/reproduce")
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_settings_axis_is_a_grid_of_run_config_keys():
+    from fedgraph_sim.runtime.sweeps.spec import expand_settings
+
+    assert [label for label, _ in expand_settings({"train.batch_size": [1, 4], "train.local_steps": 5}, 0)] == [
+        "batch_size=1,local_steps=5", "batch_size=4,local_steps=5"]
+    spec = {"name": "s", "base": BASE, "axes": {"attacks": ["random"],
+                                                 "settings": [{"train.batch_size": [1, 2]}]}}
+    sweep = build_sweep(spec, Path("."))
+    assert [f.config.train.batch_size for f in sweep.federations] == [1, 2]
+    assert [f.columns()["setting"] for f in sweep.federations] == ["batch_size=1", "batch_size=2"]
+    with pytest.raises(ConfigError, match="axes.settings.0"):
+        build_sweep({**spec, "axes": {"settings": ["batch_size=4"]}}, Path("."))
