@@ -90,10 +90,20 @@ class Attack(ABC):
     #: ``one_for_batch``: one reconstruction that stands for the whole batch (e.g. decoded from
     #: the batch's mean embedding), scored against every graph of it.
     batch_output: ClassVar[str] = "per_graph"
+    #: True when a call depends on earlier calls of the run (a :meth:`prepare`, ``ctx.shared``):
+    #: the attack's calls then run in order in one worker. Otherwise each call stands alone (its
+    #: own seed, a fresh ``ctx.shared``) and any free worker may take it.
+    keeps_state: ClassVar[bool] = False
 
     @dataclass
     class Params:
         pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.prepare is not Attack.prepare and not cls.keeps_state:
+            raise TypeError(f"{cls.__name__} overrides prepare(), so its calls depend on earlier "
+                            "ones: declare keeps_state = True")
 
     def __init__(self, **params: Any) -> None:
         valid = {f.name for f in dataclasses.fields(self.Params)}

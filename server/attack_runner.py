@@ -25,7 +25,7 @@ from attacks.base import Attack
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  output_problem)
-from server.attack_workers import Call, CallResult, Listener, group_of, make_executor
+from server.attack_workers import Call, CallResult, Listener, make_executor
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,8 @@ class AttackRunner:
             return
         limit = self.config.attack.limit
         calls = [self._call("prepare", name, updates, self.knowledge, updates[0].round, -1)
-                 for name in self.attacks
-                 if limit.get(name) is None or self.updates_attacked.get(name, 0) < limit[name]]
+                 for name, attack in self.attacks.items() if attack.keeps_state
+                 and (limit.get(name) is None or self.updates_attacked.get(name, 0) < limit[name])]
         calls += [self._call("reconstruct", name, update, self.knowledge_for(update, name), update.round,
                              update.client_key)
                   for update in updates for name in self.attacks if self._take(name)]

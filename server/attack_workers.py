@@ -8,37 +8,38 @@ server sends it pickled copies of what an attack may see, the ``ObservedUpdate``
 ``AttackerKnowledge`` with the granted hints, and receives pickled results back, so an attack can
 neither read the ground truth through the server's objects nor change what the server holds.
 
-An attack's variants (``graphdlg`` and ``graphdlg@refine``) live in the same worker, in the order
-the server calls them, with their run-scoped ``ctx.shared`` store; different attacks may run in
-parallel workers. Every call seeds torch's global RNG with its own seed, so rows do not depend on
-the number of workers. A call still running ``grace`` seconds after its budget is killed (status
+Calls of attacks that keep state between calls (``Attack.keeps_state``: GraphDLG's decoder) run
+in one worker per attack, variants included (``graphdlg`` and ``graphdlg@refine`` share a
+``ctx.shared`` store), in the order the server makes them; every other call goes to the first free
+worker. Every call seeds torch's global RNG with its own seed and runs on one torch thread, so rows
+do not depend on the number of workers. A call still running ``grace`` seconds after its budget is killed (status
 ``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any); a worker that
 dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
 next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
 
 ``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for
 stepping through an attack in a debugger. The calls still get copies of what they may see, so
-results are the same.
+results are the same (calls run on one torch thread here too).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import os
 import pickle
 import signal
 import tempfile
 import time
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass
 from multiprocessing import connection, get_context
 from typing import Any, Iterator
 
 import torch
 
 from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
+from fedgraph_sim.processes import die_with_parent, one_torch_thread
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
 HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
@@ -126,9 +127,11 @@ class InProcess:
         for original in calls:
             call = pickle.loads(pickle.dumps(original))  # copies, as a worker gets them
             listener.started(call)
+            attack = self.attacks[call.name]
             ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
-                                shared=self.shared[group_of(call.name)])
-            result = execute(self.attacks[call.name], call, ctx)
+                                shared=shared_store(self.shared, attack, call))
+            with one_torch_thread():
+                result = execute(attack, call, ctx)
             listener.finished(call)
             yield original, result
 
@@ -136,17 +139,15 @@ class InProcess:
         pass
 
 
-def _die_with_parent(parent: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
+def shared_store(stores: dict[str, dict], attack: Attack, call: Call) -> dict:
+    """The run-scoped store of the call's attack group, or a fresh one for a call that stands alone."""
+    return stores[group_of(call.name)] if attack.keeps_state else {}
 
 
 def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], parent: int) -> None:
     """A worker's life: build its attacks (each class with its parameters), then answer calls
     until told to stop."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     os.chdir(tempfile.mkdtemp(prefix="fedgraph-attack-"))  # nothing of the run's below it
     torch.set_num_threads(1)
     from fedgraph_sim.plugins import load_plugins
@@ -169,9 +170,10 @@ def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], 
         if call is None:
             return
         send(("started",))
+        attack = instances[call.name]
         ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t: send(("progress", d, t)),
-                            shared=shared[group_of(call.name)], stream=lambda recs: send(("checkpoint", recs)))
-        result = execute(instances[call.name], call, ctx)
+                            shared=shared_store(shared, attack, call), stream=lambda recs: send(("checkpoint", recs)))
+        result = execute(attack, call, ctx)
         try:
             send(("done", result))
         except Exception as exc:  # e.g. an output that cannot be pickled
@@ -199,34 +201,34 @@ class _Running:
 
 @dataclass
 class _Worker:
-    groups: list[str]
     process: Any = None
     conn: Any = None
-    queue: deque = field(default_factory=deque)
     busy: _Running | None = None
 
 
 class WorkerPool:
-    """Up to ``workers`` worker processes; each attack group is pinned to one of them. A worker
-    builds its own attack objects from their classes and parameters."""
+    """Up to ``workers`` worker processes, each with every attack (built from its class and
+    parameters). The groups of attacks that keep state are spread over the workers, one worker
+    each; the other calls go to whichever worker is free."""
 
     def __init__(self, attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int) -> None:
         self.specs = {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
         self.plugins, self.grace = list(plugins), grace
-        groups = list(dict.fromkeys(group_of(name) for name in attacks))
-        count = max(1, min(workers, len(groups)))
-        self.workers = [_Worker(groups[i::count]) for i in range(count)]
-        self.worker_of = {g: w for w in self.workers for g in w.groups}
+        stateful = list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
+        if all(a.keeps_state for a in attacks.values()):
+            workers = min(workers, len(stateful))  # more would have nothing to do
+        self.workers = [_Worker() for _ in range(max(1, workers))]
+        self.pinned = {g: self.workers[i % len(self.workers)] for i, g in enumerate(stateful)}
+        self.pending: list[Call] = []
         self._context = get_context("spawn")
         for worker in self.workers:  # now: their start-up overlaps the federation's own
             self._start(worker)
 
     def _start(self, worker: _Worker) -> None:
-        mine = {n: spec for n, spec in self.specs.items() if group_of(n) in worker.groups}
         parent_end, child_end = self._context.Pipe()
         with _hidden_environment():
             worker.process = self._context.Process(target=_worker_main, daemon=True,
-                                                   args=(child_end, mine, self.plugins, os.getpid()))
+                                                   args=(child_end, self.specs, self.plugins, os.getpid()))
             worker.process.start()
         child_end.close()
         worker.conn = parent_end
@@ -240,9 +242,15 @@ class WorkerPool:
                 worker.conn.close()
         worker.process = worker.conn = None
 
+    def _next_call(self, worker: _Worker) -> Call | None:
+        """The first pending call this worker may take (a stateful group's calls only its own)."""
+        for i, call in enumerate(self.pending):
+            if self.pinned.get(group_of(call.name), worker) is worker:
+                return self.pending.pop(i)
+        return None
+
     def _dispatch(self, worker: _Worker, listener: Listener) -> None:
-        if worker.busy is None and worker.queue:
-            call = worker.queue.popleft()
+        if worker.busy is None and (call := self._next_call(worker)) is not None:
             if worker.process is None or not worker.process.is_alive():
                 self._stop(worker)
                 self._start(worker)
@@ -253,8 +261,7 @@ class WorkerPool:
 
     def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
         """Every call's result, in the order of ``calls`` (as a serial run would give them)."""
-        for call in calls:
-            self.worker_of[group_of(call.name)].queue.append(call)
+        self.pending = list(calls)
         done: dict[int, CallResult] = {}
         order = [c.index for c in calls]
         by_index = {c.index: c for c in calls}

@@ -82,6 +82,7 @@ class GraphDLG(Attack):
     paper = "Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. 2026"
     requires = Requirements(exact_gradient=True, aux_graphs=True)
     batch_output = "one_for_batch"
+    keeps_state = True  # the decoder trained in prepare(), shared by the variants
 
     @dataclass
     class Params:

@@ -150,7 +150,7 @@ def test_information_gain_is_positive_when_the_attack_knows_more_than_the_prior(
 
 
 class PrepareFails(Attack):
-    name, paper = "prepare_fails", "test double"
+    name, paper, keeps_state = "prepare_fails", "test double", True
 
     def prepare(self, updates, knowledge, ctx):
         raise RuntimeError("decoder exploded")

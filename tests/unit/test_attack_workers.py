@@ -3,6 +3,7 @@
 The attacks below are throwaway doubles at module level (a worker imports them by name).
 """
 
+import dataclasses
 import gc
 import glob
 import inspect
@@ -15,6 +16,7 @@ import torch
 from attacks.base import Attack, Reconstruction
 from attacks.priors import AuxMeanAdjacency
 from attacks.random_guess import RandomGuess
+from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.results import read_rows
 from tests.unit.test_attack_runner import make_runner
 
@@ -75,6 +77,34 @@ class WrongWidth(Attack):
     def reconstruct(self, update, knowledge, ctx):
         n = knowledge.node_counts[0]
         return [Reconstruction(torch.zeros(n, knowledge.num_features + 1), torch.zeros(n, n), n)]
+
+
+class Counter(Attack):
+    """Keeps state between calls: counts its rounds and calls in ``ctx.shared``."""
+
+    name, paper, keeps_state = "counter", "test double", True
+
+    def prepare(self, updates, knowledge, ctx):
+        ctx.shared["rounds"] = ctx.shared.get("rounds", 0) + 1
+
+    def reconstruct(self, update, knowledge, ctx):
+        ctx.shared["calls"] = ctx.shared.get("calls", 0) + 1
+        rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
+        rec.info.update(rounds=ctx.shared["rounds"], calls=ctx.shared["calls"], pid=os.getpid())
+        return [rec]
+
+
+class Loner(Attack):
+    """Stands alone: must get a fresh ``ctx.shared`` every call."""
+
+    name, paper = "loner", "test double"
+
+    def reconstruct(self, update, knowledge, ctx):
+        seen = len(ctx.shared)
+        ctx.shared["mine"] = 1
+        rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
+        rec.info.update(seen=seen, pid=os.getpid())
+        return [rec]
 
 
 def _rows(tmp_path, attacks, workers, overrides=()):
@@ -141,10 +171,44 @@ def test_parallel_workers_give_the_serial_rows_in_the_serial_order(tmp_path):
                 "aux_mean_adjacency": AuxMeanAdjacency()}
 
     rows = {}
-    for workers in (1, 2):
+    for workers in (0, 1, 2):
         runner, update, _ = make_runner(tmp_path / str(workers), attacks(), [f"attack.workers={workers}"])
         runner([update])
         runner.close()
         rows[workers] = [{k: v for k, v in r.items() if k != "seconds"} for r in read_rows(tmp_path / str(workers))]
     assert [r["attack"] for r in rows[2]] == ["random", "dlg", "majority_type", "aux_mean_adjacency"]
-    assert rows[1] == rows[2]
+    assert rows[0] == rows[1] == rows[2]
+
+
+def test_stateful_calls_run_in_order_in_one_worker_and_the_rest_anywhere(tmp_path):
+    from attacks.dlg import DLG
+
+    runner, update, scenario = make_runner(tmp_path, {"counter": Counter(), "loner": Loner(), "dlg": DLG(iterations=3)},
+                                           ["attack.workers=2"])
+    graph = scenario.dataset.graphs[int(scenario.clients[0][0])]
+    try:
+        for round in (1, 2, 3):
+            AuditStore(tmp_path).write(AuditRecord(round, 0, [graph], 1))
+            runner([dataclasses.replace(update, round=round)])
+    finally:
+        runner.close()
+    rows = read_rows(tmp_path)
+    counter = [r for r in rows if r["attack"] == "counter"]
+    assert [(r["info_rounds"], r["info_calls"]) for r in counter] == [(1, 1), (2, 2), (3, 3)]
+    assert len({r["info_pid"] for r in counter}) == 1
+    loner = [r for r in rows if r["attack"] == "loner"]
+    assert [r["info_seen"] for r in loner] == [0, 0, 0]
+    # with the counter pinned to one worker, the free worker takes the other calls
+    assert {r["info_pid"] for r in loner} - {counter[0]["info_pid"]}
+
+
+def test_an_attack_that_prepares_must_declare_that_it_keeps_state():
+    with pytest.raises(TypeError, match="keeps_state"):
+        class Forgetful(Attack):  # noqa: F841
+            name, paper = "forgetful", "test double"
+
+            def prepare(self, updates, knowledge, ctx):
+                pass
+
+            def reconstruct(self, update, knowledge, ctx):
+                return []

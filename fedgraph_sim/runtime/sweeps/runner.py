@@ -22,14 +22,11 @@ are spawned processes; the terminal shows one progress display for the whole swe
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import fcntl
 import json
 import multiprocessing
 import os
 import shutil
-import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -40,6 +37,7 @@ from pathlib import Path
 import yaml
 
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.processes import die_with_parent
 from fedgraph_sim.results import read_rows, summarize, write_summary
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 
@@ -78,12 +76,9 @@ def _job(final: Path, start: float, **info):
 
 
 def _init_worker(parent: int) -> None:
-    # Die with the runner: a killed sweep leaves no worker writing on (Linux; elsewhere a worker
-    # finishes its job, whose .partial directory the next run discards).
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
+    # Die with the runner: a killed sweep leaves no worker writing on (elsewhere than Linux a
+    # worker finishes its job, whose .partial directory the next run discards).
+    die_with_parent(parent)
     # One thread per worker: parallel jobs do not oversubscribe the cores, and float reductions
     # run in the same order whatever --jobs is, so rows do not depend on it.
     import torch
