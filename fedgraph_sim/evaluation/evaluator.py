@@ -28,6 +28,7 @@ from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.evaluation.drawings import DrawingStore
 from fedgraph_sim.evaluation.rows import ResultRow
 from fedgraph_sim.metrics import CATALOGUE, metric, metric_column, score_reconstruction
+from fedgraph_sim.processes import one_torch_thread
 from fedgraph_sim.results import ResultWriter
 from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction
 
@@ -61,7 +62,8 @@ class Evaluator:
         self._prior_cache: dict[tuple, dict] = {}
 
     def __call__(self, outcome: AttackOutcome) -> list[ResultRow]:
-        rows = self.score(outcome)
+        with one_torch_thread():  # as in a sweep job: the same rows from every entry point
+            rows = self.score(outcome)
         for row in rows:
             self.writer.write(row.as_dict())
             self.rows_written += 1

@@ -38,10 +38,10 @@ import networkx as nx
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
-from sklearn.metrics import f1_score
 
 from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.errors import require
+from fedgraph_sim.metrics.ranking import weighted_f1
 
 GSM_METRICS = ("gsm0", "gsm1", "gsm2", "full_iso", "full_repo")
 _KEYS = ("gsm0", "gsm0_f1", "gsm1", "gsm2", "full_repo", "full_iso", "size_factor")
@@ -127,8 +127,7 @@ def _gsm0(cats_hat: torch.Tensor, cats: torch.Tensor, schema: FeatureSchema) -> 
     weights = widths / widths.sum()
     pred, true = cats_hat.numpy(), cats.numpy()
     acc = np.array([(pred[:, g] == true[:, g]).mean() for g in range(len(widths))])
-    f1 = np.array([f1_score(true[:, g], pred[:, g], average="weighted", zero_division=0.0)
-                   for g in range(len(widths))])
+    f1 = np.array([weighted_f1(true[:, g], pred[:, g]) for g in range(len(widths))])
     return float(weights @ acc), float(weights @ f1)
 
 

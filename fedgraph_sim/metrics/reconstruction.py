@@ -35,7 +35,8 @@ from functools import cached_property
 
 import numpy as np
 import torch
-from sklearn.metrics import average_precision_score, roc_auc_score
+
+from fedgraph_sim.metrics.ranking import average_precision, roc_auc
 
 ENTRY_SETS = ("full", "upper_offdiag")
 
@@ -109,11 +110,11 @@ def node_type_accuracy(p: Aligned) -> float:
 
 
 def adj_auc(p: Aligned) -> float:
-    return float(roc_auc_score(p.scored_entries[1], p.scored_entries[0])) if p.two_classes else float("nan")
+    return roc_auc(p.scored_entries[1], p.scored_entries[0]) if p.two_classes else float("nan")
 
 
 def adj_ap(p: Aligned) -> float:
-    return float(average_precision_score(p.scored_entries[1], p.scored_entries[0])) if p.two_classes else float("nan")
+    return average_precision(p.scored_entries[1], p.scored_entries[0]) if p.two_classes else float("nan")
 
 
 def edge_accuracy(p: Aligned) -> float:
