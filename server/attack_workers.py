@@ -331,7 +331,7 @@ class WorkerPool:
 
 
 def make_executor(attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int):
-    """``workers`` processes (0: this process, for debugging)."""
-    if workers == 0:
+    """``workers`` processes (0: this process, for debugging; none when there is no attack)."""
+    if workers == 0 or not attacks:
         return InProcess(attacks)
     return WorkerPool(attacks, plugins, grace, workers)
