@@ -12,9 +12,9 @@ Calls of attacks that keep state between calls (``Attack.keeps_state``: GraphDLG
 in one worker per attack, variants included (``graphdlg`` and ``graphdlg@refine`` share a
 ``ctx.shared`` store), in the order the server makes them; every other call goes to the first free
 worker. Every call seeds torch's global RNG with its own seed and runs on one torch thread, so rows
-do not depend on the number of workers. A call still running ``grace`` seconds after its budget is killed (status
-``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any); a worker that
-dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
+do not depend on the number of workers. A call still running ``grace`` seconds after its budget is
+killed (status ``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any);
+a worker that dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
 next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
 
 ``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for
