@@ -25,7 +25,8 @@ def die_with_parent(parent: int) -> None:
 def one_torch_thread() -> Iterator[None]:
     """Torch on one intra-op thread for the block. Float reductions then run in the same order
     whichever process does the work (a worker, the server, a sweep job), so rows do not depend on
-    it; and at molecule sizes a second thread only adds overhead (scoring is 3x faster on one)."""
+    it. At molecule sizes a second thread gains little when the cores are free and costs several
+    times over when they are busy with Ray, clients and workers (``benchmarks/bench_scoring.py``)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
