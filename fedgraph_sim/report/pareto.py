@@ -58,14 +58,17 @@ def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
     if len(points) < 2:
         return Skipped(path.stem, f"fewer than two settings have both test accuracy and a {name} gain")
     datasets = _unique(k[0] for k in points)
-    figure = new_figure(5.6 * len(datasets), 4.6)
+    figure = new_figure(9.6 * len(datasets), 4.6)
     axes = figure.subplots(1, len(datasets), squeeze=False)[0]
     for ax, dataset in zip(axes, datasets):
-        mine = {k: v for k, v in points.items() if k[0] == dataset}
-        for (_, setting, defense), (x, y, eps, attack) in mine.items():
+        mine = dict(sorted((k, v) for k, v in points.items() if k[0] == dataset))
+        key = []  # points carry numbers, the key beside the axes says which setting each is
+        for number, ((_, setting, defense), (x, y, eps, attack)) in enumerate(mine.items(), start=1):
             ax.scatter(x, y, color="tab:red" if defense != "none" else "tab:blue", zorder=3)
-            label = f"{setting} {defense}".strip() + ("" if math.isnan(eps) else f" ε={eps:.3g}")
-            ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=6)
+            ax.annotate(str(number), (x, y), textcoords="offset points", xytext=(3, 2), fontsize=6)
+            key.append(f"{number}: {setting} {defense}".strip() + ("" if math.isnan(eps) else f" ε={eps:.3g}")
+                       + f" ({attack})")
+        ax.text(1.02, 1.0, "\n".join(key), transform=ax.transAxes, va="top", fontsize=5.5, family="monospace")
         line = front([(x, y) for x, y, _, _ in mine.values()])
         ax.plot([p[0] for p in line], [p[1] for p in line], color="black", linewidth=1, label="Pareto front")
         ax.axhline(0, color="grey", linestyle="--", linewidth=0.8)
@@ -77,5 +80,6 @@ def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
     return save(figure, path, f"Privacy-utility per setting: x = final test accuracy (mean over federations), "
                               f"y = the best attack's mean information gain in {metric(name).short} over the "
                               "gradient-free priors (0, dashed: the attacks learn nothing the priors do not know); "
+                              "numbered points, the key beside the axes (setting, defense, epsilon, best attack); "
                               "blue: no defense, red: defended; black: the Pareto front (right and down is better "
                               "for the defender). DP-SGD points carry their epsilon.")
