@@ -95,13 +95,13 @@ def render(directory: str | Path) -> Report:
     lines = _overview(data, groups)
     if groups:
         lines.append(markdown_tables(data, groups))
+    else:
+        lines.append("No result rows: nothing to tabulate or plot.\n")
     if data.utility:
         lines += ["## Utility", "", "Test accuracy of the global model and of the centralised baseline (the same "
                   "model, data, learning rate and gradient steps without federation or defense), each the mean over "
                   "the last tenth of the rounds; several federations of a setting (seeds) are averaged round by "
                   "round first.", "", utility_table(data.utility)]
-    else:
-        lines.append("No result rows: nothing to tabulate or plot.\n")
     sections = [
         ("Reconstruction vs defense strength", "metric_vs_strength",
          lambda: strength_figures(groups, data.reference, out)),

@@ -197,6 +197,7 @@ def test_failed_and_nan_rows_still_give_a_report(tmp_path):
     assert "frontier skipped: no test accuracy" in md
     assert "heatmap_adj_auc skipped: no ok row has adj_auc." in md
     assert "failed with" not in md
+    assert "No result rows" not in md  # rows without utility.jsonl are still rows
 
 
 def test_cli_report_prints_path_and_figure_count(sweep_report, capsys):
