@@ -27,24 +27,12 @@ from dataclasses import dataclass
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import DummyGraphs, GradientMatcher, lbfgs, schema_softmax
+from attacks.common import DummyGraphs, GradientMatcher, lbfgs, schema_softmax, simulation_problem
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 FEATURES = ("free", "softmax")
 ADJACENCY = ("optimise", "granted")
-
-
-def simulation_problem(update: ObservedUpdate) -> str | None:
-    """Why an update's local training cannot be simulated, or None."""
-    if update.observed == "secure_aggregate" and not update.exact:
-        return "behind secure aggregation the server sees the mean of several clients' local training"
-    return None
-
-
-def input_label(matcher: GradientMatcher) -> dict:
-    """What the attack matched, for the rows (``attack_input``)."""
-    return {"attack_input": "simulated_local_training" if matcher.simulates else "gradient"}
 
 
 def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruction:
@@ -119,7 +107,7 @@ class DLG(Attack):
         loss = lbfgs(variables, objective, ctx, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter)
         guesses = labels.argmax(-1) if learn_labels else labels
         return dummy.reconstructions(guesses.tolist(), feature_map,
-                                     info={"gradient_distance": loss, **input_label(matcher)})
+                                     info={"gradient_distance": loss, "attack_input": matcher.attack_input})
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

@@ -46,11 +46,9 @@ class IDLG(DLG):
         if self.params.label_rule not in LABEL_RULES:
             raise ConfigError(f"attack.params.idlg.label_rule: unknown rule "
                               f"'{self.params.label_rule}'; valid: {', '.join(LABEL_RULES)}")
-        if knowledge.labels is not None:  # granted (threat.label)
-            return torch.tensor(knowledge.labels)
         weight, bias = classifier_gradients(update, knowledge)
         batch = len(knowledge.node_counts)
-        if batch > 1:
+        if knowledge.labels is not None or batch > 1:  # granted, or counted
             return torch.tensor(batch_labels(bias, batch, knowledge.build_model(update.global_weights), knowledge))
         if self.params.label_rule == "idlg":
             return torch.tensor([idlg_label(weight)])

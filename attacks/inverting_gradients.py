@@ -23,8 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import DummyGraphs, GradientMatcher, adam, batch_labels
-from attacks.dlg import input_label, simulation_problem
+from attacks.common import DummyGraphs, GradientMatcher, adam, batch_labels, simulation_problem
 from attacks.idlg import classifier_gradients
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -54,8 +53,7 @@ class InvertingGradients(Attack):
         matcher = GradientMatcher.for_update(model, update, "cosine", knowledge.loss)
         dummy = DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen, p.feature_init)
         _, bias = classifier_gradients(update, knowledge)
-        labels = torch.tensor(knowledge.labels if knowledge.labels is not None  # granted (threat.label)
-                              else batch_labels(bias, len(knowledge.node_counts), model, knowledge))
+        labels = torch.tensor(batch_labels(bias, len(knowledge.node_counts), model, knowledge))
 
         def box():
             for x in dummy.features:
@@ -66,4 +64,4 @@ class InvertingGradients(Attack):
         adam(dummy.variables(), lambda: matcher(*dummy.dense(), labels), ctx,
              iterations=p.iterations, lr=p.lr, signed=p.signed, milestones=p.milestones,
              project=box)
-        return dummy.reconstructions(labels.tolist(), info=input_label(matcher))
+        return dummy.reconstructions(labels.tolist(), info={"attack_input": matcher.attack_input})

@@ -82,7 +82,7 @@ class AggregationConfig(Section):
     ``momentum`` FedAvgM's; ``beta_1``, ``beta_2``, ``tau`` the adaptive optimisers' (Reddi et
     al., "Adaptive Federated Optimization", ICLR 2021). Unset keys keep Flower's defaults."""
 
-    strategy: Literal["fedavg", "fedavgm", "fedadam", "fedyogi", "fedadagrad"] = "fedavg"
+    strategy: Literal[tuple(AGGREGATION_KEYS)] = "fedavg"
     lr: float | None = Field(None, gt=0, allow_inf_nan=False)
     momentum: float | None = Field(None, ge=0, lt=1)
     beta_1: float | None = Field(None, ge=0, lt=1)
@@ -346,7 +346,7 @@ def _check_cross_fields(config: RunConfig) -> None:
             if name not in config.attack.names:
                 raise ConfigError(f"threat.adjacency_known: '{name}' is not in attack.names")
     used = AGGREGATION_KEYS[config.aggregation.strategy]
-    for key in ("lr", "momentum", "beta_1", "beta_2", "tau"):
+    for key in (k for k in AggregationConfig.model_fields if k != "strategy"):
         if getattr(config.aggregation, key) is not None and key not in used:
             raise ConfigError(f"aggregation.{key}: {config.aggregation.strategy} takes no {key}; it takes "
                               f"{', '.join(used) or 'none'} (fedavgm for a server learning rate with FedAvg)")

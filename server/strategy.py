@@ -61,6 +61,10 @@ def failed(reply: Message) -> bool:
 class Curious:
     """Mixin: the server's eye on every reply, over the Flower strategy it precedes in the MRO."""
 
+    #: In FedSGD mode: True for plain FedAvg, which averages the gradients and takes one step;
+    #: a server optimiser instead aggregates the weights each client's step gives.
+    averages_gradients: bool = False
+
     def __init__(self, *, lr: float, local_steps: int, batch_size: int, run_dir: str = "",
                  observer: Observer | None = None, secure_aggregation: bool = False,
                  **strategy_kwargs) -> None:
@@ -124,11 +128,11 @@ class Curious:
             self.timings["attacks"] += time.time() - start
         replies = [r for r in replies if r.has_error() or not failed(r)]
         sent = self._sent[server_round]
-        if self.local_steps == 1 and not isinstance(self, FedSGDStep):
+        if self.local_steps == 1 and not self.averages_gradients:
             for reply in (r for r in replies if not r.has_error()):  # observed already: now the client's weights
                 reply.content["arrays"] = _stepped(sent, reply.content["arrays"], self.lr)
         arrays, metrics = super().aggregate_train(server_round, replies)
-        if arrays is not None and self.local_steps == 1 and isinstance(self, FedSGDStep):
+        if arrays is not None and self.local_steps == 1 and self.averages_gradients:
             arrays = _stepped(sent, arrays, self.lr)
         return arrays, metrics
 
@@ -139,12 +143,8 @@ def _stepped(weights: dict[str, np.ndarray], gradient: ArrayRecord, lr: float) -
                         for k, v in gradient.items()})
 
 
-class FedSGDStep:
-    """Marks plain FedAvg: in FedSGD mode it averages the gradients and takes one step."""
-
-
-class CuriousFedAvg(Curious, FedSGDStep, FedAvg):
-    pass
+class CuriousFedAvg(Curious, FedAvg):
+    averages_gradients = True
 
 
 class CuriousFedAvgM(Curious, FedAvgM):

@@ -66,7 +66,10 @@ def mean_probability(model, graphs, num_classes: int, loss: str = "cross_entropy
 
 
 def batch_labels(bias_grad: Tensor, total: int, model, knowledge) -> list[int]:
-    """Labels of ``total`` graphs from the bias gradient: exact for one graph, counted for more."""
+    """Labels of ``total`` graphs: granted (``threat.label``), else from the bias gradient, exact for
+    one graph and counted for more."""
+    if knowledge.labels is not None:
+        return list(knowledge.labels)
     if total == 1:
         return label_from_bias(bias_grad, 1)
     mean_prob = mean_probability(model, knowledge.aux_graphs, knowledge.num_classes, knowledge.loss)

@@ -27,6 +27,13 @@ from fedgraph_sim.models import GraphClassifier, classification_loss
 from fedgraph_sim.threat import ObservedUpdate
 
 
+def simulation_problem(update: ObservedUpdate) -> str | None:
+    """Why an update cannot be matched (its local training not simulated), or None."""
+    if update.observed == "secure_aggregate" and not update.exact:
+        return "behind secure aggregation the server sees the mean of several clients' local training"
+    return None
+
+
 class _Dense(torch.nn.Module):
     """The model's dense forward as ``forward``, for ``functional_call`` with stepped weights."""
 
@@ -65,6 +72,11 @@ class GradientMatcher:
     @property
     def simulates(self) -> bool:
         return self.local_steps > 1
+
+    @property
+    def attack_input(self) -> str:
+        """What is matched, for the rows: the gradient, or the client's local training simulated."""
+        return "simulated_local_training" if self.simulates else "gradient"
 
     def __call__(self, x: Tensor, adj: Tensor, mask: Tensor, labels: Tensor) -> Tensor:
         """``labels``: class indices ``[B]`` (long) or class probabilities ``[B, C]``."""

@@ -69,6 +69,11 @@ def defense_order(rows: list[dict]) -> dict[str, tuple]:
     return keys
 
 
+def setting_label(setting: str, defense: str) -> str:
+    """A training and defense setting as one label: ``"batch_size=4,local_steps=5 prune(p=0.9)"``."""
+    return f"{setting} {defense}".strip() if setting else defense
+
+
 def group_rows(rows: list[dict]) -> list[Group]:
     """Groups ordered by dataset, attack and setting (first appearance), then defense order."""
     order = defense_order(rows)

@@ -17,7 +17,7 @@ from typing import Iterator
 from fedgraph_sim.metrics import PRIORS, metric
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _unique
-from fedgraph_sim.report.groups import Group
+from fedgraph_sim.report.groups import Group, setting_label
 
 PARETO_METRICS = ("node_type_accuracy", "adj_auc")
 
@@ -66,8 +66,8 @@ def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
         for number, ((_, setting, defense), (x, y, eps, attack)) in enumerate(mine.items(), start=1):
             ax.scatter(x, y, color="tab:red" if defense != "none" else "tab:blue", zorder=3)
             ax.annotate(str(number), (x, y), textcoords="offset points", xytext=(3, 2), fontsize=6)
-            key.append(f"{number}: {setting} {defense}".strip() + ("" if math.isnan(eps) else f" ε={eps:.3g}")
-                       + f" ({attack})")
+            epsilon = "" if math.isnan(eps) else f" ε={eps:.3g}"
+            key.append(f"{number}: {setting_label(setting, defense)}{epsilon} ({attack})")
         ax.text(1.02, 1.0, "\n".join(key), transform=ax.transAxes, va="top", fontsize=5.5, family="monospace")
         line = front([(x, y) for x, y, _, _ in mine.values()])
         ax.plot([p[0] for p in line], [p[1] for p in line], color="black", linewidth=1, label="Pareto front")

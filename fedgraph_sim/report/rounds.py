@@ -19,13 +19,9 @@ from typing import Iterator
 from fedgraph_sim.metrics import PRIORS, aggregate, metric
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _colors, _unique
-from fedgraph_sim.report.groups import Group
+from fedgraph_sim.report.groups import Group, setting_label
 
 LEAKAGE_METRICS = ("node_type_accuracy", "adj_auc")
-
-
-def _label(setting: str, defense: str) -> str:
-    return f"{setting} {defense}".strip() if setting else defense
 
 
 def _mean_curve(curves: list[list[dict]], key: str) -> tuple[list[int], list[float]]:
@@ -43,7 +39,8 @@ def _utility_axes(ax, utility: dict[tuple, list[list[dict]]], dataset: str, colo
     for (d, setting, defense), curves in utility.items():
         if d != dataset:
             continue
-        label, color = _label(setting, defense), colors[_label(setting, defense)]
+        label = setting_label(setting, defense)
+        color = colors[label]
         rounds, values = _mean_curve(curves, "test_accuracy")
         if rounds:
             ax.plot(rounds, values, color=color, label=label)
@@ -80,7 +77,7 @@ def utility_figures(utility: dict[tuple, list[list[dict]]], out: Path) -> Iterat
     if not utility:
         yield Skipped("utility", "no utility.jsonl (is data.test_fraction 0?)")
         return
-    colors = _colors(_unique(_label(s, d) for _, s, d in utility))
+    colors = _colors(_unique(setting_label(s, d) for _, s, d in utility))
     for dataset in _unique(d for d, _, _ in utility):
         name = f"utility_{dataset or 'run'}"
         yield attempt(name, lambda: _utility_figure(utility, dataset, colors, out / f"{name}.png"))
@@ -122,17 +119,17 @@ def _per_round(group: Group, column: str) -> tuple[list[int], list[float]]:
 
 def _leakage_figure(groups: list[Group], utility: dict, path: Path) -> Saved | Skipped:
     attack, datasets = groups[0].attack, _unique(g.dataset for g in groups)
-    colors = _colors(_unique(_label(g.setting, g.defense) for g in groups))
+    colors = _colors(_unique(setting_label(g.setting, g.defense) for g in groups))
     figure = new_figure(4.2 * (len(LEAKAGE_METRICS) + 1), 3.4 * len(datasets) + 0.6)
     axes = figure.subplots(len(datasets), len(LEAKAGE_METRICS) + 1, squeeze=False)
     drawn = 0
     for row_axes, dataset in zip(axes, datasets):
         for ax, name in zip(row_axes, LEAKAGE_METRICS):
             for g in (g for g in groups if g.dataset == dataset):
-                color = colors[_label(g.setting, g.defense)]
+                color = colors[setting_label(g.setting, g.defense)]
                 rounds, values = _per_round(g, f"identity_{name}")
                 if rounds:
-                    ax.plot(rounds, values, color=color, marker=".", label=_label(g.setting, g.defense))
+                    ax.plot(rounds, values, color=color, marker=".", label=setting_label(g.setting, g.defense))
                     drawn += 1
                 rounds, values = _per_round(g, f"prior_identity_{name}")
                 if rounds:
