@@ -26,3 +26,8 @@ def load_plugins(names: list[str]) -> None:
         except ImportError as exc:
             raise ConfigError(f"plugins: cannot import '{name}' ({exc}); put its folder on PYTHONPATH "
                               "or install it") from None
+        except ConfigError:
+            raise
+        except Exception as exc:  # e.g. an attack class the base class refuses at definition
+            raise ConfigError(f"plugins: '{name}' failed while importing: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''}") from None

@@ -57,6 +57,7 @@ CASES = [
     ("cli", ["datasets", "--bogus"]),
     ("cli", ["launch"]),
     ("cli", ["attacks", "--plugin", "no_such_plugin_mod"]),
+    ("cli", ["attacks", "--plugin", "tests.unit.plugin_without_keeps_state"]),
     # {bad} is a folder of broken inputs made once (fixtures below); nothing may appear in the cwd
     ("run", RUN + ["output.dir={bad}/file.txt"]),
     ("run", RUN + ["aux.scenario=random:ba"]),
