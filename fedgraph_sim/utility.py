@@ -17,6 +17,7 @@ from torch_geometric.data import Batch, Data
 from fedgraph_sim.models import classification_loss
 
 UTILITY_FILE = "utility.jsonl"
+FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of the rounds
 
 
 @torch.no_grad()
@@ -44,12 +45,17 @@ def read_utility(run_dir: str | Path) -> list[dict]:
 
 
 def final_utility(run_dir: str | Path) -> dict:
-    """The last round's test accuracy and loss (empty without a test split)."""
-    rows = read_utility(run_dir)
+    """Test accuracy and loss at the end of training: the mean over the last tenth of the rounds
+    (at least the last round; round 0, the initial model, only when nothing else was evaluated).
+    One round's accuracy on a test split of a few dozen graphs moves by whole graphs from round to
+    round, so the mean over the last rounds is the figure FL papers report. Empty without a test
+    split."""
+    rows = sorted(read_utility(run_dir), key=lambda r: r["round"])
     if not rows:
         return {}
-    last = max(rows, key=lambda r: r["round"])
-    return {"test_accuracy": last["test_accuracy"], "test_loss": last["test_loss"]}
+    trained = [r for r in rows if r["round"] > 0] or rows
+    tail = trained[-max(1, len(trained) // FINAL_FRACTION):]
+    return {key: sum(r[key] for r in tail) / len(tail) for key in ("test_accuracy", "test_loss")}
 
 
 def with_utility(rows: Iterable[dict], utility: dict) -> list[dict]:

@@ -1,7 +1,8 @@
 """``pareto_<metric>.png``: what each setting costs and what it protects, as one point each.
 
 Per dataset and (training setting, defense setting): x = the global model's final test accuracy
-(mean over the setting's federations), y = the best attack's information gain over the
+(``utility.final_utility``: the mean over the last tenth of the rounds; then over the setting's
+federations), y = the best attack's information gain over the
 gradient-free priors (the largest mean ``gain_identity_<metric>`` of any attack that is not a
 prior). The Pareto front, the settings no other beats on both (more accuracy and less gain), is
 drawn as a line; DP-SGD points carry their epsilon.
@@ -77,7 +78,8 @@ def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
         ax.set_title(dataset)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    return save(figure, path, f"Privacy-utility per setting: x = final test accuracy (mean over federations), "
+    return save(figure, path, f"Privacy-utility per setting: x = final test accuracy (the mean over the last "
+                              "tenth of the rounds, then over federations), "
                               f"y = the best attack's mean information gain in {metric(name).short} over the "
                               "gradient-free priors (0, dashed: the attacks learn nothing the priors do not know); "
                               "numbered points, the key beside the axes (setting, defense, epsilon, best attack); "

@@ -152,8 +152,8 @@ def caption(metrics: tuple[str, ...], style: str, with_paper: bool, extras: tupl
                  + (" [bootstrap 95% CI]" if style == "full" else "") + "; their gain over the scored graphs.")
     text += " graphs: scored graphs, then the other rows by status."
     if "test acc" in extras:
-        text += (" test acc: held-out accuracy of the global model after the last round, mean ± std over "
-                 "the n distinct federations (seeds).")
+        text += (" test acc: held-out accuracy of the global model at the end of training (the mean over "
+                 "the last tenth of the rounds), mean ± std over the n distinct federations (seeds).")
     if "ε" in extras:
         text += " ε: the largest DP-SGD epsilon any attacked client had spent by its attacked round."
     if with_paper:

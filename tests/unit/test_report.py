@@ -167,7 +167,7 @@ def test_single_run_derives_family_utility_and_epsilon(tmp_path):
     md = write_report(tmp_path).read_text()
     assert md.startswith("# Privacy audit report: single")
     row = _table_row(md, "| idlg | dp_sgd(noise_multiplier=1.0) |")
-    assert row.endswith("| 0.7500 ± 0.0000 (n=1) | 2 |")  # the last round's accuracy; the largest ε
+    assert row.endswith("| 0.7500 ± 0.0000 (n=1) | 2 |")  # 2 rounds: the last round's accuracy; the largest ε
     assert "metric_vs_strength_dp_sgd skipped: only one strength (1) and no undefended rows." in md
     assert "drawings skipped:" in md
 

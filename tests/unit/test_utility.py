@@ -18,9 +18,18 @@ def test_accuracy_counts_correct_argmax_predictions():
     assert metrics["test_graphs"] == 10
 
 
-def test_final_utility_is_the_last_round(tmp_path):
+def test_final_utility_is_the_last_round_of_a_short_run(tmp_path):
     assert final_utility(tmp_path) == {}
-    for round_, acc in ((0, 0.5), (2, 0.8), (1, 0.6)):
+    write_utility(tmp_path, 0, {"test_accuracy": 0.5, "test_loss": 0.5})
+    assert final_utility(tmp_path)["test_accuracy"] == 0.5  # only the initial model was evaluated
+    for round_, acc in ((2, 0.8), (1, 0.6)):
         write_utility(tmp_path, round_, {"test_accuracy": acc, "test_loss": 1 - acc})
     assert final_utility(tmp_path) == {"test_accuracy": 0.8, "test_loss": pytest.approx(0.2)}
+
+
+def test_final_utility_is_the_mean_over_the_last_tenth_of_the_rounds(tmp_path):
+    for round_ in range(0, 21):  # 20 trained rounds: the mean over rounds 19 and 20
+        write_utility(tmp_path, round_, {"test_accuracy": 0.5 if round_ < 19 else 0.6 + 0.1 * (round_ - 19),
+                                         "test_loss": float(round_)})
+    assert final_utility(tmp_path) == {"test_accuracy": pytest.approx(0.65), "test_loss": pytest.approx(19.5)}
     assert with_utility([{"a": 1}], {"test_accuracy": 0.8}) == [{"a": 1, "test_accuracy": 0.8}]
