@@ -6,9 +6,19 @@ Both federations run the same clients (``federation.num_clients``), model, data 
 batches, local steps and rounds through Flower's simulation engine, one after the other in this
 process. The plain one is a minimal ServerApp/ClientApp pair written here: Flower's FedAvg, a
 client that loads its partition and trains (``clients.training``), nothing else. The bench's own
-adds everything a curious round does besides attacking: the audit record, the observed updates,
-the defense stack (empty), the result bookkeeping. Prints wall and CPU seconds (this process and
-its children, Ray's actors included) and the ratios bench / plain.
+adds everything a curious round does besides attacking: the observed updates, the defense stack
+(empty), the result bookkeeping.
+
+Two comparisons, each plain then bench:
+
+- ``server``: no test split (``data.test_fraction=0``, the default), so neither side evaluates:
+  what the curious server itself costs.
+- ``utility``: a 20% test split; the plain app evaluates the global model after every round
+  through Flower's ``evaluate_fn``, the bench does the same and also trains its centralised
+  baseline (the utility reference, as much training per round as all clients together).
+
+Prints wall and CPU seconds (this process and its children, Ray's actors included) and the ratios
+bench / plain.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from fedgraph_sim.config import load_config
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.runtime.simulation import FLOWER_ENV, run
 from fedgraph_sim.scenario import cached_scenario
+from fedgraph_sim.utility import evaluate
 from server.strategy import initial_arrays
 
 
@@ -64,11 +75,20 @@ def plain_federation(config) -> None:
 
     @server.main()
     def main(grid: Grid, context: Context) -> None:
-        ds = cached_scenario(config_json).dataset
-        k = config.federation.num_clients
+        scenario = cached_scenario(config_json)
+        ds, k = scenario.dataset, config.federation.num_clients
+        test = [ds.graphs[i] for i in scenario.test]
+
+        def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
+            if not test:
+                return None
+            model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+            model.load_state_dict(arrays.to_torch_state_dict())
+            return MetricRecord(evaluate(model, test, config.train.loss))
+
         FedAvg(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=k, min_available_nodes=k).start(
             grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
-            num_rounds=config.federation.rounds)
+            num_rounds=config.federation.rounds, evaluate_fn=evaluate_fn)
 
     run_simulation(server_app=server, client_app=client, num_supernodes=config.federation.num_clients,
                    backend_config={"client_resources": {"num_cpus": config.federation.num_cpus, "num_gpus": 0.0},
@@ -82,20 +102,24 @@ def main() -> None:
     args = parser.parse_args()
     for key, value in FLOWER_ENV.items():
         os.environ.setdefault(key, value)
-    with tempfile.TemporaryDirectory() as out:
-        config = load_config(None, ["data.dataset=MUTAG", "federation.num_clients=10", "train.local_steps=5",
-                                    "train.batch_size=8", "train.lr=0.3", "partition.min_partition_size=4",
-                                    "attack.names=[]", f"federation.rounds={args.rounds}", f"output.dir={out}",
-                                    *args.overrides])
-        timings = {}
-        for name, go in (("plain", lambda: plain_federation(config)), ("bench", lambda: run(config))):
-            wall, cpu = time.perf_counter(), _cpu()
-            go()
-            timings[name] = (time.perf_counter() - wall, _cpu() - cpu)
-            print(f"{name:<6} wall {timings[name][0]:7.1f} s   cpu {timings[name][1]:7.1f} s", flush=True)
-    print(f"bench / plain: wall {timings['bench'][0] / timings['plain'][0]:.2f}, "
-          f"cpu {timings['bench'][1] / timings['plain'][1]:.2f} ({config.federation.num_clients} clients, "
-          f"{args.rounds} rounds, {config.train.local_steps} local steps, batch {config.train.batch_size})")
+    common = ["data.dataset=MUTAG", "federation.num_clients=10", "train.local_steps=5", "train.batch_size=8",
+              "train.lr=0.3", "partition.min_partition_size=4", "attack.names=[]", f"federation.rounds={args.rounds}"]
+    ratios = {}
+    for comparison, extra in (("server", ["data.test_fraction=0"]), ("utility", ["data.test_fraction=0.2"])):
+        with tempfile.TemporaryDirectory() as out:
+            config = load_config(None, [*common, *extra, f"output.dir={out}", *args.overrides])
+            timings = {}
+            for name, go in (("plain", lambda: plain_federation(config)), ("bench", lambda: run(config))):
+                wall, cpu = time.perf_counter(), _cpu()
+                go()
+                timings[name] = (time.perf_counter() - wall, _cpu() - cpu)
+                print(f"{comparison:<8} {name:<6} wall {timings[name][0]:7.1f} s   cpu {timings[name][1]:7.1f} s",
+                      flush=True)
+        ratios[comparison] = [timings["bench"][i] / timings["plain"][i] for i in (0, 1)]
+    print(f"({config.federation.num_clients} clients, {args.rounds} rounds, {config.train.local_steps} local steps, "
+          f"batch {config.train.batch_size})")
+    for comparison, (wall, cpu) in ratios.items():
+        print(f"bench / plain, {comparison:<8}: wall {wall:.2f}, cpu {cpu:.2f}")
 
 
 if __name__ == "__main__":

@@ -169,6 +169,9 @@ class AttackConfig(Section):
         if isinstance(self.rounds, EveryRound):
             return round >= self.rounds.start and (round - self.rounds.start) % self.rounds.every == 0
         return round in self.rounds
+
+    def selects_client(self, client_key: int) -> bool:
+        return self.clients == "all" or client_key in self.clients
     # Per-attack parameters, e.g. {dlg: {iterations: 300}}. "name@label" runs a variant of an
     # attack under its own row name, e.g. graphdlg@refine with {refine_features: true}.
     params: dict[str, dict[str, Any]] = {}

@@ -41,7 +41,7 @@ def is_selected(config: RunConfig, update: ObservedUpdate | ClientFailure) -> bo
     """Whether ``attack.rounds`` and ``attack.clients`` select this update (or failed turn)."""
     sel = config.attack
     return (sel.selects_round(update.round)
-            and (sel.clients == "all" or update.client_key in sel.clients
+            and (sel.selects_client(update.client_key)
                  or update.client_key == AGGREGATE))  # behind secure aggregation: the one update
 
 

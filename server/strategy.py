@@ -67,12 +67,13 @@ class Curious:
 
     def __init__(self, *, lr: float, local_steps: int, batch_size: int, run_dir: str = "",
                  observer: Observer | None = None, secure_aggregation: bool = False,
-                 **strategy_kwargs) -> None:
+                 audits: Callable[[int], bool] = lambda server_round: True, **strategy_kwargs) -> None:
         strategy_kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**strategy_kwargs)
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
         self.run_dir = str(run_dir)  # clients write their audit records under it
         self.observer, self.secure_aggregation = observer, secure_aggregation
+        self.audits = audits  # whether a round's ground truth is read (its clients write audit records)
         self._sent: dict[int, dict[str, np.ndarray]] = {}
         self._partition_of: dict[int, int] = {}  # Flower node id -> the partition it reported
         self.timings = {"first_configure": 0.0, "round_trip": 0.0, "client_compute": 0.0, "attacks": 0.0}
@@ -82,7 +83,7 @@ class Curious:
                         grid: Grid) -> Iterable[Message]:
         self._sent[server_round] = {k: v.numpy().copy() for k, v in arrays.items()}
         config["lr"], config["local-steps"], config["batch-size"] = self.lr, self.local_steps, self.batch_size
-        config["run-dir"] = self.run_dir
+        config["run-dir"], config["audit"] = self.run_dir, self.audits(server_round)
         self._configured_at = time.time()
         if not self.timings["first_configure"]:
             self.timings["first_configure"] = self._configured_at
@@ -134,6 +135,7 @@ class Curious:
         arrays, metrics = super().aggregate_train(server_round, replies)
         if arrays is not None and self.local_steps == 1 and self.averages_gradients:
             arrays = _stepped(sent, arrays, self.lr)
+        del self._sent[server_round]  # nothing kept per round once the round is aggregated
         return arrays, metrics
 
 
@@ -174,8 +176,10 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
     return ArrayRecord(model.state_dict())
 
 
-def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "") -> Curious:
-    """The configured curious strategy (``aggregation``), every client training every round."""
+def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "",
+                  audits: Callable[[int], bool] = lambda server_round: True) -> Curious:
+    """The configured curious strategy (``aggregation``), every client training every round;
+    ``audits(round)``: whether the round's ground truth will be read."""
     cls, names = STRATEGIES[config.aggregation.strategy], AGGREGATION_KEYS[config.aggregation.strategy]
     chosen = {flower: getattr(config.aggregation, ours) for ours, flower in names.items()
               if getattr(config.aggregation, ours) is not None}  # unset: Flower's own default
@@ -184,4 +188,5 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
     k = config.federation.num_clients
     return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
                run_dir=str(run_dir), observer=observer, secure_aggregation=config.threat.secure_aggregation,
+               audits=audits,
                fraction_train=1.0, min_train_nodes=k, min_available_nodes=k, **chosen)

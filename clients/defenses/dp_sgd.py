@@ -19,8 +19,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from opacus.accountants import RDPAccountant
-from opacus.accountants.utils import get_noise_multiplier
 from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 from torch_geometric.data import Batch, Data
@@ -33,12 +31,18 @@ from fedgraph_sim.models import classification_loss, to_dense
 
 def epsilon(history: Sequence[tuple[float, float, int]], delta: float) -> float:
     """Epsilon at ``delta`` after ``history`` of ``(noise_multiplier, sample_rate, steps)``."""
+    # Opacus is imported where it is used: its package imports the whole privacy engine (about
+    # 1.2 s per process), which every server, client actor and attack worker would otherwise pay.
+    from opacus.accountants import RDPAccountant
+
     accountant = RDPAccountant()
     accountant.history = [tuple(h) for h in history]
     return float(accountant.get_epsilon(delta=delta)) if history else 0.0
 
 
 def noise_for_target(target_epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+    from opacus.accountants.utils import get_noise_multiplier  # lazily, as in epsilon()
+
     try:
         return get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta,
                                     sample_rate=sample_rate, steps=steps, accountant="rdp")

@@ -32,7 +32,7 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
     def main(grid: Grid, context: Context) -> None:
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
-        session.strategy = make_strategy(config, session.observer, session.run_dir)
+        session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
         session.strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
                                num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
         if finish:

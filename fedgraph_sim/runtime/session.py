@@ -116,6 +116,11 @@ class Session:
         if self.progress is not None:
             self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
 
+    def audits(self, round: int) -> bool:
+        """Whether anything reads the ground truth of ``round``: an attack to score or a capture to
+        replay. Only then do the attacked clients write their audit records."""
+        return bool(self.attacks or self.capture) and self.config.attack.selects_round(round)
+
     def observer(self, updates, failures=()) -> None:
         """The strategy's view of a round: its updates and its failed client turns."""
         for failure in failures:

@@ -13,9 +13,9 @@ from fedgraph_sim.threat import ObservedUpdate
 pytestmark = pytest.mark.usefixtures("flower_task")
 
 
-def instruction(model, run_dir, round_=1, lr=0.01, steps=1, batch=1):
+def instruction(model, run_dir, round_=1, lr=0.01, steps=1, batch=1, audit=True):
     config = ConfigRecord({"server-round": round_, "lr": lr, "local-steps": steps, "batch-size": batch,
-                           "run-dir": str(run_dir)})
+                           "run-dir": str(run_dir), "audit": audit})
     content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "config": config})
     return Message(content=content, dst_node_id=1, message_type="train")
 
@@ -58,6 +58,15 @@ def test_fedavg_returns_weights_and_the_derived_gradient_is_approximate(tmp_path
                             batch_size=1)
     assert not update.exact
     assert len(AuditStore(tmp_path).read(1, 1).graphs) == 3
+
+
+@pytest.mark.parametrize("overrides, audit, written", [
+    ((), True, True), ((), False, False),  # the server says whether the round's ground truth is read
+    (("attack.clients=[1]",), True, True), (("attack.clients=[0]",), True, False)])
+def test_audit_records_only_where_the_ground_truth_is_read(tmp_path, overrides, audit, written):
+    _, _, _, reply = reply_for(tmp_path, overrides, audit=audit)
+    assert "arrays" in reply.content
+    assert (tmp_path / "audit" / "round_1" / "client_1.pt").is_file() == written
 
 
 def test_batches_are_seeded_per_round_and_client():

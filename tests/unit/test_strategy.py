@@ -138,3 +138,26 @@ def test_keys_a_strategy_does_not_take_are_refused():
         load_config(None, ["aggregation.strategy=fedadam", "aggregation.momentum=0.9"])
     with pytest.raises(ConfigError, match="aggregation.lr: fedavg takes no lr"):
         load_config(None, ["aggregation.lr=0.5"])
+
+
+def test_the_train_config_says_whether_the_round_is_audited_and_nothing_stays_per_round():
+    curious = CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1, observer=lambda updates, failures: None,
+                            audits=lambda server_round: server_round == 2, min_train_nodes=3, min_available_nodes=3)
+    for round_ in (1, 2):
+        messages = list(curious.configure_train(round_, global_arrays(), ConfigRecord({}), FakeGrid()))
+        assert messages[0].content["config"]["audit"] == (round_ == 2)
+        curious.aggregate_train(round_, replies(np.random.default_rng(0)))
+    assert curious._sent == {}  # the sent weights of an aggregated round are not kept
+
+
+def test_a_session_audits_only_rounds_an_attack_or_a_capture_reads():
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.runtime.session import Session
+
+    attacked = Session(load_config(None, ["data.dataset=synthetic", "attack.names=[random]", "federation.rounds=2",
+                                    "attack.rounds=[2]"]))
+    assert [attacked.audits(r) for r in (1, 2)] == [False, True]
+    silent = Session(load_config(None, ["data.dataset=synthetic", "attack.names=[]"]))
+    assert not silent.audits(1)
+    captured = Session(load_config(None, ["data.dataset=synthetic", "attack.names=[]"]), capture=True)
+    assert captured.audits(1)
