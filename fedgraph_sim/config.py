@@ -96,13 +96,14 @@ class ModelConfig(Section):
     conv: str = "gcn"
     layers: int = Field(2, ge=1)
     hidden: int = Field(16, ge=1)
-    pool: Literal["sum", "mean", "max"] = "mean"
+    pool: Literal["sum", "mean", "max", "flatten"] = "mean"
+    flatten_nodes: int | None = Field(None, ge=1)  # pool: flatten pads every graph to this many rows
     readout: Literal["linear", "mlp"] = "linear"
     readout_placement: Literal["after_pool", "per_node"] = "after_pool"
     readout_input: Literal["last", "concat_input"] = "last"  # concat_input: [X0 || H_L]
     readout_hidden: list[int] | None = None  # mlp hidden widths (default [hidden])
     conv_bias: bool = True
-    activation: Literal["relu", "elu", "gelu"] = "relu"
+    activation: Literal["relu", "elu", "gelu", "sigmoid"] = "relu"
     last_activation: bool = True  # an activation after the last message-passing layer too
     heads: int = Field(1, ge=1)  # attention heads (gat)
     residual: bool = False  # skip projections (gat)
@@ -309,6 +310,11 @@ def _check_cross_fields(config: RunConfig) -> None:
     from fedgraph_sim import models, registry  # noqa: F401  (models registers the conv types)
 
     registry.models.get(config.model.conv, key="model.conv")
+    if (config.model.pool == "flatten") != (config.model.flatten_nodes is not None):
+        raise ConfigError("model.flatten_nodes: the rows of the flatten readout, needed with model.pool: flatten "
+                          "and only then")
+    if config.model.pool == "flatten" and config.model.readout_placement != "after_pool":
+        raise ConfigError("model.readout_placement: pool: flatten has no per-node readout; valid: after_pool")
     fed = config.federation
     if isinstance(config.attack.rounds, list):
         for r in config.attack.rounds:

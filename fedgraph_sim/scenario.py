@@ -15,7 +15,7 @@ import numpy as np
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, load_dataset
 from fedgraph_sim.data.order import reorder
-from fedgraph_sim.errors import require
+from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.threat import AttackerKnowledge
 
 
@@ -103,3 +103,12 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
     return AttackerKnowledge(model=config.model.model_dump(), num_features=ds.num_features,
                              num_classes=ds.num_classes, schema=ds.schema, loss=config.train.loss,
                              aux_graphs=tuple(graphs), aux_scenario=scenario_name)
+
+
+def check_model_fits(config: RunConfig, scenario: Scenario) -> None:
+    """The flatten readout has ``model.flatten_nodes`` rows: every graph must fit (a ConfigError
+    before anything runs, not a failed client turn per round)."""
+    rows = config.model.flatten_nodes
+    if rows is not None and (largest := max(g.num_nodes for g in scenario.dataset.graphs)) > rows:
+        raise ConfigError(f"model.flatten_nodes: {rows} rows cannot hold {config.data.dataset}'s largest graph "
+                          f"({largest} nodes); raise it or cap the graphs with data.max_nodes")

@@ -10,17 +10,24 @@ from torch_geometric.utils import to_dense_adj, to_dense_batch
 from fedgraph_sim import registry
 from fedgraph_sim.errors import require
 
-POOLS = ("sum", "mean", "max")
+POOLS = ("sum", "mean", "max", "flatten")
 READOUTS = ("linear", "mlp")
 PLACEMENTS = ("after_pool", "per_node")
 READOUT_INPUTS = ("last", "concat_input")
-ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU}
+ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid}
 _SPARSE_POOL = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 
 
-def dense_pool(h: Tensor, mask: Tensor, pool: str) -> Tensor:
-    """Pool ``h [B, N, C]`` over the real nodes of ``mask [B, N]``."""
+def dense_pool(h: Tensor, mask: Tensor, pool: str, flatten_nodes: int | None = None) -> Tensor:
+    """Pool ``h [B, N, C]`` over the real nodes of ``mask [B, N]``; ``flatten`` pads to
+    ``flatten_nodes`` rows (the padding and masked rows zero) and concatenates them."""
     m = mask.unsqueeze(-1).to(h.dtype)
+    if pool == "flatten":
+        n = h.size(1)
+        if n > flatten_nodes:
+            raise ValueError(f"a graph of {n} nodes does not fit the flatten readout's {flatten_nodes} rows "
+                             "(model.flatten_nodes)")
+        return torch.nn.functional.pad(h * m, (0, 0, 0, flatten_nodes - n)).flatten(1)
     if pool == "sum":
         return (h * m).sum(1)
     if pool == "mean":
@@ -44,6 +51,11 @@ class GraphClassifier(nn.Module):
       ``conv_bias=False``, ``last_activation=False``, ``hidden=300`` this is GRAIN's GCN
       (Drencheva et al., ICLR 2025, App. C): its readout input is the per-node row of
       ``[X_0 || H_2]``, which the first readout weight's gradient spans.
+    - ``pool="flatten"`` with ``flatten_nodes=N_max``: no pooling; the node rows, padded with zero
+      rows to ``N_max``, are concatenated (``h_G = vec(H_L) [N_max * C]``) and fed to the linear
+      classifier, GLG's graph readout (Sinha et al., "Gradient Inversion Attack on Graph Neural
+      Networks", arXiv:2411.19440, Eq. 8). Not permutation invariant. With ``conv="sage"``,
+      ``activation="sigmoid"``, ``hidden=100`` this is GLG's victim.
     - ``heads`` (GAT): layers before the last concatenate their heads, the last averages them;
       ``residual`` adds a linear skip projection; ``activation="elu"``. GRAIN's GAT is
       ``heads=2, residual=True, activation="elu", last_activation=False``.
@@ -60,7 +72,7 @@ class GraphClassifier(nn.Module):
                  readout: str = "linear", readout_placement: str = "after_pool",
                  readout_input: str = "last", readout_hidden: list[int] | None = None,
                  conv_bias: bool = True, activation: str = "relu", last_activation: bool = True,
-                 heads: int = 1, residual: bool = False) -> None:
+                 heads: int = 1, residual: bool = False, flatten_nodes: int | None = None) -> None:
         super().__init__()
         conv_type = registry.models.get(conv, key="model.conv")
         require(layers >= 1, "model.layers", f"must be >= 1 (got {layers})")
@@ -68,6 +80,12 @@ class GraphClassifier(nn.Module):
         require(in_channels >= 1, "model.in_channels", f"must be >= 1 (got {in_channels})")
         require(num_classes >= 2, "model.num_classes", f"must be >= 2 (got {num_classes})")
         require(pool in POOLS, "model.pool", f"unknown pool '{pool}'; valid: {', '.join(POOLS)}")
+        require((pool == "flatten") == (flatten_nodes is not None), "model.flatten_nodes",
+                "the number of rows of the flatten readout: needed with pool: flatten, and only then")
+        require(flatten_nodes is None or flatten_nodes >= 1, "model.flatten_nodes",
+                f"must be >= 1 (got {flatten_nodes})")
+        require(pool != "flatten" or readout_placement == "after_pool", "model.readout_placement",
+                "pool: flatten has no per-node readout (the readout sees every node row at once)")
         require(readout in READOUTS, "model.readout",
                 f"unknown readout '{readout}'; valid: {', '.join(READOUTS)}")
         require(readout_placement in PLACEMENTS, "model.readout_placement",
@@ -85,6 +103,7 @@ class GraphClassifier(nn.Module):
         require(readout == "mlp" or readout_hidden is None, "model.readout_hidden",
                 "applies to readout: mlp only")
         self.conv_name, self.pool, self.readout_placement = conv, pool, readout_placement
+        self.flatten_nodes = flatten_nodes
         self.readout_input = readout_input
         self._dense_conv = conv_type.dense
         self.convs = nn.ModuleList()
@@ -99,6 +118,7 @@ class GraphClassifier(nn.Module):
         self.acts = nn.ModuleList(ACTIVATIONS[activation]() if k < layers - 1 or last_activation
                                   else nn.Identity() for k in range(layers))
         readout_width = hidden + (in_channels if readout_input == "concat_input" else 0)
+        readout_width *= flatten_nodes or 1
         if readout == "linear":
             self.classifier = nn.Linear(readout_width, num_classes)
         else:
@@ -135,7 +155,11 @@ class GraphClassifier(nn.Module):
 
     def graph_embedding(self, x: Tensor, edge_index: Tensor, batch: Tensor) -> Tensor:
         """The pooled output of the message-passing layers, ``h_G`` (GraphDLG's encoder)."""
-        return _SPARSE_POOL[self.pool](self._readout_rows(x, self.node_embeddings(x, edge_index)), batch)
+        rows = self._readout_rows(x, self.node_embeddings(x, edge_index))
+        if self.pool == "flatten":
+            dense, mask = to_dense_batch(rows, batch)
+            return dense_pool(dense, mask, "flatten", self.flatten_nodes)
+        return _SPARSE_POOL[self.pool](rows, batch)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
         if batch is None:
@@ -161,7 +185,7 @@ class GraphClassifier(nn.Module):
         rows = self._readout_rows(x, self.dense_node_embeddings(x, adj, mask))
         if self.readout_placement == "per_node":
             return dense_pool(self.classifier(rows), mask, self.pool)
-        return self.classifier(dense_pool(rows, mask, self.pool))
+        return self.classifier(dense_pool(rows, mask, self.pool, self.flatten_nodes))
 
 
 def to_dense(batch) -> tuple[Tensor, Tensor, Tensor]:

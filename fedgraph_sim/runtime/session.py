@@ -24,7 +24,7 @@ from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.results import library_versions, read_rows, summarize, write_summary
-from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario
+from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge
 from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
 
@@ -39,6 +39,7 @@ def resolve(tree: dict, *, victim_graphs: int | None = None,
     seed."""
     config = validate_config(copy.deepcopy(tree))
     scenario = scenario or build_scenario(config)
+    check_model_fits(config, scenario)
     if victim_graphs is not None:
         rounds = min(int(victim_graphs), len(scenario.clients[0]))
         config = validate_config(merge_tree(copy.deepcopy(tree), {"federation": {"rounds": rounds}}))
@@ -92,6 +93,7 @@ class Session:
         self.defenses = build_defenses(config.defenses)
         self.attacks = build_attacks(config)
         self.scenario = scenario or build_scenario(config)
+        check_model_fits(config, self.scenario)
         train, rounds = config.train, config.federation.rounds
         self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
                                 for c in self.scenario.clients])

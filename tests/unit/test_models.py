@@ -80,10 +80,43 @@ def test_default_architecture_follows_graphdlg():
     (dict(readout="attention"), "model.readout"),
     (dict(readout_placement="x"), "model.readout_placement"),
     (dict(conv="gin"), "unknown model 'gin'; valid models: gcn, gat, sage"),
+    (dict(pool="flatten"), "model.flatten_nodes"),
+    (dict(flatten_nodes=10), "model.flatten_nodes"),
+    (dict(pool="flatten", flatten_nodes=10, readout_placement="per_node"), "model.readout_placement"),
 ])
 def test_bad_model_config(kwargs, key):
     with pytest.raises(ConfigError, match=key):
         GraphClassifier(7, 2, **kwargs)
+
+
+GLG_VICTIM = dict(conv="sage", activation="sigmoid", hidden=100, pool="flatten", flatten_nodes=16)
+
+
+@pytest.mark.parametrize("conv", ["sage", "gcn"])
+def test_glg_flatten_readout_dense_equals_sparse_and_pads_with_zero_rows(conv):
+    batch = random_batch(seed=2, sizes=(5, 9, 13, 7))
+    torch.manual_seed(4)
+    model = GraphClassifier(6, 3, **{**GLG_VICTIM, "conv": conv})
+    assert model.classifier.in_features == 16 * 100  # vec(H) of N_max = 16 rows
+    ce = torch.nn.functional.cross_entropy
+    sparse_loss, sparse_grads = loss_and_grads(model, ce(model(batch.x, batch.edge_index, batch.batch), batch.y))
+    x, adj, mask = to_dense(batch)
+    dense_loss, dense_grads = loss_and_grads(model, ce(model.forward_dense(x, adj, mask), batch.y))
+    assert torch.allclose(sparse_loss, dense_loss, atol=1e-5)
+    for (name, _), gs, gd in zip(model.named_parameters(), sparse_grads, dense_grads):
+        assert torch.allclose(gs, gd, atol=1e-5), name
+    h = model.graph_embedding(batch.x, batch.edge_index, batch.batch).view(4, 16, 100)
+    assert (h[0, 5:] == 0).all() and (h[0, :5] != 0).any()  # sigmoid(b) would be 0.5, not 0
+    # the readout weight's gradient on a padded row is zero: nothing flows through padding
+    w_grad = dict(zip([n for n, _ in model.named_parameters()], sparse_grads))["classifier.weight"]
+    assert (w_grad.view(3, 16, 100)[:, 13:] == 0).all()
+
+
+def test_the_flatten_readout_refuses_a_graph_larger_than_its_rows():
+    batch = random_batch(sizes=(20,))
+    model = GraphClassifier(6, 3, **GLG_VICTIM)
+    with pytest.raises(ValueError, match="20 nodes does not fit the flatten readout's 16 rows"):
+        model(batch.x, batch.edge_index, batch.batch)
 
 
 GRAIN_GCN = dict(conv="gcn", hidden=32, conv_bias=False, last_activation=False, readout="mlp",

@@ -33,12 +33,16 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     ("attack.params.dlg.iters=3", "attack.params.dlg.iters: not a parameter of dlg"),
     ("attack.params.glg.alpha=3", "attack.params.glg: 'glg' is not in attack.names"),
     ("model.pool=median", "model.pool:"),
+    ("model.pool=flatten", "model.flatten_nodes: the rows of the flatten readout, needed with model.pool: flatten"),
+    ("model.flatten_nodes=8", "model.flatten_nodes: the rows of the flatten readout"),
+    (("model.pool=flatten", "model.flatten_nodes=3"), "model.flatten_nodes: 3 rows cannot hold synthetic's largest graph"),
     ("attack.names=[]", "attack.names: empty, so the run would write nothing"),
     ("seed=-1", "seed:"),
     ("train.lr=.inf", "train.lr:"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, override, expected):
-    code = run_round.main(["data.dataset=synthetic", override, f"output.dir={tmp_path}"])
+    overrides = [override] if isinstance(override, str) else list(override)
+    code = run_round.main(["data.dataset=synthetic", *overrides, f"output.dir={tmp_path}"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0]
