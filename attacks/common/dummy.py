@@ -27,9 +27,20 @@ def schema_softmax(z: Tensor, schema: FeatureSchema) -> Tensor:
 
 def symmetric_adjacency(edge_logits: Tensor, n: int) -> Tensor:
     """``sigmoid(S)`` on the strict upper triangle, mirrored, zero diagonal."""
+    return mirrored(torch.sigmoid(edge_logits), n)
+
+
+def mirrored(upper: Tensor, n: int) -> Tensor:
+    """Strict-upper-triangle values ``[n(n-1)/2]`` as a symmetric ``[n, n]`` with a zero diagonal."""
     iu = torch.triu_indices(n, n, offset=1)
-    upper = edge_logits.new_zeros(n, n).index_put((iu[0], iu[1]), torch.sigmoid(edge_logits))
-    return upper + upper.t()
+    half = upper.new_zeros(n, n).index_put((iu[0], iu[1]), upper)
+    return half + half.t()
+
+
+def project_unit_interval(values: Tensor) -> None:
+    """Projected gradient descent's projection onto [0, 1] (GLG, Eq. 15), in place."""
+    with torch.no_grad():
+        values.clamp_(0.0, 1.0)
 
 
 class DummyGraphs:

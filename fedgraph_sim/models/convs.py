@@ -68,8 +68,11 @@ def dense_gat(conv: GATConv, x: Tensor, adj: Tensor) -> Tensor:
 
 
 def dense_sage(conv: SAGEConv, x: Tensor, adj: Tensor) -> Tensor:
-    """Hamilton et al. (2017), mean aggregator: ``W_l mean_{j in N(i)} x_j + b + W_r x_i``."""
-    neighbours = adj @ x / adj.sum(-1, keepdim=True).clamp(min=1)
+    """Hamilton et al. (2017), mean aggregator: ``W_l mean_{j in N(i)} x_j + b + W_r x_i``. On a
+    soft adjacency the mean is weighted, ``sum_j A_ij x_j / sum_j A_ij`` (PyG's ``DenseSAGEConv``
+    clamps the degree at 1 instead, which is the same on binary graphs only); a node without
+    neighbours aggregates zero either way."""
+    neighbours = adj @ x / adj.sum(-1, keepdim=True).clamp(min=1e-8)
     return conv.lin_l(neighbours) + conv.lin_r(x)
 
 

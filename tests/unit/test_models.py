@@ -183,3 +183,16 @@ def test_bce_loss_is_the_mean_over_one_hot_entries():
 def test_bad_grain_options(kwargs, key):
     with pytest.raises(ConfigError, match=key):
         GraphClassifier(7, 2, **kwargs)
+
+
+def test_dense_sage_on_a_soft_adjacency_is_the_weighted_mean_of_the_neighbours():
+    from fedgraph_sim.models.convs import dense_sage
+    from torch_geometric.nn import SAGEConv
+
+    torch.manual_seed(0)
+    conv = SAGEConv(3, 2, aggr="mean")
+    x = torch.randn(3, 3)
+    adj = torch.tensor([[0.0, 0.2, 0.6], [0.2, 0.0, 0.0], [0.6, 0.0, 0.0]])
+    mean0 = (0.2 * x[1] + 0.6 * x[2]) / 0.8
+    expected = conv.lin_l(mean0) + conv.lin_r(x[0])
+    assert torch.allclose(dense_sage(conv, x, adj)[0], expected, atol=1e-6)
