@@ -124,6 +124,8 @@ class ThreatConfig(Section):
     # hint: the true adjacency, for every attack (true) or the listed ones (e.g. [dlg@A]); the
     # "+A" baselines of GRAIN's Table 2
     adjacency_known: bool | list[str] = False
+    # hint: the true node features, for every attack or the listed ones (GLG's Graph-a and Node-2a)
+    features_known: bool | list[str] = False
     # The server observes only the weighted sum of each round's updates (a faithful simulation
     # of what secure aggregation reveals; Flower's SecAgg+ needs the legacy strategy API).
     secure_aggregation: bool = False
@@ -349,11 +351,11 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.threat.secure_aggregation and config.attack.clients != "all":
         raise ConfigError("attack.clients: with threat.secure_aggregation the server sees only each round's "
                           "aggregate, not client updates; leave attack.clients at all")
-    granted = config.threat.adjacency_known
-    if isinstance(granted, list):
-        for name in granted:
+    for grant in ("adjacency_known", "features_known"):
+        granted = getattr(config.threat, grant)
+        for name in granted if isinstance(granted, list) else ():
             if name not in config.attack.names:
-                raise ConfigError(f"threat.adjacency_known: '{name}' is not in attack.names")
+                raise ConfigError(f"threat.{grant}: '{name}' is not in attack.names")
     used = AGGREGATION_KEYS[config.aggregation.strategy]
     for key in (k for k in AggregationConfig.model_fields if k != "strategy"):
         if getattr(config.aggregation, key) is not None and key not in used:

@@ -80,7 +80,8 @@ class AttackerKnowledge:
     built the model) and ``loss`` the training loss it configured (``train.loss``). ``schema``
     describes the node features: one-hot blocks, their values, the degree block and the
     standardisation statistics. ``aux_graphs`` are the auxiliary graphs of the configured scenario.
-    ``node_counts``, ``labels`` and ``adjacencies`` (dense 0/1 ``[n, n]``) are per-graph hints
+    ``node_counts``, ``labels``, ``adjacencies`` (dense 0/1 ``[n, n]``) and ``features``
+    (``[n, F]``, in the model's encoding) are per-graph hints
     for the update at hand, present only when the threat config grants them (and then recorded
     in every result row).
     """
@@ -95,11 +96,13 @@ class AttackerKnowledge:
     node_counts: tuple[int, ...] | None = None
     labels: tuple[int, ...] | None = None
     adjacencies: tuple[torch.Tensor, ...] | None = None
+    features: tuple[torch.Tensor, ...] | None = None
 
-    def with_hints(self, node_counts=None, labels=None, adjacencies=None) -> "AttackerKnowledge":
+    def with_hints(self, node_counts=None, labels=None, adjacencies=None, features=None) -> "AttackerKnowledge":
         return replace(self, node_counts=None if node_counts is None else tuple(node_counts),
                        labels=None if labels is None else tuple(labels),
-                       adjacencies=None if adjacencies is None else tuple(adjacencies))
+                       adjacencies=None if adjacencies is None else tuple(adjacencies),
+                       features=None if features is None else tuple(features))
 
     def build_model(self, weights: dict[str, np.ndarray] | None = None,
                     dtype: torch.dtype = torch.float32) -> GraphClassifier:

@@ -101,6 +101,7 @@ class Evaluator:
             local_steps=update.local_steps, attack_input="gradient" if update.exact else "pseudo_gradient",
             aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
             hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
+            hint_features=knowledge.features is not None,
             node_order=config.data.node_order, label_true=int(graph.y.view(-1)[0]),
             defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
                             if k.startswith("defense-")},
@@ -118,13 +119,18 @@ class Evaluator:
             batch_size=config.train.batch_size, local_steps=config.train.local_steps, attack_input="none",
             aux=knowledge.aux_scenario,
             hint_node_count=config.threat.node_count, hint_label=config.threat.label,
-            hint_adjacency=bool(config.threat.adjacency_known), node_order=config.data.node_order,
+            hint_adjacency=bool(config.threat.adjacency_known), hint_features=bool(config.threat.features_known),
+            node_order=config.data.node_order,
             label_true=None, extra=self.extra_columns)
 
     def score_graph(self, row: ResultRow, update: ObservedUpdate, index: int, graph: Data,
                     rec: Reconstruction) -> None:
-        """Every catalogue metric per alignment, with the prior and the gain beside each."""
+        """Every catalogue metric per alignment, with the prior and the gain beside each. A metric
+        whose prior stands for a part the threat model handed over (the features for
+        ``majority_type``'s metrics, the adjacency for ``aux_mean_adjacency``'s) gets no gain: the
+        server knew that part from the grant, not from the update."""
         priors = self.prior_scores(update, index, graph)
+        granted = {"majority_type": row.hint_features, "aux_mean_adjacency": row.hint_adjacency}
         row.label_guess = rec.label
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
                                             entries=self.config.metrics.entries)
@@ -134,7 +140,8 @@ class Evaluator:
                 row.scores[column] = value
                 if column in priors:
                     row.scores[f"prior_{column}"] = priors[column]
-                    row.scores[f"gain_{column}"] = metric(name).gain(value, priors[column])
+                    if not granted.get(metric(name).prior, False):
+                        row.scores[f"gain_{column}"] = metric(name).gain(value, priors[column])
         row.info = _row_info(rec)
         row.attack_input = str(rec.info.get("attack_input", row.attack_input))
 

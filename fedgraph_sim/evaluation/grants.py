@@ -1,7 +1,8 @@
 """The per-graph hints the threat config grants explicitly, read from the audit store.
 
-``threat.node_count``, ``threat.label`` and ``threat.adjacency_known`` (for every attack, or the
-listed ones) hand an attack the true node counts, labels or adjacencies of the update's graphs.
+``threat.node_count``, ``threat.label``, ``threat.adjacency_known`` and ``threat.features_known``
+(the last two for every attack, or the listed ones) hand an attack the true node counts, labels,
+adjacencies or node features of the update's graphs.
 They are ground truth, so only this explicit, configured channel reads them, and every row
 records which hints its attack had (``hint_*``).
 """
@@ -32,8 +33,10 @@ class ThreatGrants:
         threat = self.threat
         graphs = self._record(update).graphs
         adjacency = threat.adjacency_known is True or attack in (threat.adjacency_known or ())
+        features = threat.features_known is True or attack in (threat.features_known or ())
         return self.knowledge.with_hints(
             node_counts=[g.num_nodes for g in graphs] if threat.node_count else None,
             labels=[int(g.y.view(-1)[0]) for g in graphs] if threat.label else None,
             adjacencies=[to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0] for g in graphs]
-            if adjacency else None)
+            if adjacency else None,
+            features=[g.x.clone() for g in graphs] if features else None)

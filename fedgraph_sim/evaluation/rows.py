@@ -43,6 +43,7 @@ class ResultRow:
     hint_node_count: bool
     hint_label: bool
     hint_adjacency: bool
+    hint_features: bool
     node_order: str
     label_true: int | None
     defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon

@@ -47,6 +47,23 @@ def test_rows_score_each_graph_with_the_prior_and_gain_beside_each_metric(tmp_pa
     assert len(list((tmp_path / "drawings").glob("*.json"))) == 1  # output.drawings=1
 
 
+def test_no_gain_is_credited_for_a_part_the_threat_model_handed_over(tmp_path):
+    from torch_geometric.utils import to_dense_adj
+
+    from fedgraph_sim.threat import Reconstruction
+
+    config, knowledge, update, graphs = _case(tmp_path)
+    evaluator = Evaluator(config, tmp_path, knowledge, build_priors(config))
+    truth = [to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0] for g in graphs]
+    hinted = knowledge.with_hints(node_counts=[g.num_nodes for g in graphs], features=[g.x for g in graphs])
+    recs = [Reconstruction(g.x, a, g.num_nodes) for g, a in zip(graphs, truth)]  # X granted, A recovered
+    (row, _) = evaluator(AttackOutcome("glg", update, hinted, "ok", reconstructions=recs, seconds=1.0))
+    assert row.hint_features and not row.hint_adjacency
+    assert "gain_identity_feature_mse" not in row.scores and "prior_identity_feature_mse" in row.scores
+    assert "gain_identity_node_type_accuracy" not in row.scores
+    assert row.scores["gain_identity_adj_auc"] > 0  # the recovered part keeps its gain
+
+
 def test_unscored_rows_carry_the_status_and_no_metrics(tmp_path):
     config, knowledge, update, _ = _case(tmp_path)
     evaluator = Evaluator(config, tmp_path, knowledge, build_priors(config))
@@ -70,7 +87,7 @@ def test_a_result_row_flattens_to_the_jsonl_columns():
                     graph_id=3, num_nodes=4, attack="a", defense="none", defense_stack=[], status="ok",
                     message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
                     local_steps=1, attack_input="gradient",
-                    aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False,
+                    aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False, hint_features=False,
                     node_order="original", label_true=1, defense_report={"epsilon": 2.0},
                     extra={"cell": "c"}, label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
     flat = row.as_dict()
@@ -87,6 +104,15 @@ def test_threat_grants_give_each_attack_only_its_hints(tmp_path):
     assert plain.node_counts == tuple(g.num_nodes for g in graphs) and plain.labels is not None
     assert plain.adjacencies is None and granted.adjacencies is not None
     assert torch.equal(granted.adjacencies[0].sum(), torch.tensor(float(graphs[0].edge_index.size(1))))
+    assert plain.features is None and granted.features is None
+
+
+def test_the_features_grant_hands_the_true_features_to_the_listed_attacks_only(tmp_path):
+    config, knowledge, update, graphs = _case(tmp_path, ["attack.names=[random,dlg]", "threat.features_known=[dlg]"])
+    grants = ThreatGrants(config.threat, AuditStore(tmp_path), knowledge)
+    assert grants(update, "random").features is None
+    granted = grants(update, "dlg").features
+    assert len(granted) == len(graphs) and all(torch.equal(f, g.x) for f, g in zip(granted, graphs))
 
 
 def test_a_batch_of_reconstructions_is_assigned_to_its_graphs():

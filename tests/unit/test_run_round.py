@@ -33,6 +33,7 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     ("attack.params.dlg.iters=3", "attack.params.dlg.iters: not a parameter of dlg"),
     ("attack.params.glg.alpha=3", "attack.params.glg: 'glg' is not in attack.names"),
     ("model.pool=median", "model.pool:"),
+    ("threat.features_known=[glg]", "threat.features_known: 'glg' is not in attack.names"),
     ("model.pool=flatten", "model.flatten_nodes: the rows of the flatten readout, needed with model.pool: flatten"),
     ("model.flatten_nodes=8", "model.flatten_nodes: the rows of the flatten readout"),
     (("model.pool=flatten", "model.flatten_nodes=3"), "model.flatten_nodes: 3 rows cannot hold synthetic's largest graph"),

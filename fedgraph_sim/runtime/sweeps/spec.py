@@ -146,8 +146,11 @@ def load_sweep(path: str | Path) -> Sweep:
     return build_sweep(spec, path.parent)
 
 
+GRANTS = ("adjacency_known", "features_known")  # threat grants that name attacks
+
+
 def _only(granted: Any, attacks: list[str]) -> Any:
-    """``threat.adjacency_known`` narrowed to ``attacks`` (a list names attacks; a bool is kept)."""
+    """A threat grant narrowed to ``attacks`` (a list names attacks; a bool is kept)."""
     return [a for a in granted if a in attacks] if isinstance(granted, list) else granted
 
 
@@ -204,7 +207,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
         tree = merge_tree(tree, {"data": data, "seed": seed, "defenses": setting.stack,
                                  "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
-        tree["threat"] = {**tree.get("threat", {}), "adjacency_known": _only(base_config.threat.adjacency_known, [])}
+        tree["threat"] = {**tree.get("threat", {}), **{grant: _only(getattr(base_config.threat, grant), [])
+                                                       for grant in GRANTS}}
         key = json.dumps([data, seed, overrides], default=str)
         config, scenarios[key] = resolve(tree, victim_graphs=victims, scenario=scenarios.get(key))
         Session(config, scenario=scenarios[key])  # defenses planned against every client's turn
@@ -218,7 +222,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
             cell_tree["attack"].update(names=[attack], **{
                 part: {attack: getattr(base_config.attack, part)[attack]} if attack in getattr(base_config.attack, part) else {}
                 for part in ("params", "limit", "time_budgets")})
-            cell_tree["threat"]["adjacency_known"] = _only(base_config.threat.adjacency_known, [attack])
+            for grant in GRANTS:
+                cell_tree["threat"][grant] = _only(getattr(base_config.threat, grant), [attack])
             cell_config = validate_config(cell_tree)
             Session(cell_config, scenario=scenarios[key])
             cell_id = f"{fed_id}__{_slug(attack)}-{_short_hash(cell_config.model_dump(mode='json'))}"

@@ -1,0 +1,72 @@
+"""The ``glg`` attack (attacks/glg/attack.py): variant by the threat grants, label inference,
+its rows' info."""
+
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import dense_to_sparse
+
+from attacks.base import AttackContext, Budget, build_attack
+from clients.training import fedsgd_gradient
+from fedgraph_sim.data import make_synthetic
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.metrics.ranking import roc_auc
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+
+VICTIM = dict(conv="sage", activation="sigmoid", hidden=100, pool="flatten", flatten_nodes=10)
+SCHEMA = make_synthetic(num_graphs=2, seed=0).schema
+
+
+def case(seed=0, n=10, d=32, label=1):
+    gen = torch.Generator().manual_seed(seed)
+    upper = torch.triu((torch.rand(n, n, generator=gen) < 0.3).float(), diagonal=1)
+    a = upper + upper.t()
+    graph = Data(x=torch.randn(n, d, generator=gen), edge_index=dense_to_sparse(a)[0], y=torch.tensor([label]))
+    knowledge = AttackerKnowledge(model=VICTIM, num_features=d, num_classes=2, schema=SCHEMA)
+    torch.manual_seed(seed)
+    model = knowledge.build_model()
+    grad, _ = fedsgd_gradient(model, [graph])
+    update = ObservedUpdate(round=1, client_key=0, global_weights={k: v.numpy() for k, v in model.state_dict().items()},
+                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=1,
+                            metrics={}, lr=0.01, local_steps=1, batch_size=1)
+    return graph, a, update, knowledge.with_hints(node_counts=[n])
+
+
+def upper_auc(prob, truth):
+    iu = torch.triu_indices(truth.size(0), truth.size(0), offset=1)
+    return roc_auc(truth[iu[0], iu[1]].numpy(), prob[iu[0], iu[1]].numpy())
+
+
+def test_graph_a_when_the_features_are_granted_recovers_the_adjacency_and_infers_the_label():
+    graph, a, update, knowledge = case()
+    attack = build_attack("glg", {"iterations": 500})
+    (rec,) = attack.reconstruct(update, knowledge.with_hints(node_counts=[10], features=[graph.x]),
+                                AttackContext(seed=0, budget=Budget(120)))
+    assert rec.info["variant"] == "graph_a" and rec.label == 1  # App. B: the negative bias gradient
+    assert upper_auc(rec.adj, a) > 0.95
+    assert torch.equal(rec.x, graph.x)
+
+
+def test_graph_c_recovers_both_and_graph_b_keeps_the_granted_adjacency():
+    graph, a, update, knowledge = case(seed=1)
+    attack = build_attack("glg", {"iterations": 50})
+    ctx = AttackContext(seed=0, budget=Budget(60))
+    (c,) = attack.reconstruct(update, knowledge, ctx)
+    assert c.info["variant"] == "graph_c" and c.x.shape == (10, 32) and c.adj.shape == (10, 10)
+    (b,) = attack.reconstruct(update, knowledge.with_hints(node_counts=[10], adjacencies=[a]), ctx)
+    assert b.info["variant"] == "graph_b" and torch.equal(b.adj, a)
+
+
+def test_with_both_granted_there_is_nothing_to_recover():
+    graph, a, update, knowledge = case()
+    both = knowledge.with_hints(node_counts=[10], adjacencies=[a], features=[graph.x])
+    assert build_attack("glg").not_applicable(update, both) == (
+        "both the features and the adjacency are granted: nothing to recover")
+    assert build_attack("glg").not_applicable(update, knowledge) is None
+
+
+@pytest.mark.parametrize("params, key", [({"adjacency_init": "zeros"}, "adjacency_init: unknown 'zeros'"),
+                                         ({"adjacency_value": 2.0}, "adjacency_value: must be in \\[0, 1\\]")])
+def test_bad_params(params, key):
+    with pytest.raises(ConfigError, match=key):
+        build_attack("glg", params)
