@@ -58,6 +58,11 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("full_iso", "FULL", "higher", AUX_MEAN_ADJACENCY, _gsm("full_iso"), counts_failures=True),
     Metric("full_repo", "FULL (GSM-1 = 1)", "higher", AUX_MEAN_ADJACENCY, _gsm("full_repo"),
            counts_failures=True),
+    # GLG's (Sinha et al., arXiv:2411.19440, Sec. 5 and App. F, with the fixes of its definitions)
+    Metric("feature_rnmse", "RNMSE", "lower", MAJORITY_TYPE, r.feature_rnmse),
+    Metric("adj_mae", "MAE", "lower", AUX_MEAN_ADJACENCY, r.adj_mae),
+    Metric("adj_ap_balanced", "AP 1:1", "higher", AUX_MEAN_ADJACENCY, r.adj_ap_balanced),
+    Metric("edge_precision", "precision", "higher", AUX_MEAN_ADJACENCY, r.edge_precision),
 )
 METRICS: tuple[str, ...] = tuple(m.name for m in CATALOGUE)
 PRIORS: tuple[str, ...] = tuple(dict.fromkeys(m.prior for m in CATALOGUE))

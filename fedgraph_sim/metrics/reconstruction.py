@@ -122,6 +122,42 @@ def edge_accuracy(p: Aligned) -> float:
     return float(((scores >= 0.5).astype(int) == truth).mean()) if truth.size else float("nan")
 
 
+def feature_rnmse(p: Aligned) -> float:
+    """GLG's RNMSE: ``||x_i - x_hat_i|| / ||x_i||`` averaged over the nodes whose true features are
+    not all zero (Sinha et al., arXiv:2411.19440, Sec. 5)."""
+    norms = np.linalg.norm(p.x, axis=1)
+    keep = norms > 0
+    if not keep.any():
+        return float("nan")
+    return float((np.linalg.norm(p.x_hat - p.x, axis=1)[keep] / norms[keep]).mean())
+
+
+def adj_mae(p: Aligned) -> float:
+    """GLG's App. F MAE on the continuous adjacency: ``mean |A - A_hat|`` over the lower triangle
+    with the diagonal, ``2 sum_{i>=j} |A_ij - A_hat_ij| / (n (n + 1))``."""
+    il = np.tril_indices(len(p.adj))
+    return float(np.abs(p.adj[il] - p.adj_hat[il]).mean()) if len(p.adj) else float("nan")
+
+
+def adj_ap_balanced(p: Aligned) -> float:
+    """AP on every true edge and as many non-edges drawn at random (seeded), GraphMI's convention
+    that GLG's APs on sparse graphs follow (Zhang et al., IJCAI 2021)."""
+    if not p.two_classes:
+        return float("nan")
+    scores, truth = p.scored_entries
+    pos, neg = np.flatnonzero(truth == 1), np.flatnonzero(truth == 0)
+    neg = np.random.default_rng(0).choice(neg, size=min(len(pos), len(neg)), replace=False)
+    chosen = np.concatenate([pos, neg])
+    return average_precision(truth[chosen], scores[chosen])
+
+
+def edge_precision(p: Aligned) -> float:
+    """``TP / (TP + FP)`` of the edges predicted at 0.5 (what GLG's tables call AP)."""
+    scores, truth = p.scored_entries
+    predicted = scores >= 0.5
+    return float(truth[predicted].mean()) if predicted.any() else float("nan")
+
+
 def _normalized_laplacian_spectrum(adj: np.ndarray) -> np.ndarray:
     a = adj.astype(float)
     np.fill_diagonal(a, 0)

@@ -35,6 +35,39 @@ def test_upper_offdiag_entry_set_by_hand():
     assert m["edge_accuracy"] == pytest.approx(1 / 3)
 
 
+def test_glg_metrics_by_hand():
+    m = graph_metrics(X_HAT, S, X, A)
+    # RNMSE per node: ||(-.2, .1)|| / 1, ||(.3, -.8)|| / 1, ||(-.6, .9)|| / 1
+    rnmse = (math.hypot(.2, .1) + math.hypot(.3, .8) + math.hypot(.6, .9)) / 3
+    assert m["feature_rnmse"] == pytest.approx(rnmse)
+    # lower triangle with the diagonal: (0,0) .1, (1,0) .2, (1,1) .3, (2,0) .6, (2,1) .6, (2,2) .2
+    assert m["adj_mae"] == pytest.approx((.1 + .2 + .3 + .6 + .6 + .2) / 6)
+    # upper pairs (0,1) .8 edge, (0,2) .6 non-edge, (1,2) .4 edge: predicted at 0.5 are (0,1), (0,2)
+    assert m["edge_precision"] == pytest.approx(1 / 2)
+    # two edges, one non-edge: the 1:1 sample keeps both edges and the non-edge, the full AP
+    assert m["adj_ap_balanced"] == pytest.approx(m["adj_ap"])
+
+
+def test_balanced_ap_lifts_the_ap_of_a_sparse_graph():
+    """Two edges scored 0.5 below ten non-edges at 0.9 (the other 54 at 0.1): AP 2/12; on a 1:1
+    sample (two non-edges) at least 1/2 whichever two are drawn."""
+    n = 12
+    a, scores = torch.zeros(n, n), torch.full((n, n), 0.1)
+    for i, j in ((0, 1), (2, 3)):
+        a[i, j] = a[j, i] = 1.0
+        scores[i, j] = scores[j, i] = 0.5
+    for k in range(10):
+        i, j = 4 + k % 8, (5 + k) % n
+        if a[i, j] == 0 and i != j:
+            scores[i, j] = scores[j, i] = 0.9
+    high = int(((torch.triu(scores, 1) == 0.9)).sum())
+    x = torch.eye(n)
+    m = graph_metrics(x, scores, x, a)
+    assert m["adj_ap"] == pytest.approx(2 / (high + 2))
+    assert m["adj_ap_balanced"] >= 0.5
+    assert math.isnan(graph_metrics(x, torch.zeros(n, n), x, a)["edge_precision"])  # nothing predicted
+
+
 def test_one_class_entry_set_is_skipped_and_counted():
     empty = torch.zeros(2, 2)
     m = graph_metrics(torch.eye(2), torch.full((2, 2), 0.2), torch.eye(2), empty, entries="full")
