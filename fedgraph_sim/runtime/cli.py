@@ -70,14 +70,25 @@ def cmd_info(args) -> int:
         dataset = _load_quietly(args.name, **options)
     except ConfigError as exc:  # the option's name on this command line
         raise ConfigError(str(exc).replace("data.max_nodes:", "--max-nodes:")) from None
-    info = {**dataset.stats(), "schema": dataset.schema.to_dict()}
+    info = {**dataset.stats(), "schema": dataset.schema.to_dict(),
+            "glg_full_row_rank": _glg_full_row_rank(dataset)}
     if args.json:
         print(json.dumps(info, indent=2))
     else:
         _print_table([info], dataset.name)
         blocks = ", ".join(f"{b['name']}({b['width']})" for b in info["schema"]["blocks"])
         print(f"feature schema: {blocks}; node type block: {info['schema']['type_block']}")
+        print(f"GLG's closed forms (Props. 3, 5, 6) need X of full row rank: {info['glg_full_row_rank']} of "
+              f"{info['graphs']} graphs have it")
     return 0
+
+
+def _glg_full_row_rank(dataset) -> int:
+    """How many graphs' node features have full row rank (N <= D and independent rows), the
+    condition under which GLG's Props. 3, 5 and 6 recover the adjacency exactly."""
+    from attacks.glg.analytic import rank_conditions
+
+    return sum(rank_conditions(g.x.double())["x_full_row_rank"] for g in dataset.graphs)
 
 
 def attack_catalogue(plugins: list[str]) -> list[dict]:

@@ -8,6 +8,13 @@ def test_info_json_synthetic(capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["graphs"] == 200 and info["classes"] == 2 and info["feature_width"] == 4
     assert info["schema"]["blocks"][0]["values"] == ["C", "N", "O", "F"]
+    assert info["glg_full_row_rank"] == 0  # 4 one-hot types can never span 6 or more nodes
+
+
+def test_info_reports_glg_rank_condition(capsys):
+    assert main(["info", "synthetic"]) == 0
+    assert "GLG's closed forms (Props. 3, 5, 6) need X of full row rank: 0 of 200 graphs have it" in (
+        capsys.readouterr().out)
 
 
 def test_datasets_json_lists_synthetic(capsys, monkeypatch, tmp_path):
