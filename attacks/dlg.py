@@ -33,6 +33,7 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 FEATURES = ("free", "softmax")
 ADJACENCY = ("optimise", "granted")
+LINE_SEARCHES = ("none", "strong_wolfe")
 
 
 def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruction:
@@ -58,10 +59,11 @@ class DLG(Attack):
         features: str = "free"  # free | softmax (GRAIN's baselines)
         adjacency: str = "optimise"  # optimise | granted (the "+A" baselines)
         discretize: bool = False  # GRAIN's baselines: edges at 0.5, argmax per block
+        line_search: str = "none"  # none (the papers' L-BFGS) | strong_wolfe (ours: a guard on the step)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        for key, valid in (("features", FEATURES), ("adjacency", ADJACENCY)):
+        for key, valid in (("features", FEATURES), ("adjacency", ADJACENCY), ("line_search", LINE_SEARCHES)):
             if getattr(self.params, key) not in valid:
                 raise ConfigError(f"attack.params.{self.name}.{key}: unknown '{getattr(self.params, key)}'; "
                                   f"valid: {', '.join(valid)}")
@@ -104,7 +106,8 @@ class DLG(Attack):
             target = torch.softmax(labels, dim=-1) if learn_labels else labels
             return matcher(*dummy.dense(feature_map), target)
 
-        loss = lbfgs(variables, objective, ctx, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter)
+        loss = lbfgs(variables, objective, ctx, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter,
+                     line_search=None if p.line_search == "none" else p.line_search)
         guesses = labels.argmax(-1) if learn_labels else labels
         return dummy.reconstructions(guesses.tolist(), feature_map,
                                      info={"gradient_distance": loss, "attack_input": matcher.attack_input})

@@ -41,9 +41,11 @@ def _set_grads(loss: Tensor, variables: Sequence[Tensor]) -> None:
 
 
 def lbfgs(variables: list[Tensor], objective: Callable[[], Tensor], ctx: AttackContext, *,
-          iterations: int, lr: float = 1.0, max_iter: int = 20) -> float:
-    """``iterations`` L-BFGS steps (one closure per step, ``max_iter`` inner evaluations)."""
-    opt = torch.optim.LBFGS(variables, lr=lr, max_iter=max_iter)
+          iterations: int, lr: float = 1.0, max_iter: int = 20, line_search: str | None = None) -> float:
+    """``iterations`` L-BFGS steps (one closure per step, ``max_iter`` inner evaluations);
+    ``line_search="strong_wolfe"`` makes every step satisfy the strong Wolfe conditions instead of
+    taking ``lr`` times the quasi-Newton direction, the guard against runaway steps."""
+    opt = torch.optim.LBFGS(variables, lr=lr, max_iter=max_iter, line_search_fn=line_search)
     best = _Best(variables)
 
     def closure():

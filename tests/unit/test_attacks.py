@@ -59,7 +59,7 @@ def test_matching_objective_vanishes_at_the_true_graph(conv):
     assert float(matcher(g.x[None], wrong[None], mask, g.y)) > 1e3 * float(at_truth)
 
 
-@pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
+@pytest.mark.parametrize("optimizer", ["lbfgs", "lbfgs_wolfe", "adam"])
 def test_optimisers_drive_the_gradient_distance_down(optimizer):
     torch.manual_seed(0)
     model = GraphClassifier(4, 2)
@@ -69,8 +69,9 @@ def test_optimisers_drive_the_gradient_distance_down(optimizer):
     dummy = DummyGraphs([g.num_nodes], 4, torch.Generator().manual_seed(0))
     objective = lambda: matcher(*dummy.dense(), g.y)  # noqa: E731
     start = float(objective())
-    if optimizer == "lbfgs":
-        final = lbfgs(dummy.variables(), objective, ctx(), iterations=30)
+    if optimizer.startswith("lbfgs"):
+        final = lbfgs(dummy.variables(), objective, ctx(), iterations=30,
+                      line_search="strong_wolfe" if optimizer == "lbfgs_wolfe" else None)
     else:
         final = adam(dummy.variables(), objective, ctx(), iterations=100, lr=0.1)
     assert final < start / 10
@@ -134,6 +135,7 @@ def test_unknown_attack_parameter_is_refused():
     ({"iterations": 2.5}, "attack.params.dlg.iterations: must be a whole number (got 2.5)"),
     ({"lr": float("inf")}, "attack.params.dlg.lr: must be a finite number >= 0 (got inf)"),
     ({"lr": "fast"}, "attack.params.dlg.lr: must be a finite number >= 0 (got 'fast')"),
+    ({"line_search": "armijo"}, "attack.params.dlg.line_search: unknown 'armijo'; valid: none, strong_wolfe"),
 ])
 def test_attack_parameters_of_the_wrong_kind_are_refused(params, message):
     from fedgraph_sim.errors import ConfigError
