@@ -118,6 +118,10 @@ class AuxConfig(Section):
     num_graphs: int | None = Field(None, ge=1)
 
 
+#: Threat grants that take ``true`` or a list of attack names.
+ATTACK_GRANTS = ("adjacency_known", "features_known")
+
+
 class ThreatConfig(Section):
     node_count: bool = True  # hint: the true node count of each attacked graph
     label: bool = False  # hint: the true label of each attacked graph
@@ -129,6 +133,11 @@ class ThreatConfig(Section):
     # The server observes only the weighted sum of each round's updates (a faithful simulation
     # of what secure aggregation reveals; Flower's SecAgg+ needs the legacy strategy API).
     secure_aggregation: bool = False
+
+    def grants(self, grant: str, attack: str) -> bool:
+        """Whether ``grant`` (one of ``ATTACK_GRANTS``) covers ``attack``."""
+        granted = getattr(self, grant)
+        return granted is True or attack in (granted or ())
 
 
 class EveryRound(Section):
@@ -309,14 +318,13 @@ def validate_config(tree: dict) -> RunConfig:
 
 
 def _check_cross_fields(config: RunConfig) -> None:
-    from fedgraph_sim import models, registry  # noqa: F401  (models registers the conv types)
+    from fedgraph_sim import models, registry  # models registers the conv types
 
     registry.models.get(config.model.conv, key="model.conv")
-    if (config.model.pool == "flatten") != (config.model.flatten_nodes is not None):
-        raise ConfigError("model.flatten_nodes: the rows of the flatten readout, needed with model.pool: flatten "
-                          "and only then")
-    if config.model.pool == "flatten" and config.model.readout_placement != "after_pool":
-        raise ConfigError("model.readout_placement: pool: flatten has no per-node readout; valid: after_pool")
+    if config.model.pool == "flatten" or config.model.flatten_nodes is not None:
+        # the flatten readout's combinations, checked where the model declares them (a 1-feature,
+        # 2-class stand-in: the data's widths are not known yet)
+        models.GraphClassifier(1, 2, **config.model.model_dump())
     fed = config.federation
     if isinstance(config.attack.rounds, list):
         for r in config.attack.rounds:
@@ -351,7 +359,7 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.threat.secure_aggregation and config.attack.clients != "all":
         raise ConfigError("attack.clients: with threat.secure_aggregation the server sees only each round's "
                           "aggregate, not client updates; leave attack.clients at all")
-    for grant in ("adjacency_known", "features_known"):
+    for grant in ATTACK_GRANTS:
         granted = getattr(config.threat, grant)
         for name in granted if isinstance(granted, list) else ():
             if name not in config.attack.names:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attacks.base import Attack, AttackContext, Requirements, register
-from attacks.common.labels import label_from_bias
+from attacks.common.labels import batch_labels
 from attacks.glg.optim import invert_graph
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
@@ -72,10 +72,7 @@ class GLG(Attack):
                     ctx: AttackContext) -> list[Reconstruction]:
         p = self.params
         model = knowledge.build_model(update.global_weights)
-        if knowledge.labels is not None:
-            label = knowledge.labels[0]
-        else:
-            label = label_from_bias(update.gradient[f"{model.final_linear_name}.bias"].float(), 1)[0]
+        label = batch_labels(update.gradient[f"{model.final_linear_name}.bias"].float(), 1, model, knowledge)[0]
         n = knowledge.node_counts[0]
         init = "bernoulli" if p.adjacency_init == "bernoulli" else p.adjacency_value
         result = invert_graph(

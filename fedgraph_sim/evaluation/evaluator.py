@@ -28,6 +28,7 @@ from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.evaluation.drawings import DrawingStore
 from fedgraph_sim.evaluation.rows import ResultRow
 from fedgraph_sim.metrics import CATALOGUE, metric, metric_column, score_reconstruction
+from fedgraph_sim.metrics.catalogue import AUX_MEAN_ADJACENCY, MAJORITY_TYPE
 from fedgraph_sim.processes import one_torch_thread
 from fedgraph_sim.results import ResultWriter
 from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction
@@ -130,7 +131,7 @@ class Evaluator:
         ``majority_type``'s metrics, the adjacency for ``aux_mean_adjacency``'s) gets no gain: the
         server knew that part from the grant, not from the update."""
         priors = self.prior_scores(update, index, graph)
-        granted = {"majority_type": row.hint_features, "aux_mean_adjacency": row.hint_adjacency}
+        granted = {MAJORITY_TYPE: row.hint_features, AUX_MEAN_ADJACENCY: row.hint_adjacency}
         row.label_guess = rec.label
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
                                             entries=self.config.metrics.entries)

@@ -32,8 +32,7 @@ class ThreatGrants:
     def __call__(self, update: ObservedUpdate, attack: str) -> AttackerKnowledge:
         threat = self.threat
         graphs = self._record(update).graphs
-        adjacency = threat.adjacency_known is True or attack in (threat.adjacency_known or ())
-        features = threat.features_known is True or attack in (threat.features_known or ())
+        adjacency, features = threat.grants("adjacency_known", attack), threat.grants("features_known", attack)
         return self.knowledge.with_hints(
             node_counts=[g.num_nodes for g in graphs] if threat.node_count else None,
             labels=[int(g.y.view(-1)[0]) for g in graphs] if threat.label else None,

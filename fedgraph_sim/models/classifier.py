@@ -81,7 +81,7 @@ class GraphClassifier(nn.Module):
         require(num_classes >= 2, "model.num_classes", f"must be >= 2 (got {num_classes})")
         require(pool in POOLS, "model.pool", f"unknown pool '{pool}'; valid: {', '.join(POOLS)}")
         require((pool == "flatten") == (flatten_nodes is not None), "model.flatten_nodes",
-                "the number of rows of the flatten readout: needed with pool: flatten, and only then")
+                "the rows of the flatten readout, needed with model.pool: flatten and only then")
         require(flatten_nodes is None or flatten_nodes >= 1, "model.flatten_nodes",
                 f"must be >= 1 (got {flatten_nodes})")
         require(pool != "flatten" or readout_placement == "after_pool", "model.readout_placement",

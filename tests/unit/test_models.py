@@ -23,13 +23,9 @@ def loss_and_grads(model, loss):
     return loss.detach(), [torch.zeros_like(p) if g is None else g for p, g in zip(model.parameters(), grads)]
 
 
-@pytest.mark.parametrize("conv", ["gcn", "gat", "sage"])
-@pytest.mark.parametrize("pool", ["mean", "sum", "max"])
-@pytest.mark.parametrize("placement", ["after_pool", "per_node"])
-def test_dense_forward_equals_sparse(conv, pool, placement):
-    batch = random_batch()
-    torch.manual_seed(1)
-    model = GraphClassifier(6, 3, conv=conv, pool=pool, readout_placement=placement)
+def assert_dense_equals_sparse(model, batch):
+    """The dense forward's loss and every parameter gradient equal the sparse one's; returns the
+    sparse gradients."""
     ce = torch.nn.functional.cross_entropy
     sparse_loss, sparse_grads = loss_and_grads(model, ce(model(batch.x, batch.edge_index, batch.batch), batch.y))
     x, adj, mask = to_dense(batch)
@@ -37,6 +33,17 @@ def test_dense_forward_equals_sparse(conv, pool, placement):
     assert torch.allclose(sparse_loss, dense_loss, atol=1e-5)
     for (name, _), gs, gd in zip(model.named_parameters(), sparse_grads, dense_grads):
         assert torch.allclose(gs, gd, atol=1e-5), name
+    return sparse_grads
+
+
+@pytest.mark.parametrize("conv", ["gcn", "gat", "sage"])
+@pytest.mark.parametrize("pool", ["mean", "sum", "max"])
+@pytest.mark.parametrize("placement", ["after_pool", "per_node"])
+def test_dense_forward_equals_sparse(conv, pool, placement):
+    batch = random_batch()
+    torch.manual_seed(1)
+    model = GraphClassifier(6, 3, conv=conv, pool=pool, readout_placement=placement)
+    sparse_grads = assert_dense_equals_sparse(model, batch)
     assert any(g.abs().sum() > 0 for g in sparse_grads)
 
 
@@ -98,13 +105,7 @@ def test_glg_flatten_readout_dense_equals_sparse_and_pads_with_zero_rows(conv):
     torch.manual_seed(4)
     model = GraphClassifier(6, 3, **{**GLG_VICTIM, "conv": conv})
     assert model.classifier.in_features == 16 * 100  # vec(H) of N_max = 16 rows
-    ce = torch.nn.functional.cross_entropy
-    sparse_loss, sparse_grads = loss_and_grads(model, ce(model(batch.x, batch.edge_index, batch.batch), batch.y))
-    x, adj, mask = to_dense(batch)
-    dense_loss, dense_grads = loss_and_grads(model, ce(model.forward_dense(x, adj, mask), batch.y))
-    assert torch.allclose(sparse_loss, dense_loss, atol=1e-5)
-    for (name, _), gs, gd in zip(model.named_parameters(), sparse_grads, dense_grads):
-        assert torch.allclose(gs, gd, atol=1e-5), name
+    sparse_grads = assert_dense_equals_sparse(model, batch)
     h = model.graph_embedding(batch.x, batch.edge_index, batch.batch).view(4, 16, 100)
     assert (h[0, 5:] == 0).all() and (h[0, :5] != 0).any()  # sigmoid(b) would be 0.5, not 0
     # the readout weight's gradient on a padded row is zero: nothing flows through padding

@@ -34,7 +34,8 @@ from typing import Any
 
 import yaml
 
-from fedgraph_sim.config import DefenseSetting, RunConfig, default_tree, merge_tree, set_dotted, validate_config
+from fedgraph_sim.config import (ATTACK_GRANTS, DefenseSetting, RunConfig, default_tree, merge_tree, set_dotted,
+                                 validate_config)
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.runtime.reproduction import load_reference
 
@@ -146,9 +147,6 @@ def load_sweep(path: str | Path) -> Sweep:
     return build_sweep(spec, path.parent)
 
 
-GRANTS = ("adjacency_known", "features_known")  # threat grants that name attacks
-
-
 def _only(granted: Any, attacks: list[str]) -> Any:
     """A threat grant narrowed to ``attacks`` (a list names attacks; a bool is kept)."""
     return [a for a in granted if a in attacks] if isinstance(granted, list) else granted
@@ -208,7 +206,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                                  "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
         tree["threat"] = {**tree.get("threat", {}), **{grant: _only(getattr(base_config.threat, grant), [])
-                                                       for grant in GRANTS}}
+                                                       for grant in ATTACK_GRANTS}}
         key = json.dumps([data, seed, overrides], default=str)
         config, scenarios[key] = resolve(tree, victim_graphs=victims, scenario=scenarios.get(key))
         Session(config, scenario=scenarios[key])  # defenses planned against every client's turn
@@ -222,7 +220,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
             cell_tree["attack"].update(names=[attack], **{
                 part: {attack: getattr(base_config.attack, part)[attack]} if attack in getattr(base_config.attack, part) else {}
                 for part in ("params", "limit", "time_budgets")})
-            for grant in GRANTS:
+            for grant in ATTACK_GRANTS:
                 cell_tree["threat"][grant] = _only(getattr(base_config.threat, grant), [attack])
             cell_config = validate_config(cell_tree)
             Session(cell_config, scenario=scenarios[key])
