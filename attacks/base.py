@@ -32,6 +32,7 @@ class Requirements:
     node_count: bool = False  # needs the node-count hint
     aux_graphs: bool = False  # needs auxiliary graphs
     single_graph: bool = False  # needs an update of one graph (batch size 1, one local step)
+    tasks: tuple[str, ...] = ("graph",)  # the model tasks it attacks (model.task: graph | node)
 
 
 class AttackTimeout(RuntimeError):
@@ -142,6 +143,9 @@ class Attack(ABC):
             return "needs auxiliary graphs"
         if req.single_graph and update.num_graphs != 1:
             return f"needs one graph; the update was computed on {update.num_graphs}"
+        task = knowledge.model.get("task", "graph")
+        if task not in req.tasks:
+            return f"attacks {' and '.join(req.tasks)} classifiers; the model classifies {task}s"
         return None
 
     def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,

@@ -18,7 +18,7 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 class RandomGuess(Attack):
     name = "random"
     paper = "uniform random baseline (GraphDLG, Wei et al. 2026, Table 1)"
-    requires = Requirements(node_count=True)
+    requires = Requirements(node_count=True, tasks=("graph", "node"))
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

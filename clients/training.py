@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from fedgraph_sim.models import GraphClassifier, classification_loss
+from fedgraph_sim.models import DenseForward, GraphClassifier, classification_loss, example_losses, to_dense
 
 # (model, graphs, loss name) -> (gradient by parameter name, loss value)
 GradientFn = Callable[[GraphClassifier, Sequence[Data], str], tuple[dict[str, torch.Tensor], float]]
@@ -42,9 +42,27 @@ def epoch_batches(indices: np.ndarray, batch_size: int, steps: int, round: int, 
 
 
 def loss_on(model: GraphClassifier, graphs: Sequence[Data], loss: str = "cross_entropy") -> torch.Tensor:
-    batch = Batch.from_data_list(list(graphs))
-    logits = model(batch.x, batch.edge_index, batch.batch)
-    return classification_loss(logits, batch.y.view(-1), loss)
+    """The mean loss over the batch's graphs, or over its labelled nodes (``train_mask``) when
+    the model classifies nodes."""
+    return classification_loss(*model.logits_and_targets(Batch.from_data_list(list(graphs))), loss)
+
+
+def per_node_gradients(model: GraphClassifier, graph: Data, loss: str = "cross_entropy") -> dict[str, torch.Tensor]:
+    """The gradient of each labelled node's own loss ``L_v``, by parameter name, ``[nodes, *shape]``
+    in node order: the leaky client of GLG's Node-2 threat (Sinha et al., arXiv:2411.19440,
+    Alg. 2), which reveals one gradient per node instead of their mean. ``torch.func.jacrev``
+    vectorises the per-node backward passes (a vmap over the node losses)."""
+    x, adj, mask = to_dense(graph)
+    labelled = graph.train_mask.nonzero().view(-1)
+    dense = DenseForward(model)
+    params = {n: p.detach() for n, p in dense.named_parameters()}
+
+    def node_losses(p: dict[str, torch.Tensor]) -> torch.Tensor:
+        logits = torch.func.functional_call(dense, p, (x, adj, mask))[0, labelled]
+        return example_losses(logits, graph.node_y[labelled], loss)
+
+    jac = torch.func.jacrev(node_losses)(params)
+    return {n.removeprefix("model."): g.detach() for n, g in jac.items()}
 
 
 def mean_gradient(model: GraphClassifier, graphs: Sequence[Data],

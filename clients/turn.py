@@ -12,12 +12,14 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from clients.defenses import ClientTurn, build_defenses
-from clients.training import batch_rng, epoch_batches, fedavg_weights, fedsgd_gradient, sample_batches
+from clients.training import (batch_rng, epoch_batches, fedavg_weights, fedsgd_gradient, per_node_gradients,
+                              sample_batches)
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.scenario import cached_scenario
+from fedgraph_sim.threat import PER_NODE_PREFIX
 
 DEFENSE_STATE = "defense-state"
 
@@ -68,6 +70,8 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
         chosen = sample_batches(indices, batch_size, steps, batch_rng(config.seed, round_, partition_id))
     batches = [[ds.graphs[i] for i in b] for b in chosen]
 
+    # The leaky client's extra channel (threat.per_node_gradients), at the sent weights, undefended.
+    leaked = per_node_gradients(model, batches[0][0], config.train.loss) if config.threat.per_node_gradients else {}
     state = state if state is not None else RecordDict()
     defenses = build_defenses(config.defenses)
     defenses.begin(ClientTurn(len(indices), batch_size, steps, config.federation.rounds), _saved_state(state))
@@ -93,6 +97,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
     metrics = MetricRecord({"num-examples": len(batches[0]), "partition-id": partition_id,
                             "loss": loss, "train-seconds": time.perf_counter() - start,
                             **{f"defense-{k}": v for k, v in defenses.report().items()}})
-    content = RecordDict({"arrays": ArrayRecord({k: v.contiguous() for k, v in update.items()}),
+    arrays = {**update, **{PER_NODE_PREFIX + k: v for k, v in leaked.items()}}
+    content = RecordDict({"arrays": ArrayRecord({k: v.contiguous() for k, v in arrays.items()}),
                           "metrics": metrics})
     return Message(content=content, reply_to=msg)

@@ -104,9 +104,10 @@ class ModelConfig(Section):
     readout_hidden: list[int] | None = None  # mlp hidden widths (default [hidden])
     conv_bias: bool = True
     activation: Literal["relu", "elu", "gelu", "sigmoid"] = "relu"
-    last_activation: bool = True  # an activation after the last message-passing layer too
+    last_activation: bool | None = None  # an activation after the last layer too (default: graph task yes, node no)
     heads: int = Field(1, ge=1)  # attention heads (gat)
     residual: bool = False  # skip projections (gat)
+    task: Literal["graph", "node"] = "graph"  # node: per-node logits (a node-level dataset's subgraphs)
 
 
 class AuxConfig(Section):
@@ -130,6 +131,10 @@ class ThreatConfig(Section):
     adjacency_known: bool | list[str] = False
     # hint: the true node features, for every attack or the listed ones (GLG's Graph-a and Node-2a)
     features_known: bool | list[str] = False
+    # A leaky client (GLG's Node-2 threat): on a node-classification task with FedSGD and one
+    # subgraph per batch, each client also replies the gradient of every labelled node's own loss
+    # (undefended: the leak bypasses the client's defenses). Never on by default; recorded in rows.
+    per_node_gradients: bool = False
     # The server observes only the weighted sum of each round's updates (a faithful simulation
     # of what secure aggregation reveals; Flower's SecAgg+ needs the legacy strategy API).
     secure_aggregation: bool = False
@@ -325,6 +330,14 @@ def _check_cross_fields(config: RunConfig) -> None:
         # the flatten readout's combinations, checked where the model declares them (a 1-feature,
         # 2-class stand-in: the data's widths are not known yet)
         models.GraphClassifier(1, 2, **config.model.model_dump())
+    if config.threat.per_node_gradients and (config.model.task != "node" or config.train.local_steps != 1
+                                             or config.train.batch_size != 1):
+        raise ConfigError("threat.per_node_gradients: a leaky client replies per-node gradients of one subgraph: "
+                          "needs model.task: node, train.local_steps: 1 and train.batch_size: 1 "
+                          f"(got {config.model.task}, {config.train.local_steps}, {config.train.batch_size})")
+    if config.model.task == "node" and any(isinstance(d, dict) and d.get("name") == "dp_sgd" for d in config.defenses):
+        raise ConfigError("defenses: dp_sgd clips per-graph gradients of graph classifiers; with model.task: node "
+                          "use dp_gradients or prune")
     fed = config.federation
     if isinstance(config.attack.rounds, list):
         for r in config.attack.rounds:

@@ -106,8 +106,12 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
 
 
 def check_model_fits(config: RunConfig, scenario: Scenario) -> None:
-    """The flatten readout has ``model.flatten_nodes`` rows: every graph must fit (a ConfigError
-    before anything runs, not a failed client turn per round)."""
+    """The model learns the dataset's task, and the flatten readout's ``model.flatten_nodes`` rows
+    hold every graph (a ConfigError before anything runs, not a failed client turn per round)."""
+    task = scenario.dataset.task
+    if config.model.task != task:
+        raise ConfigError(f"model.task: {config.data.dataset} is a {task}-classification dataset, so model.task "
+                          f"must be {task} (got {config.model.task})")
     rows = config.model.flatten_nodes
     if rows is not None and (largest := max(g.num_nodes for g in scenario.dataset.graphs)) > rows:
         raise ConfigError(f"model.flatten_nodes: {rows} rows cannot hold {config.data.dataset}'s largest graph "

@@ -20,6 +20,8 @@ from fedgraph_sim.models import GraphClassifier
 
 #: ``client_key`` of the one update a server behind secure aggregation observes per round.
 AGGREGATE = -1
+#: Reply arrays under this prefix are a leaky client's per-node gradients, not its update.
+PER_NODE_PREFIX = "per_node/"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class ObservedUpdate:
     ``lr``, ``local_steps`` and ``batch_size`` are the training settings the server configured.
     Under secure aggregation ``client_key`` is :data:`AGGREGATE` and ``returned`` is the
     example-weighted mean of all replies (what the server can compute from the revealed sum).
+    ``per_node`` holds a leaky client's per-node gradients (``threat.per_node_gradients``): each
+    labelled node's loss gradient by parameter name, ``[nodes, *shape]``; None otherwise.
     """
 
     round: int
@@ -45,6 +49,7 @@ class ObservedUpdate:
     lr: float
     local_steps: int
     batch_size: int
+    per_node: dict[str, np.ndarray] | None = field(default=None, repr=False)
     gradient: dict[str, torch.Tensor] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +61,12 @@ class ObservedUpdate:
                                          - np.asarray(self.returned[k], np.float64)) / scale)
                     for k in self.returned}
         object.__setattr__(self, "gradient", grad)
+
+    def per_node_gradient(self) -> dict[str, torch.Tensor] | None:
+        """``per_node`` as float64 tensors, or None."""
+        if self.per_node is None:
+            return None
+        return {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in self.per_node.items()}
 
     @property
     def observed(self) -> str:

@@ -22,11 +22,10 @@ FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> dict[str, float]:
-    """Accuracy and mean training loss (``train.loss``) of ``model`` (evaluation mode) on ``graphs``."""
+    """Accuracy and mean training loss (``train.loss``) of ``model`` (evaluation mode) on ``graphs``
+    (on their labelled nodes, for a node classifier)."""
     model.eval()
-    batch = Batch.from_data_list(list(graphs))
-    logits = model(batch.x, batch.edge_index, batch.batch)
-    y = batch.y.view(-1)
+    logits, y = model.logits_and_targets(Batch.from_data_list(list(graphs)))
     return {"test_accuracy": float((logits.argmax(1) == y).float().mean()),
             "test_loss": float(classification_loss(logits, y, loss)),
             "test_graphs": len(graphs)}

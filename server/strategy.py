@@ -32,7 +32,7 @@ from flwr.serverapp.strategy.fedopt import FedOpt
 
 from fedgraph_sim.config import AGGREGATION_KEYS, RunConfig
 from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.threat import AGGREGATE, ClientFailure, ObservedUpdate
+from fedgraph_sim.threat import AGGREGATE, PER_NODE_PREFIX, ClientFailure, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
 
@@ -105,11 +105,13 @@ class Curious:
                 failures.append(ClientFailure(server_round, int(metrics["partition-id"]),
                                               str(reply.content["config"]["error"])))
                 continue
+            arrays = {k: v.numpy() for k, v in reply.content["arrays"].items()}
+            per_node = {k.removeprefix(PER_NODE_PREFIX): v for k, v in arrays.items() if k.startswith(PER_NODE_PREFIX)}
             updates.append(ObservedUpdate(
                 round=server_round, client_key=int(metrics["partition-id"]), global_weights=sent,
-                returned={k: v.numpy() for k, v in reply.content["arrays"].items()}, kind=kind,
+                returned={k: v for k, v in arrays.items() if not k.startswith(PER_NODE_PREFIX)}, kind=kind,
                 num_examples=int(metrics["num-examples"]), metrics=metrics, lr=self.lr,
-                local_steps=self.local_steps, batch_size=self.batch_size))
+                local_steps=self.local_steps, batch_size=self.batch_size, per_node=per_node or None))
         updates = sorted(updates, key=lambda u: u.client_key)
         if self.secure_aggregation and updates:
             updates = [secure_aggregate(updates)]
@@ -128,6 +130,10 @@ class Curious:
             self.observer(*self.observe(server_round, replies))
             self.timings["attacks"] += time.time() - start
         replies = [r for r in replies if r.has_error() or not failed(r)]
+        for reply in (r for r in replies if not r.has_error()):  # a leaky client's extra channel is not aggregated
+            leaked = [k for k in reply.content["arrays"] if k.startswith(PER_NODE_PREFIX)]
+            for key in leaked:
+                del reply.content["arrays"][key]
         sent = self._sent[server_round]
         if self.local_steps == 1 and not self.averages_gradients:
             for reply in (r for r in replies if not r.has_error()):  # observed already: now the client's weights

@@ -26,7 +26,7 @@ from torch_geometric.data import Batch, Data
 from clients.defenses.base import Defense, Update, check_number
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.models import classification_loss, to_dense
+from fedgraph_sim.models import DenseForward, classification_loss, to_dense
 
 
 def epsilon(history: Sequence[tuple[float, float, int]], delta: float) -> float:
@@ -52,22 +52,13 @@ def noise_for_target(target_epsilon: float, delta: float, sample_rate: float, st
                           "(no noise multiplier up to 1e6 suffices)") from None
 
 
-class _Dense(nn.Module):
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
-        return self.model.forward_dense(x, adj, mask)
-
-
 def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
                         loss: str = "cross_entropy") -> tuple[Update, Tensor]:
     """``({name: [B, *shape]}, losses [B])``: each graph's own training-loss gradient."""
     batch = Batch.from_data_list(list(graphs))
     x, adj, mask = to_dense(batch)
     y = batch.y.view(-1)
-    dense = _Dense(model)
+    dense = DenseForward(model)
     params = {f"model.{k}": v.detach() for k, v in model.named_parameters()}
 
     def loss_one(p, x1, a1, m1, y1):

@@ -16,12 +16,16 @@ from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs
 from fedgraph_sim.data.degree import with_degree_block
 from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES, load_moleculenet
 from fedgraph_sim.data.partition import dirichlet_partition
+from fedgraph_sim.data.random_graphs import make_random_graph_balls, make_random_graphs, make_sbm_communities
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema, single_block_schema
 from fedgraph_sim.data.synthetic import make_synthetic
 from fedgraph_sim.data.tu import TU_NAMES, load_tu
 from fedgraph_sim.errors import ConfigError
 
 registry.datasets.add("synthetic", make_synthetic)
+registry.datasets.add("random_graphs", make_random_graphs)
+registry.datasets.add("random_graph_balls", make_random_graph_balls)
+registry.datasets.add("sbm_communities", make_sbm_communities)
 for _name in TU_NAMES:
     registry.datasets.add(_name, partial(load_tu, _name))
 for _key, _name in MOLECULENET_NAMES.items():
@@ -55,8 +59,8 @@ def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: boo
 
 
 def available_datasets() -> list[str]:
-    """Names that load without a download: synthetic plus those with raw files or a cache."""
-    names = ["synthetic"]
+    """Names that load without a download: the generators plus those with raw files or a cache."""
+    names = ["synthetic", "random_graphs", "random_graph_balls", "sbm_communities"]
     candidates = [("tu", n, n) for n in TU_NAMES]
     candidates += [("moleculenet", key, disp) for key, disp in MOLECULENET_NAMES.items()]
     root = store.data_root()

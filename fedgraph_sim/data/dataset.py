@@ -20,6 +20,11 @@ log = logging.getLogger(__name__)
 class GraphDataset:
     """A list of PyG graphs with float one-hot ``x``, ``edge_index``, ``y`` of shape ``[1]``.
 
+    ``task`` is what the federation learns on them: ``graph`` classification (``y`` the label),
+    or ``node`` classification, where each graph is a client's subgraph and also carries
+    ``node_y`` (every node's label), ``train_mask`` (the labelled nodes) and ``center`` (the
+    node it was grown around, whose label ``y`` is).
+
     Each graph also carries ``graph_id``, its index in the source dataset before any filtering,
     so audit records and reports can always point back at the original graph.
     """
@@ -30,6 +35,7 @@ class GraphDataset:
     schema: FeatureSchema
     source: str
     meta: dict = field(default_factory=dict)
+    task: str = "graph"  # graph | node
 
     def __len__(self) -> int:
         return len(self.graphs)
@@ -54,6 +60,7 @@ class GraphDataset:
         return {
             "name": self.name,
             "source": self.source,
+            "task": self.task,
             "graphs": len(self.graphs),
             "classes": self.num_classes,
             "feature_width": self.num_features,

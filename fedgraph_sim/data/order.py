@@ -22,6 +22,7 @@ from torch_geometric.data import Data
 from fedgraph_sim.errors import ConfigError
 
 NODE_ORDERS = ("original", "shuffled", "canonical")
+NODE_ATTRIBUTES = ("node_y", "train_mask")
 
 
 def permute(g: Data, perm: torch.Tensor) -> Data:
@@ -31,6 +32,11 @@ def permute(g: Data, perm: torch.Tensor) -> Data:
     out = g.clone()
     out.x = g.x[perm]
     out.edge_index = inverse[g.edge_index]
+    for key in NODE_ATTRIBUTES:  # a node-level subgraph's labels and centre move with its nodes
+        if key in g:
+            out[key] = g[key][perm]
+    if "center" in g:
+        out.center = int(inverse[int(g.center)])
     return out
 
 

@@ -102,7 +102,7 @@ class Evaluator:
             local_steps=update.local_steps, attack_input="gradient" if update.exact else "pseudo_gradient",
             aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
             hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
-            hint_features=knowledge.features is not None,
+            hint_features=knowledge.features is not None, hint_per_node_gradients=update.per_node is not None,
             node_order=config.data.node_order, label_true=int(graph.y.view(-1)[0]),
             defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
                             if k.startswith("defense-")},
@@ -121,6 +121,7 @@ class Evaluator:
             aux=knowledge.aux_scenario,
             hint_node_count=config.threat.node_count, hint_label=config.threat.label,
             hint_adjacency=bool(config.threat.adjacency_known), hint_features=bool(config.threat.features_known),
+            hint_per_node_gradients=config.threat.per_node_gradients,
             node_order=config.data.node_order,
             label_true=None, extra=self.extra_columns)
 

@@ -44,6 +44,7 @@ class ResultRow:
     hint_label: bool
     hint_adjacency: bool
     hint_features: bool
+    hint_per_node_gradients: bool  # a leaky client's per-node gradients were observed
     node_order: str
     label_true: int | None
     defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon

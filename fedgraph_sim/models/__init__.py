@@ -1,7 +1,8 @@
-"""GNN graph classifiers (registered conv types: gcn, gat, sage) and their training loss."""
+"""GNN graph and node classifiers (registered conv types: gcn, gat, sage) and their training loss."""
 
 from fedgraph_sim.models import convs  # noqa: F401  (registers gcn, gat, sage)
-from fedgraph_sim.models.classifier import GraphClassifier, dense_pool, to_dense
-from fedgraph_sim.models.loss import LOSSES, classification_loss
+from fedgraph_sim.models.classifier import DenseForward, GraphClassifier, dense_pool, to_dense
+from fedgraph_sim.models.loss import LOSSES, classification_loss, example_losses
 
-__all__ = ["LOSSES", "GraphClassifier", "classification_loss", "dense_pool", "to_dense"]
+__all__ = ["LOSSES", "DenseForward", "GraphClassifier", "classification_loss", "dense_pool", "example_losses",
+           "to_dense"]

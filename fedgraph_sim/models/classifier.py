@@ -10,6 +10,7 @@ from torch_geometric.utils import to_dense_adj, to_dense_batch
 from fedgraph_sim import registry
 from fedgraph_sim.errors import require
 
+TASKS = ("graph", "node")
 POOLS = ("sum", "mean", "max", "flatten")
 READOUTS = ("linear", "mlp")
 PLACEMENTS = ("after_pool", "per_node")
@@ -60,6 +61,10 @@ class GraphClassifier(nn.Module):
       ``residual`` adds a linear skip projection; ``activation="elu"``. GRAIN's GAT is
       ``heads=2, residual=True, activation="elu", last_activation=False``.
 
+    - ``task="node"``: node classification, GLG's node model (Sinha et al., Sec. 3): the last
+      message-passing layer outputs the ``num_classes`` logits of every node, with no pooling and
+      no classifier, and by default no activation after it (``last_activation=True``: App. B's variant).
+
     No dropout or batch norm: the attacker's forward is deterministic.
 
     ``forward`` is the sparse PyG path used for training; ``forward_dense`` evaluates the same
@@ -71,9 +76,11 @@ class GraphClassifier(nn.Module):
                  layers: int = 2, hidden: int = 16, pool: str = "mean",
                  readout: str = "linear", readout_placement: str = "after_pool",
                  readout_input: str = "last", readout_hidden: list[int] | None = None,
-                 conv_bias: bool = True, activation: str = "relu", last_activation: bool = True,
-                 heads: int = 1, residual: bool = False, flatten_nodes: int | None = None) -> None:
+                 conv_bias: bool = True, activation: str = "relu", last_activation: bool | None = None,
+                 heads: int = 1, residual: bool = False, flatten_nodes: int | None = None,
+                 task: str = "graph") -> None:
         super().__init__()
+        require(task in TASKS, "model.task", f"unknown task '{task}'; valid: {', '.join(TASKS)}")
         conv_type = registry.models.get(conv, key="model.conv")
         require(layers >= 1, "model.layers", f"must be >= 1 (got {layers})")
         require(hidden >= 1, "model.hidden", f"must be >= 1 (got {hidden})")
@@ -102,7 +109,7 @@ class GraphClassifier(nn.Module):
                 f"must be a list of widths >= 1 (got {readout_hidden})")
         require(readout == "mlp" or readout_hidden is None, "model.readout_hidden",
                 "applies to readout: mlp only")
-        self.conv_name, self.pool, self.readout_placement = conv, pool, readout_placement
+        self.conv_name, self.pool, self.readout_placement, self.task = conv, pool, readout_placement, task
         self.flatten_nodes = flatten_nodes
         self.readout_input = readout_input
         self._dense_conv = conv_type.dense
@@ -110,13 +117,19 @@ class GraphClassifier(nn.Module):
         width = in_channels
         for k in range(layers):
             concat = k < layers - 1  # heads: concatenated in between, averaged at the end
-            self.convs.append(conv_type.build(width, hidden, bias=conv_bias, heads=heads,
+            out = num_classes if task == "node" and k == layers - 1 else hidden
+            self.convs.append(conv_type.build(width, out, bias=conv_bias, heads=heads,
                                               concat=concat, residual=residual))
-            width = hidden * heads if concat else hidden
+            width = out * heads if concat else out
         # One activation module per layer so defenses can hook layer outputs (DP-Activations);
-        # Identity after the last layer when last_activation is off.
+        # Identity after the last layer when last_activation is off (by default for node logits).
+        if last_activation is None:
+            last_activation = task == "graph"
         self.acts = nn.ModuleList(ACTIVATIONS[activation]() if k < layers - 1 or last_activation
                                   else nn.Identity() for k in range(layers))
+        if task == "node":
+            self.classifier = None
+            return
         readout_width = hidden + (in_channels if readout_input == "concat_input" else 0)
         readout_width *= flatten_nodes or 1
         if readout == "linear":
@@ -135,7 +148,11 @@ class GraphClassifier(nn.Module):
 
     @property
     def final_linear_name(self) -> str:
-        """Parameter-name prefix of :attr:`final_linear` (``classifier`` or ``classifier.2``)."""
+        """Parameter-name prefix of :attr:`final_linear` (``classifier`` or ``classifier.2``); for
+        a node classifier the last layer's biased linear map (``convs.1`` or ``convs.1.lin_l``)."""
+        if self.task == "node":
+            last = len(self.convs) - 1
+            return f"convs.{last}.lin_l" if self.conv_name == "sage" else f"convs.{last}"
         if isinstance(self.classifier, nn.Linear):
             return "classifier"
         return f"classifier.{len(self.classifier) - 1}"
@@ -162,12 +179,22 @@ class GraphClassifier(nn.Module):
         return _SPARSE_POOL[self.pool](rows, batch)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
+        if self.task == "node":
+            return self.node_embeddings(x, edge_index)
         if batch is None:
             batch = x.new_zeros(x.size(0), dtype=torch.long)
         if self.readout_placement == "per_node":
             rows = self._readout_rows(x, self.node_embeddings(x, edge_index))
             return _SPARSE_POOL[self.pool](self.classifier(rows), batch)
         return self.classifier(self.graph_embedding(x, edge_index, batch))
+
+    def logits_and_targets(self, batch) -> tuple[Tensor, Tensor]:
+        """The logits a PyG ``Batch`` is scored on and their labels: one row per graph, or per
+        labelled node (``train_mask``, ``node_y``) for a node classifier."""
+        logits = self(batch.x, batch.edge_index, batch.batch)
+        if self.task == "node":
+            return logits[batch.train_mask], batch.node_y[batch.train_mask]
+        return logits, batch.y.view(-1)
 
     def dense_node_embeddings(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
         m = mask.unsqueeze(-1).to(x.dtype)
@@ -176,16 +203,31 @@ class GraphClassifier(nn.Module):
         return x
 
     def forward_dense(self, x: Tensor, adj: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Logits for ``x [B, N, F]`` (or ``[N, F]``), ``adj [B, N, N]``, ``mask [B, N]``."""
+        """Logits for ``x [B, N, F]`` (or ``[N, F]``), ``adj [B, N, N]``, ``mask [B, N]``: ``[B, C]``,
+        or ``[B, N, C]`` for a node classifier (padding rows zero)."""
         if x.dim() == 2:
             x, adj = x.unsqueeze(0), adj.unsqueeze(0)
             mask = None if mask is None else mask.unsqueeze(0)
         if mask is None:
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        if self.task == "node":
+            return self.dense_node_embeddings(x, adj, mask)
         rows = self._readout_rows(x, self.dense_node_embeddings(x, adj, mask))
         if self.readout_placement == "per_node":
             return dense_pool(self.classifier(rows), mask, self.pool)
         return self.classifier(dense_pool(rows, mask, self.pool, self.flatten_nodes))
+
+
+class DenseForward(nn.Module):
+    """``model.forward_dense`` as a module's ``forward``, for ``torch.func.functional_call`` with
+    substituted weights (parameter names gain the prefix ``model.``)."""
+
+    def __init__(self, model: GraphClassifier) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
+        return self.model.forward_dense(x, adj, mask)
 
 
 def to_dense(batch) -> tuple[Tensor, Tensor, Tensor]:

@@ -27,10 +27,15 @@ def _probabilities(target: Tensor, num_classes: int) -> Tensor:
 
 def classification_loss(logits: Tensor, target: Tensor, loss: str = "cross_entropy") -> Tensor:
     """The mean loss of ``logits [B, C]`` against ``target`` (indices ``[B]`` or probs ``[B, C]``)."""
+    return example_losses(logits, target, loss).mean()
+
+
+def example_losses(logits: Tensor, target: Tensor, loss: str = "cross_entropy") -> Tensor:
+    """The loss of each row of ``logits [B, C]``, ``[B]`` (``bce``: the mean over its classes)."""
     require(loss in LOSSES, "train.loss", f"unknown loss '{loss}'; valid: {', '.join(LOSSES)}")
     if loss == "bce":
         probs = _probabilities(target, logits.size(-1)).to(logits.dtype)
-        return torch.nn.functional.binary_cross_entropy_with_logits(logits, probs)
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, probs, reduction="none").mean(-1)
     if target.dtype == torch.long:
-        return torch.nn.functional.cross_entropy(logits, target)
-    return -(target * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
+        return torch.nn.functional.cross_entropy(logits, target, reduction="none")
+    return -(target * torch.log_softmax(logits, dim=-1)).sum(-1)

@@ -22,7 +22,7 @@ def test_datasets_json_lists_synthetic(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("FEDGRAPH_CACHE", str(tmp_path))
     assert main(["datasets", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == ["synthetic"]
+    assert [r["name"] for r in rows] == ["synthetic", "random_graphs", "random_graph_balls", "sbm_communities"]
     assert {"graphs", "classes", "feature_width", "mean_nodes", "max_nodes"} <= set(rows[0])
 
 

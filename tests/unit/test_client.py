@@ -140,3 +140,37 @@ def test_fedavg_defenses_act_on_the_weight_delta(tmp_path):
         delta = back[k] - sent[k]
         assert int((delta == 0).sum()) >= int(0.9 * delta.size), k
         assert int((back[k] == 0).sum()) < delta.size  # the weights themselves are not pruned
+
+
+def test_per_node_gradients_are_each_nodes_own_loss_gradient():
+    from clients.training import mean_gradient, per_node_gradients
+    from fedgraph_sim.data import load_dataset
+
+    graph = load_dataset("random_graph_balls", num_subgraphs=2, subgraph_nodes=12, features=16)[0]
+    torch.manual_seed(0)
+    model = GraphClassifier(16, 2, conv="sage", activation="sigmoid", hidden=20, task="node")
+    leaked = per_node_gradients(model, graph)
+    mean, _ = mean_gradient(model, [graph])
+    for name, grads in leaked.items():
+        assert grads.shape == (graph.num_nodes, *mean[name].shape)
+        assert torch.allclose(grads.mean(0), mean[name], atol=1e-6), name
+    v = 3  # one node's row is the gradient of that node's loss alone
+    only_v = graph.clone()
+    only_v.train_mask = torch.arange(graph.num_nodes) == v
+    alone, _ = mean_gradient(model, [only_v])
+    assert all(torch.allclose(leaked[n][v], alone[n], atol=1e-6) for n in alone)
+
+
+def test_a_leaky_client_replies_per_node_gradients_beside_its_update(tmp_path):
+    from fedgraph_sim.threat import PER_NODE_PREFIX
+
+    config = load_config(None, ["data.dataset=random_graph_balls", "data.options={num_subgraphs: 8, features: 8}",
+                                "federation.num_clients=2", "model.task=node", "threat.per_node_gradients=true"])
+    torch.manual_seed(0)
+    model = GraphClassifier(8, 2, task="node")
+    reply = train_reply(instruction(model, tmp_path), 1, config.model_dump_json())
+    keys = list(reply.content["arrays"].keys())
+    leaked = [k for k in keys if k.startswith(PER_NODE_PREFIX)]
+    assert sorted(k.removeprefix(PER_NODE_PREFIX) for k in leaked) == sorted(dict(model.named_parameters()))
+    nodes = AuditStore(tmp_path).read(1, 1).graphs[0].num_nodes
+    assert all(reply.content["arrays"][k].numpy().shape[0] == nodes for k in leaked)

@@ -45,6 +45,10 @@ def test_dotted_overrides_are_parsed_as_yaml():
     ("attack.names=[random@x/y]", r"^attack.names: 'random@x/y' is not an attack name or name@label"),
     ("attack.clients=[0];threat.secure_aggregation=true", r"^attack.clients: with threat.secure_aggregation"),
     ("federation.num_cpus=1000", r"^federation.num_cpus: .*this machine has"),
+    ("model.task=edge", r"^model.task: "),
+    ("threat.per_node_gradients=true", r"^threat.per_node_gradients: .*needs model.task: node"),
+    ("model.task=node;threat.per_node_gradients=true;train.batch_size=2", r"^threat.per_node_gradients: "),
+    ("model.task=node;defenses=[{name: dp_sgd}]", r"^defenses: dp_sgd clips per-graph gradients"),
 ])
 def test_bad_input_names_the_key(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -197,3 +197,28 @@ def test_dense_sage_on_a_soft_adjacency_is_the_weighted_mean_of_the_neighbours()
     mean0 = (0.2 * x[1] + 0.6 * x[2]) / 0.8
     expected = conv.lin_l(mean0) + conv.lin_r(x[0])
     assert torch.allclose(dense_sage(conv, x, adj)[0], expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("conv", ["gcn", "sage"])
+def test_node_classifier_outputs_per_node_logits_dense_equal_to_sparse(conv):
+    batch = random_batch(sizes=(6, 9), features=8, classes=3)
+    torch.manual_seed(2)
+    model = GraphClassifier(8, 3, conv=conv, activation="sigmoid", hidden=100, task="node")
+    sparse = model(batch.x, batch.edge_index, batch.batch)
+    x, adj, mask = to_dense(batch)
+    dense = model.forward_dense(x, adj, mask)
+    assert sparse.shape == (15, 3) and dense.shape == (2, 9, 3)
+    assert torch.allclose(dense[mask], sparse, atol=1e-5)
+    assert isinstance(model.acts[-1], torch.nn.Identity)  # no activation on the logits by default
+    assert model.classifier is None and model.convs[-1].out_channels == 3
+    assert f"{model.final_linear_name}.bias" in dict(model.named_parameters())
+
+
+def test_node_classifier_scores_labelled_nodes_only():
+    g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), y=torch.tensor([1]),
+             node_y=torch.tensor([1, 0, 1, 0]), train_mask=torch.tensor([True, False, True, False]))
+    model = GraphClassifier(3, 2, task="node")
+    logits, targets = model.logits_and_targets(Batch.from_data_list([g]))
+    assert logits.shape == (2, 2) and targets.tolist() == [1, 1]
+    graph_logits, graph_targets = GraphClassifier(3, 2).logits_and_targets(Batch.from_data_list([g]))
+    assert graph_logits.shape == (1, 2) and graph_targets.tolist() == [1]

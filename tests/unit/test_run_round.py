@@ -37,6 +37,7 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     ("model.pool=flatten", "model.flatten_nodes: the rows of the flatten readout, needed with model.pool: flatten"),
     ("model.flatten_nodes=8", "model.flatten_nodes: the rows of the flatten readout"),
     (("model.pool=flatten", "model.flatten_nodes=3"), "model.flatten_nodes: 3 rows cannot hold synthetic's largest graph"),
+    ("model.task=node", "model.task: synthetic is a graph-classification dataset, so model.task must be graph"),
     ("attack.names=[]", "attack.names: empty, so the run would write nothing"),
     ("seed=-1", "seed:"),
     ("train.lr=.inf", "train.lr:"),
