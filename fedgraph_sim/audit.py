@@ -17,6 +17,11 @@ from torch_geometric.data import Data
 from fedgraph_sim.threat import AGGREGATE
 
 
+#: Per-graph attributes kept when a graph has them: MoleculeNet's SMILES, a node-level subgraph's
+#: node labels, labelled nodes and centre.
+OPTIONAL = ("smiles", "node_y", "train_mask", "center")
+
+
 @dataclass
 class AuditRecord:
     round: int
@@ -35,9 +40,8 @@ class AuditStore:
     def write(self, record: AuditRecord) -> None:
         path = self._path(record.round, record.client_key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        graphs = [dict(x=g.x, edge_index=g.edge_index, y=g.y, num_nodes=g.num_nodes,
-                       graph_id=int(g.graph_id), **({"smiles": g.smiles} if "smiles" in g else {}))
-                  for g in record.graphs]
+        graphs = [dict(x=g.x, edge_index=g.edge_index, y=g.y, num_nodes=g.num_nodes, graph_id=int(g.graph_id),
+                       **{k: g[k] for k in OPTIONAL if k in g}) for g in record.graphs]
         tmp = path.with_suffix(".tmp")
         torch.save({"graphs": graphs, "steps": record.steps}, tmp)
         tmp.replace(path)  # atomic: a reader never sees half a record

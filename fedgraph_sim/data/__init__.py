@@ -23,13 +23,13 @@ from fedgraph_sim.data.tu import TU_NAMES, load_tu
 from fedgraph_sim.errors import ConfigError
 
 registry.datasets.add("synthetic", make_synthetic)
-registry.datasets.add("random_graphs", make_random_graphs)
-registry.datasets.add("random_graph_balls", make_random_graph_balls)
-registry.datasets.add("sbm_communities", make_sbm_communities)
 for _name in TU_NAMES:
     registry.datasets.add(_name, partial(load_tu, _name))
 for _key, _name in MOLECULENET_NAMES.items():
     registry.datasets.add(_name, partial(load_moleculenet, _key))
+registry.datasets.add("random_graphs", make_random_graphs)
+registry.datasets.add("random_graph_balls", make_random_graph_balls)
+registry.datasets.add("sbm_communities", make_sbm_communities)
 
 
 def _loader(name: str):

@@ -46,6 +46,14 @@ def _row_info(rec: Reconstruction) -> dict:
             if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))}
 
 
+def _target(rec: Reconstruction, graph: Data) -> tuple[int, int] | None:
+    """(row of the reconstruction, row of the truth) of a node-level attack's target node: the
+    row its ``info["target"]`` names and the subgraph's centre."""
+    if "target" not in rec.info or "center" not in graph:
+        return None
+    return int(rec.info["target"]), int(graph.center)
+
+
 class Evaluator:
     """Writes rows to ``run_dir``; reads ground truth from ``audit_dir`` (default ``run_dir``,
     another run's directory when replaying captured updates). ``extra_columns`` are added to
@@ -135,7 +143,7 @@ class Evaluator:
         granted = {MAJORITY_TYPE: row.hint_features, AUX_MEAN_ADJACENCY: row.hint_adjacency}
         row.label_guess = rec.label
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
-                                            entries=self.config.metrics.entries)
+                                            entries=self.config.metrics.entries, target=_target(rec, graph))
         for alignment, scores in by_alignment.items():
             for name, value in scores.items():
                 column = metric_column(alignment, name)
@@ -157,7 +165,8 @@ class Evaluator:
                 hinted = self.knowledge.with_hints(node_counts=[graph.num_nodes])
                 by_prior = {name: score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph),
                                                        schema=self.knowledge.schema,
-                                                       entries=self.config.metrics.entries)
+                                                       entries=self.config.metrics.entries,
+                                                       target=None if "center" not in graph else (0, int(graph.center)))
                             for name, rec in ((n, prior(update, hinted)) for n, prior in self.priors.items())}
                 for entry in CATALOGUE:
                     for alignment, values in by_prior[entry.prior].items():

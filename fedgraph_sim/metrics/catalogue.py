@@ -60,6 +60,7 @@ CATALOGUE: tuple[Metric, ...] = (
            counts_failures=True),
     # GLG's (Sinha et al., arXiv:2411.19440, Sec. 5 and App. F, with the fixes of its definitions)
     Metric("feature_rnmse", "RNMSE", "lower", MAJORITY_TYPE, r.feature_rnmse),
+    Metric("target_rnmse", "target RNMSE", "lower", MAJORITY_TYPE, r.target_rnmse),
     Metric("adj_mae", "MAE", "lower", AUX_MEAN_ADJACENCY, r.adj_mae),
     Metric("adj_ap_balanced", "AP 1:1", "higher", AUX_MEAN_ADJACENCY, r.adj_ap_balanced),
     Metric("edge_precision", "precision", "higher", AUX_MEAN_ADJACENCY, r.edge_precision),

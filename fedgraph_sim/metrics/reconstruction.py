@@ -17,6 +17,8 @@ prior; :func:`graph_metrics` and :func:`score_reconstruction` evaluate the catal
   sequences, and the L2 distance between the sorted eigenvalues of the symmetric normalised
   Laplacians divided by sqrt(n), both with the scores thresholded at 0.5. They answer "did the
   attack learn this graph's structure?" without crediting a node order.
+- ``feature_rnmse``, ``target_rnmse``, ``adj_mae``, ``adj_ap_balanced``, ``edge_precision``: GLG's
+  metrics (Sinha et al., arXiv:2411.19440, Sec. 5 and App. F), with its definitions fixed.
 - ``gsm0``, ``gsm1``, ``gsm2``, ``full_iso``, ``full_repo``: GRAIN's isomorphism-invariant
   graph similarity (``gsm.py``), on the reconstruction discretised (edges at 0.5, one value per
   feature block), so every attack and prior gets them; the same under any alignment.
@@ -61,7 +63,8 @@ def _aligned(x_hat, adj_hat, order):
 class Aligned:
     """A reconstruction put in the true graph's node order: ``x_hat [n, F]`` and ``adj_hat [n, n]``
     beside the truth ``x``, ``adj``; ``entries`` picks the scored adjacency entries and ``gsm``
-    holds GRAIN's alignment-free scores when they were computed."""
+    holds GRAIN's alignment-free scores when they were computed; ``target`` the recovered and the
+    true feature row of the one node a node-level attack targets, whatever the alignment."""
 
     x_hat: np.ndarray
     adj_hat: np.ndarray
@@ -70,6 +73,7 @@ class Aligned:
     schema: object = None
     entries: str = "upper_offdiag"
     gsm: dict = field(default_factory=dict)
+    target: tuple[np.ndarray, np.ndarray] | None = None  # (recovered, true) features of an attacked node
 
     @classmethod
     def of(cls, x_hat, adj_hat, x, adj, order, **kwargs) -> "Aligned":
@@ -130,6 +134,15 @@ def feature_rnmse(p: Aligned) -> float:
     if not keep.any():
         return float("nan")
     return float((np.linalg.norm(p.x_hat - p.x, axis=1)[keep] / norms[keep]).mean())
+
+
+def target_rnmse(p: Aligned) -> float:
+    """RNMSE of the targeted node's features, GLG's Node-1 metric (Table 1): NaN without a target."""
+    if p.target is None:
+        return float("nan")
+    recovered, true = p.target
+    norm = np.linalg.norm(true)
+    return float(np.linalg.norm(recovered - true) / norm) if norm > 0 else float("nan")
 
 
 def adj_mae(p: Aligned) -> float:

@@ -1,0 +1,125 @@
+r"""GLG's node-classification attackers (Sinha, Liu, Du, Shen, "Gradient Inversion Attack on
+Graph Neural Networks", arXiv:2411.19440, Sec. 5, Algs. 1 and 2).
+
+- Node-1 (:func:`invert_target`): the gradient of ONE target node's loss, nothing known about
+  the graph. The dummy is a star, the target at its root and ``d_tree`` leaves (Alg. 1 optimises
+  the target and its neighbours only: our reading of its "two-level tree"); its features are fitted
+  so that the gradient of the root's loss matches, under the cosine distance (Eq. 12).
+- Node-2a/b/c (:func:`invert_subgraph`): one gradient per node of the subgraph (a leaky client),
+  X known (a), A known (b) or neither (c). The dummy's per-node gradients
+  :math:`\nabla_W L_{v_i}(\hat X, \hat A)` are matched node by node,
+  :math:`D = \frac1N \sum_i (1 - \cos(\hat g_i, g_i))`, plus the regularisers of Eq. 14; the
+  per-node gradients are one ``torch.func.jacrev`` (a vmap over the node losses).
+
+The adjacency is the projected upper triangle of :mod:`attacks.glg.optim`; each node's label is
+read off its own gradient (App. B): the one negative entry of the last layer's bias gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attacks.base import AttackContext
+from attacks.common.distances import cosine_distance
+from attacks.common.dummy import mirrored, project_unit_interval
+from attacks.common.optimize import adam
+from attacks.common.regularisers import feature_smoothness, frobenius
+from fedgraph_sim.models import DenseForward, GraphClassifier, example_losses
+
+
+def per_node_cosine(dummy: dict[str, Tensor], target: dict[str, Tensor]) -> Tensor:
+    """``mean_i (1 - cos(g_hat_i, g_i))`` with every parameter of node i concatenated."""
+    a = torch.cat([dummy[k].flatten(1) for k in target], dim=1)
+    b = torch.cat([target[k].flatten(1) for k in target], dim=1)
+    return (1 - torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-12)).mean()
+
+
+def node_labels(model: GraphClassifier, gradient: dict[str, Tensor]) -> Tensor:
+    """Each row's label from its last-layer bias gradient ``[.., K]`` (App. B: the negative entry)."""
+    return gradient[f"{model.final_linear_name}.bias"].argmin(-1)
+
+
+@dataclass(frozen=True)
+class NodeInversion:
+    x: Tensor  # [N, D]
+    adj: Tensor  # [N, N] edge probabilities (the star, for Node-1)
+    labels: Tensor  # [N] the labels read off the gradients
+    objective: float
+
+
+def _node_losses(model: GraphClassifier, params: dict[str, Tensor], x: Tensor, adj: Tensor, labels: Tensor,
+                 rows: Tensor, loss: str) -> Tensor:
+    logits = torch.func.functional_call(DenseForward(model), params, (x[None], adj[None],
+                                        torch.ones(1, x.size(0), dtype=torch.bool)))[0]
+    return example_losses(logits[rows], labels, loss)
+
+
+def _params(model: GraphClassifier) -> dict[str, Tensor]:
+    return {f"model.{n}": p.detach() for n, p in model.named_parameters()}
+
+
+def invert_subgraph(model: GraphClassifier, per_node: dict[str, Tensor], ctx: AttackContext, *,
+                    x: Tensor | None = None, adj: Tensor | None = None, iterations: int = 2000, lr: float = 0.01,
+                    alpha: float = 0.0, beta: float = 0.0, loss: str = "cross_entropy") -> NodeInversion:
+    """Node-2: fit a subgraph of as many nodes as ``per_node`` has rows; ``x`` or ``adj`` given
+    (Node-2a, Node-2b) stay fixed."""
+    gen = ctx.generator()
+    params = _params(model)
+    target = {f"model.{k}": v.to(next(iter(params.values())).dtype) for k, v in per_node.items()}
+    labels = node_labels(model, per_node)
+    n, rows = len(labels), torch.arange(len(labels))
+    variables: list[Tensor] = []
+    if x is None:
+        x_var = torch.randn(n, model.convs[0].in_channels, generator=gen).requires_grad_()
+        variables.append(x_var)
+    if adj is None:
+        upper = torch.bernoulli(torch.full((n * (n - 1) // 2,), 0.5), generator=gen).requires_grad_()
+        variables.append(upper)
+
+    def current() -> tuple[Tensor, Tensor]:
+        return (x if x is not None else x_var), (adj if adj is not None else mirrored(upper, n))
+
+    def objective() -> Tensor:
+        xs, a = current()
+        grads = torch.func.jacrev(lambda p: _node_losses(model, p, xs, a, labels, rows, loss))(params)
+        value = per_node_cosine(grads, target)
+        if alpha:
+            value = value + alpha * feature_smoothness(xs, a)
+        if beta:
+            value = value + beta * frobenius(a)
+        return value
+
+    project = (lambda: project_unit_interval(upper)) if adj is None else None
+    best = adam(variables, objective, ctx, iterations=iterations, lr=lr, project=project)
+    with torch.no_grad():
+        xs, a = current()
+        return NodeInversion(x=xs.detach().clone(), adj=a.detach().clone(), labels=labels, objective=best)
+
+
+def star(leaves: int) -> Tensor:
+    """The adjacency of a star, node 0 the root."""
+    adj = torch.zeros(leaves + 1, leaves + 1)
+    adj[0, 1:] = adj[1:, 0] = 1.0
+    return adj
+
+
+def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: AttackContext, *, leaves: int = 10,
+                  iterations: int = 1000, lr: float = 0.01, loss: str = "cross_entropy") -> NodeInversion:
+    """Node-1: fit a star's features so that the gradient of its root's loss matches ``gradient``."""
+    gen = ctx.generator()
+    params = _params(model)
+    names = list(params)
+    target = [gradient[k.removeprefix("model.")].to(params[names[0]].dtype) for k in names]
+    label = node_labels(model, gradient).view(1)
+    adj, root = star(leaves), torch.tensor([0])
+    x_var = torch.randn(leaves + 1, model.convs[0].in_channels, generator=gen).requires_grad_()
+
+    def objective() -> Tensor:
+        grads = torch.func.grad(lambda p: _node_losses(model, p, x_var, adj, label, root, loss).sum())(params)
+        return cosine_distance([grads[k] for k in names], target)
+
+    best = adam([x_var], objective, ctx, iterations=iterations, lr=lr)
+    return NodeInversion(x=x_var.detach().clone(), adj=adj, labels=label, objective=best)
