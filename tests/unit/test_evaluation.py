@@ -88,6 +88,7 @@ def test_a_result_row_flattens_to_the_jsonl_columns():
                     message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
                     local_steps=1, attack_input="gradient",
                     aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False, hint_features=False,
+                    hint_per_node_gradients=False,
                     node_order="original", label_true=1, defense_report={"epsilon": 2.0},
                     extra={"cell": "c"}, label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
     flat = row.as_dict()
