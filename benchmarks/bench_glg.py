@@ -1,4 +1,4 @@
-"""GLG's graph attack: seconds per attacked graph by variant and size, and what the shared engine
+"""GLG's attacks: seconds per attacked graph by variant and size, and what the shared engine
 costs over a hand-written loop of the same attack.
 
     python benchmarks/bench_glg.py [--iterations 500] [--repeats 3]
@@ -8,6 +8,9 @@ N = 20 and N = 50 nodes (average degree 4, D = 32 features N(0, 1)), one exact g
 seconds per graph for Graph-a, -b and -c through ``attacks.glg.optim.invert_graph`` (the shared
 ``GradientMatcher`` and Adam loop: best-iterate tracking, time budget, projection), then the same
 Graph-a written out by hand (autograd, Adam, clamp; nothing else) and the ratio engine / hand.
+Then the node attackers on a node classifier (the same layers, per-node logits) and a 3-hop ball
+of the synthetic generator capped at N nodes: Node-1 (a 10-leaf star) and Node-2a/b/c, whose
+per-node gradients (observed and dummy) are one ``torch.func.jacrev`` each.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from torch_geometric.utils import dense_to_sparse
 
 from attacks.base import AttackContext, Budget
 from attacks.common.dummy import mirrored
+from attacks.glg.node import invert_subgraph, invert_target
 from attacks.glg.optim import invert_graph
+from clients.training import mean_gradient, per_node_gradients
+from fedgraph_sim.data import load_dataset
 from fedgraph_sim.models import GraphClassifier
 
 
@@ -85,6 +91,29 @@ def main() -> None:
         hand = timed(lambda: by_hand(model, observed, x, n, it), args.repeats)
         print(f"N = {n:>2}: " + ", ".join(f"{k} {v:6.2f} s" for k, v in seconds.items())
               + f"; graph_a by hand {hand:6.2f} s; engine / hand {seconds['graph_a'] / hand:.2f}")
+    for n in (20, 50):
+        print(f"N = {n:>2} (node classifier): "
+              + ", ".join(f"{k} {v:6.2f} s" for k, v in node_seconds(n, it, args.repeats).items()))
+
+
+def node_seconds(n: int, iterations: int, repeats: int, d: int = 32) -> dict[str, float]:
+    graph = load_dataset("random_graph_balls", num_subgraphs=2, subgraph_nodes=n, features=d)[0]
+    torch.manual_seed(0)
+    model = GraphClassifier(d, 2, conv="sage", activation="sigmoid", hidden=100, task="node")
+    leaked = per_node_gradients(model, graph)
+    target = graph.clone()
+    target.train_mask = torch.arange(graph.num_nodes) == 0
+    one, _ = mean_gradient(model, [target])
+    a = torch.zeros(graph.num_nodes, graph.num_nodes)
+    a[graph.edge_index[0], graph.edge_index[1]] = 1
+
+    def ctx():
+        return AttackContext(seed=0, budget=Budget(3600))
+
+    out = {"node_1": timed(lambda: invert_target(model, one, ctx(), iterations=iterations), repeats)}
+    for name, kw in {"node_2a": dict(x=graph.x), "node_2b": dict(adj=a), "node_2c": {}}.items():
+        out[name] = timed(lambda kw=kw: invert_subgraph(model, leaked, ctx(), iterations=iterations, **kw), repeats)
+    return out
 
 
 if __name__ == "__main__":
