@@ -24,9 +24,8 @@ from torch import Tensor
 
 from attacks.base import AttackContext
 from attacks.common.distances import cosine_distance
-from attacks.common.dummy import mirrored, project_unit_interval
 from attacks.common.optimize import adam
-from attacks.common.regularisers import feature_smoothness, frobenius
+from attacks.glg.optim import fit_unknowns
 from fedgraph_sim.models import DenseForward, GraphClassifier, example_losses
 
 
@@ -66,37 +65,18 @@ def invert_subgraph(model: GraphClassifier, per_node: dict[str, Tensor], ctx: At
                     alpha: float = 0.0, beta: float = 0.0, loss: str = "cross_entropy") -> NodeInversion:
     """Node-2: fit a subgraph of as many nodes as ``per_node`` has rows; ``x`` or ``adj`` given
     (Node-2a, Node-2b) stay fixed."""
-    gen = ctx.generator()
     params = _params(model)
     target = {f"model.{k}": v.to(next(iter(params.values())).dtype) for k, v in per_node.items()}
     labels = node_labels(model, per_node)
-    n, rows = len(labels), torch.arange(len(labels))
-    variables: list[Tensor] = []
-    if x is None:
-        x_var = torch.randn(n, model.convs[0].in_channels, generator=gen).requires_grad_()
-        variables.append(x_var)
-    if adj is None:
-        upper = torch.bernoulli(torch.full((n * (n - 1) // 2,), 0.5), generator=gen).requires_grad_()
-        variables.append(upper)
+    rows = torch.arange(len(labels))
 
-    def current() -> tuple[Tensor, Tensor]:
-        return (x if x is not None else x_var), (adj if adj is not None else mirrored(upper, n))
+    def distance(xs: Tensor, a: Tensor) -> Tensor:
+        return per_node_cosine(torch.func.jacrev(lambda p: _node_losses(model, p, xs, a, labels, rows, loss))(params),
+                               target)
 
-    def objective() -> Tensor:
-        xs, a = current()
-        grads = torch.func.jacrev(lambda p: _node_losses(model, p, xs, a, labels, rows, loss))(params)
-        value = per_node_cosine(grads, target)
-        if alpha:
-            value = value + alpha * feature_smoothness(xs, a)
-        if beta:
-            value = value + beta * frobenius(a)
-        return value
-
-    project = (lambda: project_unit_interval(upper)) if adj is None else None
-    best = adam(variables, objective, ctx, iterations=iterations, lr=lr, project=project)
-    with torch.no_grad():
-        xs, a = current()
-        return NodeInversion(x=xs.detach().clone(), adj=a.detach().clone(), labels=labels, objective=best)
+    xs, a, _, best = fit_unknowns(len(labels), model.convs[0].in_channels, distance, ctx, ctx.generator(), x=x,
+                                  adj=adj, iterations=iterations, lr=lr, alpha=alpha, beta=beta)
+    return NodeInversion(x=xs, adj=a, labels=labels, objective=best)
 
 
 def star(leaves: int) -> Tensor:

@@ -19,6 +19,7 @@ Bernoulli(0.5) initial adjacency, N(0, 1) features. The output is the final cont
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -39,6 +40,48 @@ class GraphInversion:
     objective: float
 
 
+def fit_unknowns(n: int, in_channels: int, distance: Callable[[Tensor, Tensor], Tensor], ctx: AttackContext,
+                 gen: torch.Generator, *, x: Tensor | None = None, adj: Tensor | None = None, iterations: int = 2000,
+                 lr: float = 0.01, alpha: float = 0.0, beta: float = 0.0,
+                 adjacency_init: str | float = "bernoulli") -> tuple[Tensor, Tensor, Tensor | None, float]:
+    """GLG's optimisation (Eqs. 12-15), shared by its graph and node attackers: the unknowns of
+    ``n`` dummy nodes (N(0, 1) features unless ``x`` is given; the adjacency's upper triangle, drawn
+    Bernoulli(0.5) or constant, unless ``adj`` is given) fitted with Adam to ``distance(x, adj)``
+    plus the regularisers, the adjacency projected onto [0, 1] after every step. Returns the final
+    features, adjacency, upper-triangle variable (None when ``adj`` was given) and best objective."""
+    variables: list[Tensor] = []
+    if x is None:
+        x_var = torch.randn(n, in_channels, generator=gen).requires_grad_()
+        variables.append(x_var)
+    upper = None
+    if adj is None:
+        pairs = n * (n - 1) // 2
+        if adjacency_init == "bernoulli":
+            upper = torch.bernoulli(torch.full((pairs,), 0.5), generator=gen)
+        else:
+            upper = torch.full((pairs,), float(adjacency_init))
+        upper.requires_grad_()
+        variables.append(upper)
+
+    def current() -> tuple[Tensor, Tensor]:
+        return (x if x is not None else x_var), (adj if adj is not None else mirrored(upper, n))
+
+    def objective() -> Tensor:
+        xs, a = current()
+        value = distance(xs, a)
+        if alpha:
+            value = value + alpha * feature_smoothness(xs, a)
+        if beta:
+            value = value + beta * frobenius(a)
+        return value
+
+    project = (lambda: project_unit_interval(upper)) if upper is not None else None
+    best = adam(variables, objective, ctx, iterations=iterations, lr=lr, project=project)
+    with torch.no_grad():
+        xs, a = current()
+        return xs.detach().clone(), a.detach().clone(), upper, best
+
+
 def invert_graph(model: GraphClassifier, observed: dict[str, Tensor], num_nodes: int, label: int,
                  ctx: AttackContext, *, x: Tensor | None = None, adj: Tensor | None = None,
                  iterations: int = 2000, lr: float = 0.01, alpha: float = 0.0, beta: float = 0.0,
@@ -46,40 +89,15 @@ def invert_graph(model: GraphClassifier, observed: dict[str, Tensor], num_nodes:
     """Fit ``num_nodes`` dummy nodes to the observed gradient of one graph with ``label``;
     ``x`` or ``adj`` given (Graph-a, Graph-b) stay fixed. ``adjacency_init``: ``bernoulli`` (the
     paper) or a constant in [0, 1] (its App. F)."""
-    gen = ctx.generator()
-    n, pairs = num_nodes, num_nodes * (num_nodes - 1) // 2
-    in_channels = model.convs[0].in_channels
-    variables: list[Tensor] = []
-    if x is None:
-        x_var = torch.randn(n, in_channels, generator=gen).requires_grad_()
-        variables.append(x_var)
-    if adj is None:
-        if adjacency_init == "bernoulli":
-            upper = torch.bernoulli(torch.full((pairs,), 0.5), generator=gen)
-        else:
-            upper = torch.full((pairs,), float(adjacency_init))
-        upper.requires_grad_()
-        variables.append(upper)
-    if not variables:
+    if x is not None and adj is not None:
         raise ValueError("nothing to recover: both X and A are known")
+    gen = ctx.generator()
+    n = num_nodes
     matcher = GradientMatcher(model, observed, distance="cosine", loss=loss)
     labels, mask = torch.tensor([label]), torch.ones(1, n, dtype=torch.bool)
-
-    def current() -> tuple[Tensor, Tensor]:
-        return (x if x is not None else x_var), (adj if adj is not None else mirrored(upper, n))
-
-    def objective() -> Tensor:
-        xs, a = current()
-        value = matcher(xs.unsqueeze(0), a.unsqueeze(0), mask, labels)
-        if alpha:
-            value = value + alpha * feature_smoothness(xs, a)
-        if beta:
-            value = value + beta * frobenius(a)
-        return value
-
-    project = (lambda: project_unit_interval(upper)) if adj is None else None
-    best = adam(variables, objective, ctx, iterations=iterations, lr=lr, project=project)
+    xs, a, upper, best = fit_unknowns(
+        n, model.convs[0].in_channels, lambda xs, a: matcher(xs.unsqueeze(0), a.unsqueeze(0), mask, labels), ctx, gen,
+        x=x, adj=adj, iterations=iterations, lr=lr, alpha=alpha, beta=beta, adjacency_init=adjacency_init)
     with torch.no_grad():
-        xs, a = current()
-        sample = mirrored(torch.bernoulli(upper.detach().clamp(0, 1), generator=gen), n) if adj is None else a
-        return GraphInversion(x=xs.detach().clone(), adj_prob=a.detach().clone(), adj_sample=sample, objective=best)
+        sample = a if upper is None else mirrored(torch.bernoulli(upper.detach().clamp(0, 1), generator=gen), n)
+    return GraphInversion(x=xs, adj_prob=a, adj_sample=sample, objective=best)
