@@ -14,7 +14,12 @@ Recovers: node features, adjacency scores and the label, by jointly optimising d
 observed one under ``sum_l ||grad_hat_l - grad_l||^2``.
 Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): L-BFGS, lr 1, 100 steps (one closure per step, 20 inner
 evaluations), free ``randn`` features. The original code uses 300 steps; raise ``iterations``
-for a longer-budget check. Like breaching, the lowest-loss finite iterate is returned.
+for a longer-budget check. Like breaching, the lowest-loss finite iterate is returned (recorded
+after each L-BFGS step, which can keep a runaway step). Two guards of ours, off in paper mode:
+``line_search: strong_wolfe`` and ``divergence_guard: k`` (stop once the objective exceeds k times
+its best and keep the best evaluated point; see ``attacks.common.optimize.Schedule``). On the
+default round (MUTAG, 4 clients) DLG's feature MSE is 537,119 without them, 1.69 with
+``divergence_guard: 10`` and 1.00 with the line search.
 GRAIN's adaptation (Drencheva et al., ICLR 2025, Sec. 6; official code): ``features: softmax``
 (one softmax per one-hot block, in the model's encoding), lr 0.01, 2000 steps, and
 ``discretize: true`` (edges at 0.5, the argmax value of every block).
@@ -22,12 +27,14 @@ GRAIN's adaptation (Drencheva et al., ICLR 2025, Sec. 6; official code): ``featu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import DummyGraphs, GradientMatcher, lbfgs, schema_softmax, simulation_problem
+from attacks.common import DummyGraphs, GradientMatcher, Schedule, minimise, simulation_problem
+from attacks.common.parametrisations import free, known, schema_softmax_features, sigmoid_adjacency
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -60,6 +67,7 @@ class DLG(Attack):
         adjacency: str = "optimise"  # optimise | granted (the "+A" baselines)
         discretize: bool = False  # GRAIN's baselines: edges at 0.5, argmax per block
         line_search: str = "none"  # none (the papers' L-BFGS) | strong_wolfe (ours: a guard on the step)
+        divergence_guard: float | None = None  # ours: stop when the objective exceeds this multiple of its best
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -67,6 +75,9 @@ class DLG(Attack):
             if getattr(self.params, key) not in valid:
                 raise ConfigError(f"attack.params.{self.name}.{key}: unknown '{getattr(self.params, key)}'; "
                                   f"valid: {', '.join(valid)}")
+        if self.params.divergence_guard is not None and not self.params.divergence_guard > 1:
+            raise ConfigError(f"attack.params.{self.name}.divergence_guard: must be > 1 "
+                              f"(got {self.params.divergence_guard}); omit it for the papers' L-BFGS")
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge) or simulation_problem(update)
@@ -74,43 +85,35 @@ class DLG(Attack):
             return "adjacency: granted needs the true-adjacency grant (threat.adjacency_known)"
         return reason
 
-    def labels(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
-               gen: torch.Generator) -> torch.Tensor:
-        """Soft label logits to optimise (DLG); iDLG overrides this with a fixed label."""
-        return torch.randn(len(knowledge.node_counts), knowledge.num_classes,
-                           generator=gen).requires_grad_()
+    def labels(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> torch.Tensor | str:
+        """``"soft"``: label logits optimised jointly (DLG); iDLG overrides this with fixed labels."""
+        return "soft"
 
-    def feature_map(self, knowledge: AttackerKnowledge):
-        if self.params.features == "softmax":
-            return lambda z: schema_softmax(z, knowledge.schema)
-        return lambda z: z
+    def schedule(self) -> Schedule:
+        p = self.params
+        return Schedule(optimizer="lbfgs", iterations=p.iterations, lr=p.lr, max_iter=p.max_iter,
+                        line_search=None if p.line_search == "none" else p.line_search,
+                        divergence=math.inf if p.divergence_guard is None else p.divergence_guard)
 
-    def dummy(self, knowledge: AttackerKnowledge, gen: torch.Generator) -> DummyGraphs:
-        granted = list(knowledge.adjacencies) if self.params.adjacency == "granted" else None
-        return DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen,
-                           self.params.feature_init, adjacency=granted)
+    def draw(self, update: ObservedUpdate, knowledge: AttackerKnowledge):
+        """The dummy batch's factory: its features, adjacency and labels as the params say."""
+        p = self.params
+        features = (schema_softmax_features(knowledge.num_features, knowledge.schema, p.feature_init)
+                    if p.features == "softmax" else free(knowledge.num_features, p.feature_init))
+        adjacency = known(knowledge.adjacencies) if p.adjacency == "granted" else sigmoid_adjacency()
+        labels = self.labels(update, knowledge)
+        return lambda gen: DummyGraphs(list(knowledge.node_counts), gen, features=features, adjacency=adjacency,
+                                       labels=labels, num_classes=knowledge.num_classes)
 
     def optimise(self, update: ObservedUpdate, knowledge: AttackerKnowledge, ctx: AttackContext,
                  gen: torch.Generator) -> list[Reconstruction]:
         """One DLG run from a fresh draw of ``gen``: reconstructions before discretisation."""
-        p = self.params
         model = knowledge.build_model(update.global_weights)
-        matcher = GradientMatcher.for_update(model, update, p.distance, knowledge.loss)
-        dummy = self.dummy(knowledge, gen)
-        feature_map = self.feature_map(knowledge)
-        labels = self.labels(update, knowledge, gen)
-        learn_labels = labels.dtype != torch.long
-        variables = dummy.variables() + ([labels] if learn_labels else [])
-
-        def objective():
-            target = torch.softmax(labels, dim=-1) if learn_labels else labels
-            return matcher(*dummy.dense(feature_map), target)
-
-        loss = lbfgs(variables, objective, ctx, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter,
-                     line_search=None if p.line_search == "none" else p.line_search)
-        guesses = labels.argmax(-1) if learn_labels else labels
-        return dummy.reconstructions(guesses.tolist(), feature_map,
-                                     info={"gradient_distance": loss, "attack_input": matcher.attack_input})
+        matcher = GradientMatcher.for_update(model, update, self.params.distance, knowledge.loss)
+        fit = minimise(self.draw(update, knowledge), lambda d: matcher(*d.dense(), d.label_targets()), ctx,
+                       self.schedule(), gen)
+        return fit.dummy.reconstructions(info={"gradient_distance": fit.objective,
+                                               "attack_input": matcher.attack_input})
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

@@ -41,8 +41,7 @@ class IDLG(DLG):
     class Params(DLG.Params):
         label_rule: str = "idlg"
 
-    def labels(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
-               gen: torch.Generator) -> torch.Tensor:
+    def labels(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> torch.Tensor:
         if self.params.label_rule not in LABEL_RULES:
             raise ConfigError(f"attack.params.idlg.label_rule: unknown rule "
                               f"'{self.params.label_rule}'; valid: {', '.join(LABEL_RULES)}")

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import DummyGraphs, GradientMatcher, adam, batch_labels, simulation_problem
+from attacks.common import DummyGraphs, GradientMatcher, Schedule, batch_labels, minimise, simulation_problem
+from attacks.common.parametrisations import boxed
 from attacks.idlg import classifier_gradients
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -48,20 +49,13 @@ class InvertingGradients(Attack):
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
         p = self.params
-        gen = ctx.generator()
         model = knowledge.build_model(update.global_weights)
         matcher = GradientMatcher.for_update(model, update, "cosine", knowledge.loss)
-        dummy = DummyGraphs(list(knowledge.node_counts), knowledge.num_features, gen, p.feature_init)
         _, bias = classifier_gradients(update, knowledge)
         labels = torch.tensor(batch_labels(bias, len(knowledge.node_counts), model, knowledge))
-
-        def box():
-            for x in dummy.features:
-                x.clamp_(0, 1)
-
-        with torch.no_grad():
-            box()
-        adam(dummy.variables(), lambda: matcher(*dummy.dense(), labels), ctx,
-             iterations=p.iterations, lr=p.lr, signed=p.signed, milestones=p.milestones,
-             project=box)
-        return dummy.reconstructions(labels.tolist(), info={"attack_input": matcher.attack_input})
+        features = boxed(knowledge.num_features, p.feature_init)
+        fit = minimise(lambda gen: DummyGraphs(list(knowledge.node_counts), gen, features=features, labels=labels),
+                       lambda d: matcher(*d.dense(), d.label_targets()), ctx,
+                       Schedule(iterations=p.iterations, lr=p.lr, signed=p.signed, milestones=p.milestones),
+                       ctx.generator())
+        return fit.dummy.reconstructions(info={"attack_input": matcher.attack_input})

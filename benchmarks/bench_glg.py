@@ -22,7 +22,7 @@ import torch
 from torch_geometric.utils import dense_to_sparse
 
 from attacks.base import AttackContext, Budget
-from attacks.common.dummy import mirrored
+from attacks.common.parametrisations import mirrored
 from attacks.glg.node import invert_subgraph, invert_target
 from attacks.glg.optim import invert_graph
 from clients.training import mean_gradient, per_node_gradients

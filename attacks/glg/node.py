@@ -23,17 +23,11 @@ import torch
 from torch import Tensor
 
 from attacks.base import AttackContext
-from attacks.common.distances import cosine_distance
-from attacks.common.optimize import adam
-from attacks.glg.optim import fit_unknowns
+from attacks.common.distances import cosine_distance, per_node_cosine
+from attacks.common.dummy import DummyGraphs
+from attacks.common.optimize import Schedule, minimise
+from attacks.glg.optim import glg_dummy, glg_objective
 from fedgraph_sim.models import DenseForward, GraphClassifier, example_losses
-
-
-def per_node_cosine(dummy: dict[str, Tensor], target: dict[str, Tensor]) -> Tensor:
-    """``mean_i (1 - cos(g_hat_i, g_i))`` with every parameter of node i concatenated."""
-    a = torch.cat([dummy[k].flatten(1) for k in target], dim=1)
-    b = torch.cat([target[k].flatten(1) for k in target], dim=1)
-    return (1 - torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-12)).mean()
 
 
 def node_labels(model: GraphClassifier, gradient: dict[str, Tensor]) -> Tensor:
@@ -74,9 +68,11 @@ def invert_subgraph(model: GraphClassifier, per_node: dict[str, Tensor], ctx: At
         return per_node_cosine(torch.func.jacrev(lambda p: _node_losses(model, p, xs, a, labels, rows, loss))(params),
                                target)
 
-    xs, a, _, best = fit_unknowns(len(labels), model.convs[0].in_channels, distance, ctx, ctx.generator(), x=x,
-                                  adj=adj, iterations=iterations, lr=lr, alpha=alpha, beta=beta)
-    return NodeInversion(x=xs, adj=a, labels=labels, objective=best)
+    fit = minimise(glg_dummy(len(labels), model.convs[0].in_channels, x=x, adj=adj),
+                   glg_objective(distance, alpha, beta), ctx, Schedule(iterations=iterations, lr=lr), ctx.generator())
+    with torch.no_grad():
+        return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=fit.dummy.adjacency(0).detach().clone(),
+                             labels=labels, objective=fit.objective)
 
 
 def star(leaves: int) -> Tensor:
@@ -95,11 +91,12 @@ def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: Atta
     target = [gradient[k.removeprefix("model.")].to(params[names[0]].dtype) for k in names]
     label = node_labels(model, gradient).view(1)
     adj, root = star(leaves), torch.tensor([0])
-    x_var = torch.randn(leaves + 1, model.convs[0].in_channels, generator=gen).requires_grad_()
 
-    def objective() -> Tensor:
-        grads = torch.func.grad(lambda p: _node_losses(model, p, x_var, adj, label, root, loss).sum())(params)
+    def objective(dummy: DummyGraphs) -> Tensor:
+        x = dummy.x(0)
+        grads = torch.func.grad(lambda p: _node_losses(model, p, x, adj, label, root, loss).sum())(params)
         return cosine_distance([grads[k] for k in names], target)
 
-    best = adam([x_var], objective, ctx, iterations=iterations, lr=lr)
-    return NodeInversion(x=x_var.detach().clone(), adj=adj, labels=label, objective=best)
+    fit = minimise(glg_dummy(leaves + 1, model.convs[0].in_channels, adj=adj), objective, ctx,
+                   Schedule(iterations=iterations, lr=lr), gen)
+    return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=adj, labels=label, objective=fit.objective)

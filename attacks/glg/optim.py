@@ -25,9 +25,10 @@ import torch
 from torch import Tensor
 
 from attacks.base import AttackContext
-from attacks.common.dummy import mirrored, project_unit_interval
+from attacks.common.dummy import DummyGraphs
 from attacks.common.matching import GradientMatcher
-from attacks.common.optimize import adam
+from attacks.common.optimize import Schedule, minimise
+from attacks.common.parametrisations import ProjectedAdjacency, free, known, projected_adjacency
 from attacks.common.regularisers import feature_smoothness, frobenius
 from fedgraph_sim.models import GraphClassifier
 
@@ -40,34 +41,20 @@ class GraphInversion:
     objective: float
 
 
-def fit_unknowns(n: int, in_channels: int, distance: Callable[[Tensor, Tensor], Tensor], ctx: AttackContext,
-                 gen: torch.Generator, *, x: Tensor | None = None, adj: Tensor | None = None, iterations: int = 2000,
-                 lr: float = 0.01, alpha: float = 0.0, beta: float = 0.0,
-                 adjacency_init: str | float = "bernoulli") -> tuple[Tensor, Tensor, Tensor | None, float]:
-    """GLG's optimisation (Eqs. 12-15), shared by its graph and node attackers: the unknowns of
-    ``n`` dummy nodes (N(0, 1) features unless ``x`` is given; the adjacency's upper triangle, drawn
-    Bernoulli(0.5) or constant, unless ``adj`` is given) fitted with Adam to ``distance(x, adj)``
-    plus the regularisers, the adjacency projected onto [0, 1] after every step. Returns the final
-    features, adjacency, upper-triangle variable (None when ``adj`` was given) and best objective."""
-    variables: list[Tensor] = []
-    if x is None:
-        x_var = torch.randn(n, in_channels, generator=gen).requires_grad_()
-        variables.append(x_var)
-    upper = None
-    if adj is None:
-        pairs = n * (n - 1) // 2
-        if adjacency_init == "bernoulli":
-            upper = torch.bernoulli(torch.full((pairs,), 0.5), generator=gen)
-        else:
-            upper = torch.full((pairs,), float(adjacency_init))
-        upper.requires_grad_()
-        variables.append(upper)
+def glg_dummy(n: int, in_channels: int, *, x: Tensor | None = None, adj: Tensor | None = None,
+              adjacency_init: str | float = "bernoulli"):
+    """The factory of GLG's dummy graph of ``n`` nodes: N(0, 1) features unless ``x`` is known, the
+    projected adjacency (drawn Bernoulli(0.5) or constant) unless ``adj`` is known."""
+    features = free(in_channels) if x is None else known([x])
+    adjacency = projected_adjacency(adjacency_init) if adj is None else known([adj])
+    return lambda gen: DummyGraphs([n], gen, features=features, adjacency=adjacency)
 
-    def current() -> tuple[Tensor, Tensor]:
-        return (x if x is not None else x_var), (adj if adj is not None else mirrored(upper, n))
 
-    def objective() -> Tensor:
-        xs, a = current()
+def glg_objective(distance: Callable[[Tensor, Tensor], Tensor], alpha: float = 0.0, beta: float = 0.0):
+    """Eq. 14: ``distance(X, A) + alpha tr(X^T L X) + beta ||A||_F^2`` of the dummy graph."""
+
+    def objective(dummy: DummyGraphs) -> Tensor:
+        xs, a = dummy.x(0), dummy.adjacency(0)
         value = distance(xs, a)
         if alpha:
             value = value + alpha * feature_smoothness(xs, a)
@@ -75,11 +62,7 @@ def fit_unknowns(n: int, in_channels: int, distance: Callable[[Tensor, Tensor], 
             value = value + beta * frobenius(a)
         return value
 
-    project = (lambda: project_unit_interval(upper)) if upper is not None else None
-    best = adam(variables, objective, ctx, iterations=iterations, lr=lr, project=project)
-    with torch.no_grad():
-        xs, a = current()
-        return xs.detach().clone(), a.detach().clone(), upper, best
+    return objective
 
 
 def invert_graph(model: GraphClassifier, observed: dict[str, Tensor], num_nodes: int, label: int,
@@ -92,12 +75,14 @@ def invert_graph(model: GraphClassifier, observed: dict[str, Tensor], num_nodes:
     if x is not None and adj is not None:
         raise ValueError("nothing to recover: both X and A are known")
     gen = ctx.generator()
-    n = num_nodes
     matcher = GradientMatcher(model, observed, distance="cosine", loss=loss)
-    labels, mask = torch.tensor([label]), torch.ones(1, n, dtype=torch.bool)
-    xs, a, upper, best = fit_unknowns(
-        n, model.convs[0].in_channels, lambda xs, a: matcher(xs.unsqueeze(0), a.unsqueeze(0), mask, labels), ctx, gen,
-        x=x, adj=adj, iterations=iterations, lr=lr, alpha=alpha, beta=beta, adjacency_init=adjacency_init)
+    labels, mask = torch.tensor([label]), torch.ones(1, num_nodes, dtype=torch.bool)
+    fit = minimise(glg_dummy(num_nodes, model.convs[0].in_channels, x=x, adj=adj, adjacency_init=adjacency_init),
+                   glg_objective(lambda xs, a: matcher(xs[None], a[None], mask, labels), alpha, beta), ctx,
+                   Schedule(iterations=iterations, lr=lr), gen)
+    dummy = fit.dummy
     with torch.no_grad():
-        sample = a if upper is None else mirrored(torch.bernoulli(upper.detach().clamp(0, 1), generator=gen), n)
-    return GraphInversion(x=xs, adj_prob=a, adj_sample=sample, objective=best)
+        xs, a = dummy.x(0).detach().clone(), dummy.adjacency(0).detach().clone()
+    adjacency = dummy.adjacencies[0]
+    sample = adjacency.sample(gen) if isinstance(adjacency, ProjectedAdjacency) else a
+    return GraphInversion(x=xs, adj_prob=a, adj_sample=sample, objective=fit.objective)

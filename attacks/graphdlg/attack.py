@@ -40,7 +40,8 @@ import numpy as np
 import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
-from attacks.common import GradientMatcher, adam, label_from_bias, schema_softmax
+from attacks.common import DummyGraphs, GradientMatcher, Schedule, label_from_bias, minimise
+from attacks.common.parametrisations import known, schema_softmax_features
 from attacks.graphdlg.decoder import ADAPTERS, DecoderTraining, StructureDecoder, encode, train_decoder
 from attacks.graphdlg.embedding import recover_embedding
 from attacks.graphdlg.gnfr import gnfr
@@ -247,11 +248,13 @@ class GraphDLG(Attack):
 
     def refine(self, model, update, knowledge, x0, adj, label: int, ctx) -> torch.Tensor:
         """[ext] Gradient matching over softmax one-hot node types, structure fixed."""
-        z = (x0 * 3.0).clone().requires_grad_()  # GNFR's scaled rows as initial logits
         matcher = GradientMatcher(model, update.gradient, "cosine", knowledge.loss)
-        labels = torch.tensor([label])
-        mask = torch.ones(1, x0.size(0), dtype=torch.bool)
-        adam([z], lambda: matcher(schema_softmax(z, knowledge.schema)[None], adj[None], mask, labels), ctx,
-             iterations=self.params.refine_iterations, lr=self.params.refine_lr)
+        start = x0 * 3.0  # GNFR's scaled rows as initial logits
+        n = x0.size(0)
+        draw = lambda gen: DummyGraphs([n], gen, labels=torch.tensor([label]),  # noqa: E731
+                                       features=schema_softmax_features(x0.size(1), knowledge.schema, start),
+                                       adjacency=known([adj]))
+        fit = minimise(draw, lambda d: matcher(*d.dense(), d.label_targets()), ctx,
+                       Schedule(iterations=self.params.refine_iterations, lr=self.params.refine_lr), ctx.generator())
         with torch.no_grad():
-            return schema_softmax(z, knowledge.schema)
+            return fit.dummy.x(0).detach().clone()

@@ -4,12 +4,13 @@ import torch
 from torch_geometric.utils import to_dense_adj
 
 from attacks.base import AttackContext, Budget
-from attacks.common import (DummyGraphs, GradientMatcher, adam, idlg_label, label_from_bias, lbfgs,
+from attacks.common import (DummyGraphs, GradientMatcher, Schedule, idlg_label, label_from_bias, minimise,
                             symmetric_adjacency)
 from attacks.idlg import classifier_gradients
 from clients.training import fedsgd_gradient
 from fedgraph_sim import registry
 from fedgraph_sim.data import make_synthetic
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import graph_metrics
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -66,15 +67,21 @@ def test_optimisers_drive_the_gradient_distance_down(optimizer):
     g = DATA.graphs[1]
     update, _ = observe(model, [g])
     matcher = GradientMatcher(model, update.gradient, "l2" if optimizer == "lbfgs" else "cosine")
-    dummy = DummyGraphs([g.num_nodes], 4, torch.Generator().manual_seed(0))
-    objective = lambda: matcher(*dummy.dense(), g.y)  # noqa: E731
-    start = float(objective())
-    if optimizer.startswith("lbfgs"):
-        final = lbfgs(dummy.variables(), objective, ctx(), iterations=30,
-                      line_search="strong_wolfe" if optimizer == "lbfgs_wolfe" else None)
-    else:
-        final = adam(dummy.variables(), objective, ctx(), iterations=100, lr=0.1)
-    assert final < start / 10
+    draw = lambda gen: DummyGraphs.free([g.num_nodes], 4, gen)  # noqa: E731
+    start = float(matcher(*draw(torch.Generator().manual_seed(0)).dense(), g.y))
+    schedule = {"lbfgs": Schedule(optimizer="lbfgs", iterations=30, lr=1.0),
+                "lbfgs_wolfe": Schedule(optimizer="lbfgs", iterations=30, lr=1.0, line_search="strong_wolfe"),
+                "adam": Schedule(iterations=100, lr=0.1)}[optimizer]
+    fit = minimise(draw, lambda d: matcher(*d.dense(), g.y), ctx(), schedule, torch.Generator().manual_seed(0))
+    assert fit.objective < start / 10
+
+
+def test_dlg_guards_are_off_in_paper_mode_and_reach_the_schedule():
+    dlg = registry.attacks.get("dlg")
+    assert dlg().schedule().divergence == float("inf") and dlg().schedule().line_search is None
+    assert dlg(divergence_guard=10).schedule().divergence == 10
+    with pytest.raises(ConfigError, match="divergence_guard"):
+        dlg(divergence_guard=0.5)
 
 
 def test_label_rules_are_exact_for_batch_size_one():

@@ -6,7 +6,7 @@ import torch
 from torch_geometric.utils import dense_to_sparse
 
 from attacks.base import AttackContext, Budget
-from attacks.common.dummy import mirrored, project_unit_interval
+from attacks.common.parametrisations import mirrored, project_unit_interval
 from attacks.common.regularisers import DEGREE_EPS, feature_smoothness, frobenius
 from attacks.glg.optim import invert_graph
 from fedgraph_sim.metrics.ranking import roc_auc
