@@ -86,7 +86,18 @@ def size_buckets(spec: dict) -> list[tuple[str, int, float]] | None:
     return out
 
 
-def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[str] | None = None):
+def split_labels(text: str, labels: list[str]) -> list[str]:
+    """``--cases``' comma-separated labels, a label that has commas in it ("graph, SAGE") kept whole."""
+    out, current = [], None
+    for piece in text.split(","):
+        current = piece if current is None else f"{current},{piece}"
+        if current.strip() in labels:
+            out.append(current.strip())
+            current = None
+    return out + ([current.strip()] if current is not None else [])
+
+
+def load_reproduction(path: str | Path, overrides: list[str] = (), only: str | list[str] | None = None):
     """``(spec, cases, reference)`` with every case's config validated up front."""
     path = Path(path)
     if not path.is_file():
@@ -104,6 +115,8 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: list[st
         if alignment not in ALIGNMENTS:
             raise ConfigError(f"{path.name}: alignments: unknown '{alignment}'; valid: {', '.join(ALIGNMENTS)}")
     labels = [c["label"] for c in spec["cases"]]
+    if isinstance(only, str):
+        only = split_labels(only, labels)
     if only:
         unknown = [c for c in only if c not in labels]
         if unknown:

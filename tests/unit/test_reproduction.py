@@ -35,6 +35,13 @@ def test_cases_filter_and_bad_case():
         load_reproduction(REPRO / "graphdlg_table1.yaml", only=["NOPE"])
 
 
+def test_case_labels_with_commas_are_selected_whole():
+    _, cases, _ = load_reproduction(REPRO / "glg_synthetic.yaml", only="graph, GCN,node-1, SAGE")
+    assert [c.label for c in cases] == ["graph, GCN", "node-1, SAGE"]
+    with pytest.raises(ConfigError, match="--cases: unknown case graph"):
+        load_reproduction(REPRO / "glg_synthetic.yaml", only="graph")
+
+
 def test_markdown_puts_the_paper_row_under_ours():
     _, _, reference = load_reproduction(REPRO / "graphdlg_table1.yaml")
     entry = {"attack": "graphdlg", "alignment": "identity", "graphs": 3, "failed": 0}

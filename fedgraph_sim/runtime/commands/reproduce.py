@@ -51,7 +51,7 @@ def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fedgraph-sim reproduce", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True)
-    parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all)")
+    parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all); a label with a comma in it is given as it is")
     parser.add_argument("--reuse", nargs="+", default=[], help="earlier reproductions' directories to take runs from")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any row records a failure")
     parser.add_argument("overrides", nargs="*")
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         spec, cases, reference = load_reproduction(args.config, args.overrides,
-                                                   args.cases.split(",") if args.cases else None)
+                                                   args.cases or None)
         from fedgraph_sim.report.terminal import console, print_grid
         from fedgraph_sim.results import faults, new_run_dir, read_rows, summarize
         from fedgraph_sim.runtime import Session, resolve, run
