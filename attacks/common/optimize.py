@@ -42,7 +42,8 @@ class Schedule:
     budget (Inverting Gradients). ``max_iter``/``line_search``: L-BFGS's inner evaluations per
     step and ``"strong_wolfe"`` line search. ``patience``: stop after this many steps in which the
     best objective did not fall by a fraction ``min_improvement``. ``divergence``: stop when the
-    objective exceeds this multiple of the best so far (L-BFGS's runaway steps); with it L-BFGS also records its best candidate at every
+    objective exceeds this multiple of the best so far (L-BFGS's runaway steps; for objectives
+    that stay positive, such as the L2 distance); with it L-BFGS also records its best candidate at every
     objective evaluation, where the loss was measured. Without it the best is recorded after each
     step, as breaching does: the step's starting loss with the variables the step moved to, which
     can keep a runaway step's variables."""
@@ -106,7 +107,7 @@ def _set_grads(loss: Tensor, variables: Sequence[Tensor]) -> None:
 def _stop(best: _Best, loss: float, s: Schedule) -> str | None:
     if not math.isfinite(loss):
         return "non_finite"
-    if loss > s.divergence * best.loss:
+    if math.isfinite(s.divergence) and loss > s.divergence * best.loss:
         return "diverged"
     if s.patience and best.stalled >= s.patience:
         return "early_stop"

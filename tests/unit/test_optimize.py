@@ -72,6 +72,14 @@ def test_restarts_keep_the_best_draw_and_report_progress_over_all_of_them():
     assert reports[-1] == (12, 12) and len(reports) == 12
 
 
+def test_an_objective_below_zero_runs_its_whole_budget():
+    """A cosine distance reaches -1e-8 in float32 at an exact match: no guard may mistake that."""
+    steps = []
+    fit = minimise(Point, lambda p: quadratic(p) - 100.0, ctx(progress=lambda done, total: steps.append(done)),
+                   Schedule(iterations=50, lr=0.1), torch.Generator().manual_seed(0))
+    assert fit.stopped == "budget" and len(steps) == 50 and fit.objective < 0
+
+
 def test_early_stop_ends_a_stalled_run():
     steps = []
     flat = lambda p: (p.v * 0).sum() + 1.0  # noqa: E731
