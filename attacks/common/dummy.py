@@ -78,6 +78,6 @@ class DummyGraphs:
 
     def reconstructions(self, info: dict | None = None) -> list[Reconstruction]:
         with torch.no_grad():
-            return [Reconstruction(x=self.x(i).detach().clone(), adj=self.adjacency(i).detach().clone(),
+            return [Reconstruction(x=self.x(i).detach().clone(), adj=self.adjacencies[i].edge_scores().detach().clone(),
                                    num_nodes=n, label=label, info=dict(info or {}))
                     for i, (n, label) in enumerate(zip(self.node_counts, self.label_guesses()))]

@@ -17,7 +17,8 @@ Adjacency ``[n, n]``, symmetric with a zero diagonal, one variable per unordered
   GraphDLG's graph adaptation of DLG).
 - :class:`ProjectedAdjacency`: the upper triangle itself, clamped to [0, 1] after every step
   (GLG, Sinha et al., arXiv:2411.19440, Eq. 15), with :meth:`ProjectedAdjacency.sample` for the
-  paper's Bernoulli output.
+  paper's Bernoulli output; :class:`FullAdjacency` is the plain projected matrix, as GLG's paper
+  states it, scored by its symmetrisation.
 
 Labels ``[B, C]``: :class:`SoftLabels` (DLG's jointly optimised ``softmax(l)``). Anything the
 attacker knows (a granted X or A, an inferred label) is :class:`Known`: a value, no variables.
@@ -88,6 +89,11 @@ class Parametrisation:
     def project(self) -> None:
         """Back onto the feasible set after a step (nothing, unless constrained)."""
 
+    def edge_scores(self) -> Tensor:
+        """For an adjacency: the undirected edge scores it stands for (its value, unless it is not
+        symmetric)."""
+        return self.value()
+
 
 class Known(Parametrisation):
     """A value the attacker has (a granted X or A, an inferred label): no variables."""
@@ -142,13 +148,16 @@ class SigmoidAdjacency(Parametrisation):
 
 
 class ProjectedAdjacency(Parametrisation):
-    """``init``: ``bernoulli`` (every pair drawn Bernoulli(0.5), GLG's default) or a constant in
-    [0, 1] (its App. F)."""
+    """``init``: ``bernoulli`` (every pair drawn Bernoulli(0.5), GLG's default), a constant in
+    [0, 1] (its App. F) or a starting matrix ``[n, n]``."""
 
-    def __init__(self, n: int, gen: torch.Generator, init: str | float = "bernoulli") -> None:
+    def __init__(self, n: int, gen: torch.Generator, init: str | float | Tensor = "bernoulli") -> None:
         self.n = n
         pairs = n * (n - 1) // 2
-        if init == "bernoulli":
+        if isinstance(init, Tensor):  # a starting matrix [n, n]: its upper triangle
+            iu = torch.triu_indices(n, n, offset=1)
+            self.upper = init.detach().float()[iu[0], iu[1]].clone()
+        elif init == "bernoulli":
             self.upper = torch.bernoulli(torch.full((pairs,), 0.5), generator=gen)
         else:
             self.upper = torch.full((pairs,), float(init))
@@ -165,6 +174,39 @@ class ProjectedAdjacency(Parametrisation):
         """A Bernoulli draw of every pair (GLG's discrete output)."""
         with torch.no_grad():
             return mirrored(torch.bernoulli(self.upper.detach().clamp(0, 1), generator=gen), self.n)
+
+
+class FullAdjacency(Parametrisation):
+    """A plain ``[n, n]`` matrix, every entry a variable clamped to [0, 1] after every step (GLG as
+    its paper states it: no symmetry, no zero diagonal). :meth:`value` is the matrix the model
+    sees; :meth:`edge_scores` the undirected edge scores ``(A + A^T) / 2`` with a zero diagonal."""
+
+    def __init__(self, n: int, gen: torch.Generator, init: str | float | Tensor = "bernoulli") -> None:
+        self.n = n
+        if isinstance(init, Tensor):
+            self.matrix = init.detach().float().clone()
+        elif init == "bernoulli":
+            self.matrix = torch.bernoulli(torch.full((n, n), 0.5), generator=gen)
+        else:
+            self.matrix = torch.full((n, n), float(init))
+        self.matrix.requires_grad_()
+        self.variables = [self.matrix]
+
+    def value(self) -> Tensor:
+        return self.matrix
+
+    def project(self) -> None:
+        project_unit_interval(self.matrix)
+
+    def edge_scores(self) -> Tensor:
+        a = (self.matrix + self.matrix.t()) / 2
+        return a - torch.diag_embed(a.diagonal())
+
+    def sample(self, gen: torch.Generator) -> Tensor:
+        """A Bernoulli draw of every unordered pair from its symmetrised score."""
+        with torch.no_grad():
+            iu = torch.triu_indices(self.n, self.n, offset=1)
+            return mirrored(torch.bernoulli(self.edge_scores()[iu[0], iu[1]].clamp(0, 1), generator=gen), self.n)
 
 
 class SoftLabels(Parametrisation):
@@ -200,8 +242,12 @@ def sigmoid_adjacency() -> Factory:
     return lambda n, i, gen: SigmoidAdjacency(n, gen)
 
 
-def projected_adjacency(init: str | float = "bernoulli") -> Factory:
+def projected_adjacency(init: str | float | Tensor = "bernoulli") -> Factory:
     return lambda n, i, gen: ProjectedAdjacency(n, gen, init)
+
+
+def full_adjacency(init: str | float | Tensor = "bernoulli") -> Factory:
+    return lambda n, i, gen: FullAdjacency(n, gen, init)
 
 
 def known(values: Sequence[Tensor]) -> Factory:

@@ -11,7 +11,7 @@ Graph Neural Networks", arXiv:2411.19440, Sec. 5, Algs. 1 and 2).
   :math:`D = \frac1N \sum_i (1 - \cos(\hat g_i, g_i))`, plus the regularisers of Eq. 14; the
   per-node gradients are one ``torch.func.jacrev`` (a vmap over the node losses).
 
-The adjacency is the projected upper triangle of :mod:`attacks.glg.optim`; each node's label is
+The adjacency is the projected matrix of :mod:`attacks.glg.optim`; each node's label is
 read off its own gradient (App. B): the one negative entry of the last layer's bias gradient.
 """
 
@@ -56,7 +56,9 @@ def _params(model: GraphClassifier) -> dict[str, Tensor]:
 
 def invert_subgraph(model: GraphClassifier, per_node: dict[str, Tensor], ctx: AttackContext, *,
                     x: Tensor | None = None, adj: Tensor | None = None, iterations: int = 2000, lr: float = 0.01,
-                    alpha: float = 0.0, beta: float = 0.0, loss: str = "cross_entropy") -> NodeInversion:
+                    alpha: float = 0.0, beta: float = 0.0, loss: str = "cross_entropy",
+                    restarts: int = 1, symmetric: bool = False, feature_init: str | Tensor = "randn",
+                    adjacency_init: str | float | Tensor = "bernoulli") -> NodeInversion:
     """Node-2: fit a subgraph of as many nodes as ``per_node`` has rows; ``x`` or ``adj`` given
     (Node-2a, Node-2b) stay fixed."""
     params = _params(model)
@@ -64,15 +66,20 @@ def invert_subgraph(model: GraphClassifier, per_node: dict[str, Tensor], ctx: At
     labels = node_labels(model, per_node)
     rows = torch.arange(len(labels))
 
-    def distance(xs: Tensor, a: Tensor) -> Tensor:
+    def distance(dummy: DummyGraphs) -> Tensor:
+        xs, a = dummy.x(0), dummy.adjacency(0)
         return per_node_cosine(torch.func.jacrev(lambda p: _node_losses(model, p, xs, a, labels, rows, loss))(params),
                                target)
 
-    fit = minimise(glg_dummy(len(labels), model.convs[0].in_channels, x=x, adj=adj),
-                   glg_objective(distance, alpha, beta), ctx, Schedule(iterations=iterations, lr=lr), ctx.generator())
+    fit = minimise(glg_dummy([len(labels)], model.convs[0].in_channels, xs=None if x is None else [x],
+                             adjs=None if adj is None else [adj], symmetric=symmetric,
+                             feature_init=feature_init, adjacency_init=adjacency_init),
+                   glg_objective(distance, alpha, beta), ctx, Schedule(iterations=iterations, lr=lr, restarts=restarts),
+                   ctx.generator())
     with torch.no_grad():
-        return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=fit.dummy.adjacency(0).detach().clone(),
-                             labels=labels, objective=fit.objective)
+        return NodeInversion(x=fit.dummy.x(0).detach().clone(),
+                             adj=fit.dummy.adjacencies[0].edge_scores().detach().clone(), labels=labels,
+                             objective=fit.objective)
 
 
 def star(leaves: int) -> Tensor:
@@ -83,7 +90,8 @@ def star(leaves: int) -> Tensor:
 
 
 def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: AttackContext, *, leaves: int = 10,
-                  iterations: int = 1000, lr: float = 0.01, loss: str = "cross_entropy") -> NodeInversion:
+                  iterations: int = 1000, lr: float = 0.01, loss: str = "cross_entropy",
+                  restarts: int = 1) -> NodeInversion:
     """Node-1: fit a star's features so that the gradient of its root's loss matches ``gradient``."""
     gen = ctx.generator()
     params = _params(model)
@@ -97,6 +105,6 @@ def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: Atta
         grads = torch.func.grad(lambda p: _node_losses(model, p, x, adj, label, root, loss).sum())(params)
         return cosine_distance([grads[k] for k in names], target)
 
-    fit = minimise(glg_dummy(leaves + 1, model.convs[0].in_channels, adj=adj), objective, ctx,
-                   Schedule(iterations=iterations, lr=lr), gen)
+    fit = minimise(glg_dummy([leaves + 1], model.convs[0].in_channels, adjs=[adj]), objective, ctx,
+                   Schedule(iterations=iterations, lr=lr, restarts=restarts), gen)
     return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=adj, labels=label, objective=fit.objective)

@@ -9,11 +9,12 @@ recovered), Graph-c (neither). Only the unknowns are variables. The objective is
              + \alpha \, \mathrm{tr}(\hat X^\top L \hat X) + \beta \lVert \hat A \rVert_F^2
 
 (Eq. 14; :math:`\alpha = \beta = 0` is Eq. 12, which the paper uses on molecules), minimised with
-Adam; after every step the adjacency is projected onto [0, 1] (Eq. 15). The adjacency is kept
-symmetric with a zero diagonal, its strict upper triangle the variable (the paper optimises a
-plain matrix; GraphMI's convention). Defaults where the paper is silent: lr 0.01, 2000 iterations,
-Bernoulli(0.5) initial adjacency, N(0, 1) features. The output is the final continuous adjacency
-(scored by AUC / AP) and a Bernoulli sample of it (scored by accuracy).
+Adam; after every step the adjacency is projected onto [0, 1] (Eq. 15). The adjacency is a plain
+N x N matrix, as in the paper, or with ``symmetric=True`` its strict upper triangle mirrored with
+a zero diagonal (GraphMI's convention). Defaults where the paper is silent: lr 0.01, 2000
+iterations, Bernoulli(0.5) initial adjacency, N(0, 1) features. The output is the final
+continuous adjacency, symmetrised (scored by AUC / AP), and a Bernoulli sample of it (scored by
+accuracy).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from attacks.base import AttackContext
 from attacks.common.dummy import DummyGraphs
 from attacks.common.matching import GradientMatcher
 from attacks.common.optimize import Schedule, minimise
-from attacks.common.parametrisations import ProjectedAdjacency, free, known, projected_adjacency
+from attacks.common.parametrisations import (FullAdjacency, ProjectedAdjacency, free, full_adjacency, known,
+                                             projected_adjacency)
 from attacks.common.regularisers import feature_smoothness, frobenius
 from fedgraph_sim.models import GraphClassifier
 
@@ -41,48 +43,79 @@ class GraphInversion:
     objective: float
 
 
-def glg_dummy(n: int, in_channels: int, *, x: Tensor | None = None, adj: Tensor | None = None,
-              adjacency_init: str | float = "bernoulli"):
-    """The factory of GLG's dummy graph of ``n`` nodes: N(0, 1) features unless ``x`` is known, the
-    projected adjacency (drawn Bernoulli(0.5) or constant) unless ``adj`` is known."""
-    features = free(in_channels) if x is None else known([x])
-    adjacency = projected_adjacency(adjacency_init) if adj is None else known([adj])
-    return lambda gen: DummyGraphs([n], gen, features=features, adjacency=adjacency)
+def glg_dummy(node_counts: list[int], in_channels: int, *, xs: list[Tensor] | None = None,
+              adjs: list[Tensor] | None = None, adjacency_init: str | float | Tensor = "bernoulli",
+              symmetric: bool = False, feature_init: str | Tensor = "randn"):
+    """The factory of GLG's dummy graphs: N(0, 1) features unless ``xs`` are known, the projected
+    adjacency (drawn Bernoulli(0.5) or constant; the paper's plain matrix, or with
+    ``symmetric=True`` its upper triangle mirrored) unless ``adjs`` are known. A tensor as
+    ``feature_init`` or ``adjacency_init`` is a starting point (the analytic start)."""
+    features = free(in_channels, feature_init) if xs is None else known(xs)
+    if adjs is not None:
+        adjacency = known(adjs)
+    else:
+        adjacency = projected_adjacency(adjacency_init) if symmetric else full_adjacency(adjacency_init)
+    return lambda gen: DummyGraphs(list(node_counts), gen, features=features, adjacency=adjacency)
 
 
-def glg_objective(distance: Callable[[Tensor, Tensor], Tensor], alpha: float = 0.0, beta: float = 0.0):
-    """Eq. 14: ``distance(X, A) + alpha tr(X^T L X) + beta ||A||_F^2`` of the dummy graph."""
+def glg_objective(distance: Callable[[DummyGraphs], Tensor], alpha: float = 0.0, beta: float = 0.0):
+    """Eq. 14: ``distance + sum_i alpha tr(X_i^T L_i X_i) + beta ||A_i||_F^2`` over the dummy graphs."""
 
     def objective(dummy: DummyGraphs) -> Tensor:
-        xs, a = dummy.x(0), dummy.adjacency(0)
-        value = distance(xs, a)
-        if alpha:
-            value = value + alpha * feature_smoothness(xs, a)
-        if beta:
-            value = value + beta * frobenius(a)
+        value = distance(dummy)
+        for i in range(len(dummy.node_counts)):
+            xs, a = dummy.x(i), dummy.adjacency(i)
+            if alpha:
+                value = value + alpha * feature_smoothness(xs, a)
+            if beta:
+                value = value + beta * frobenius(a)
         return value
 
     return objective
 
 
-def invert_graph(model: GraphClassifier, observed: dict[str, Tensor], num_nodes: int, label: int,
-                 ctx: AttackContext, *, x: Tensor | None = None, adj: Tensor | None = None,
-                 iterations: int = 2000, lr: float = 0.01, alpha: float = 0.0, beta: float = 0.0,
-                 adjacency_init: str | float = "bernoulli", loss: str = "cross_entropy") -> GraphInversion:
-    """Fit ``num_nodes`` dummy nodes to the observed gradient of one graph with ``label``;
-    ``x`` or ``adj`` given (Graph-a, Graph-b) stay fixed. ``adjacency_init``: ``bernoulli`` (the
-    paper) or a constant in [0, 1] (its App. F)."""
-    if x is not None and adj is not None:
+def invert_graphs(model: GraphClassifier, observed: dict[str, Tensor], node_counts: list[int], labels: list[int],
+                  ctx: AttackContext, *, xs: list[Tensor] | None = None, adjs: list[Tensor] | None = None,
+                  iterations: int = 2000, lr: float = 0.01, alpha: float = 0.0, beta: float = 0.0,
+                  adjacency_init: str | float | Tensor = "bernoulli", loss: str = "cross_entropy",
+                  restarts: int = 1, symmetric: bool = False) -> list[GraphInversion]:
+    """Fit dummy graphs of ``node_counts`` nodes to the observed gradient of a batch with ``labels``
+    (one graph: Alg. 3; several: the batched attack of the paper's Tables 8-9); ``xs`` or ``adjs``
+    given (Graph-a, Graph-b) stay fixed. ``adjacency_init``: ``bernoulli`` (the paper), a constant
+    in [0, 1] (its App. F) or a starting matrix. ``restarts`` > 1 (ours) fits that many draws and
+    keeps the one with the lowest objective. The paper's plain matrix is returned symmetrised as
+    the edge probabilities."""
+    if xs is not None and adjs is not None:
         raise ValueError("nothing to recover: both X and A are known")
     gen = ctx.generator()
     matcher = GradientMatcher(model, observed, distance="cosine", loss=loss)
-    labels, mask = torch.tensor([label]), torch.ones(1, num_nodes, dtype=torch.bool)
-    fit = minimise(glg_dummy(num_nodes, model.convs[0].in_channels, x=x, adj=adj, adjacency_init=adjacency_init),
-                   glg_objective(lambda xs, a: matcher(xs[None], a[None], mask, labels), alpha, beta), ctx,
-                   Schedule(iterations=iterations, lr=lr), gen)
-    dummy = fit.dummy
-    with torch.no_grad():
-        xs, a = dummy.x(0).detach().clone(), dummy.adjacency(0).detach().clone()
-    adjacency = dummy.adjacencies[0]
-    sample = adjacency.sample(gen) if isinstance(adjacency, ProjectedAdjacency) else a
-    return GraphInversion(x=xs, adj_prob=a, adj_sample=sample, objective=fit.objective)
+    targets = torch.tensor(labels)
+    fit = minimise(glg_dummy(node_counts, model.convs[0].in_channels, xs=xs, adjs=adjs, adjacency_init=adjacency_init,
+                             symmetric=symmetric),
+                   glg_objective(lambda d: matcher(*d.dense(), targets), alpha, beta), ctx,
+                   Schedule(iterations=iterations, lr=lr, restarts=restarts), gen)
+    out = []
+    for i, adjacency in enumerate(fit.dummy.adjacencies):
+        with torch.no_grad():
+            x = fit.dummy.x(i).detach().clone()
+            a = adjacency.edge_scores().detach().clone()
+        sample = adjacency.sample(gen) if isinstance(adjacency, (ProjectedAdjacency, FullAdjacency)) else a
+        out.append(GraphInversion(x=x, adj_prob=a, adj_sample=sample, objective=fit.objective))
+    return out
+
+
+def invert_graph(model: GraphClassifier, observed: dict[str, Tensor], num_nodes: int, label: int,
+                 ctx: AttackContext, *, x: Tensor | None = None, adj: Tensor | None = None,
+                 **kw) -> GraphInversion:
+    """:func:`invert_graphs` for one graph."""
+    return invert_graphs(model, observed, [num_nodes], [label], ctx, xs=None if x is None else [x],
+                         adjs=None if adj is None else [adj], **kw)[0]
+
+
+def thresholded(adj: Tensor, tau: float) -> Tensor:
+    """App. F's discrete output: the adjacency min-max normalised over its off-diagonal entries,
+    an edge wherever it reaches ``tau``."""
+    off = ~torch.eye(adj.size(0), dtype=torch.bool)
+    low, high = adj[off].min(), adj[off].max()
+    scaled = (adj - low) / (high - low) if high > low else torch.zeros_like(adj)
+    return ((scaled >= tau) & off).float()

@@ -57,6 +57,53 @@ def test_graph_c_recovers_both_and_graph_b_keeps_the_granted_adjacency():
     assert b.info["variant"] == "graph_b" and torch.equal(b.adj, a)
 
 
+def test_the_analytic_start_is_reported_always_and_used_only_when_asked():
+    graph, a, update, knowledge = case(seed=2)
+    granted = knowledge.with_hints(node_counts=[10], features=[graph.x])
+    ctx = AttackContext(seed=0, budget=Budget(60))
+    (plain,) = build_attack("glg", {"iterations": 1}).reconstruct(update, granted, ctx)
+    (started,) = build_attack("glg", {"iterations": 1, "analytic_init": True}).reconstruct(update, granted, ctx)
+    assert plain.info["analytic"] == started.info["analytic"] == "prop_6"
+    assert plain.info["analytic_gradient_full_row_rank"] and started.info["analytic_start"]
+    assert not plain.info["analytic_start"] and upper_auc(plain.adj, a) < 0.9
+    assert upper_auc(started.adj, a) == 1.0  # N <= D and N <= F: Prop. 6 is exact
+
+
+def test_graph_c_with_a_threshold_outputs_app_f_binary_adjacency():
+    graph, a, update, knowledge = case(seed=1)
+    ctx = AttackContext(seed=0, budget=Budget(60))
+    (soft,) = build_attack("glg", {"iterations": 30}).reconstruct(update, knowledge, ctx)
+    (hard,) = build_attack("glg", {"iterations": 30, "threshold": 0.5}).reconstruct(update, knowledge, ctx)
+    assert set(hard.adj.unique().tolist()) <= {0.0, 1.0} and torch.equal(hard.adj, hard.adj.t())
+    assert torch.equal(hard.x, soft.x)  # the same fit, only its output differs
+    assert 0 < hard.adj.sum() < 90
+
+
+def test_batched_graph_b_recovers_every_graphs_features_and_graph_c_refuses_a_batch():
+    """The paper's Table 9: one gradient of B graphs, every adjacency granted."""
+    graphs, adjs = [], []
+    for seed in range(3):
+        graph, a, _, _ = case(seed=seed, label=seed % 2)
+        graphs.append(graph)
+        adjs.append(a)
+    knowledge = AttackerKnowledge(model=VICTIM, num_features=32, num_classes=2, schema=SCHEMA)
+    torch.manual_seed(0)
+    model = knowledge.build_model()
+    grad, _ = fedsgd_gradient(model, graphs)
+    update = ObservedUpdate(round=1, client_key=0, global_weights={k: v.numpy() for k, v in model.state_dict().items()},
+                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=3,
+                            metrics={}, lr=0.01, local_steps=1, batch_size=3)
+    hints = dict(node_counts=[10] * 3, labels=[0, 1, 0])
+    attack = build_attack("glg", {"iterations": 300, "lr": 0.1})
+    assert "Graph-a and Graph-b" in attack.not_applicable(update, knowledge.with_hints(**hints))
+    batched = knowledge.with_hints(adjacencies=adjs, **hints)
+    assert attack.not_applicable(update, batched) is None
+    recs = attack.reconstruct(update, batched, AttackContext(seed=0, budget=Budget(120)))
+    assert [r.info["variant"] for r in recs] == ["graph_b"] * 3 and [r.label for r in recs] == [0, 1, 0]
+    errors = [float(((r.x - g.x).norm(dim=1) / g.x.norm(dim=1)).mean()) for r, g in zip(recs, graphs)]
+    assert max(errors) < 0.8, errors  # all-zero features score 1.0, a random N(0, 1) guess about 1.4
+
+
 def test_with_both_granted_there_is_nothing_to_recover():
     graph, a, update, knowledge = case()
     both = knowledge.with_hints(node_counts=[10], adjacencies=[a], features=[graph.x])
@@ -66,7 +113,9 @@ def test_with_both_granted_there_is_nothing_to_recover():
 
 
 @pytest.mark.parametrize("params, key", [({"adjacency_init": "zeros"}, "adjacency_init: unknown 'zeros'"),
-                                         ({"adjacency_value": 2.0}, "adjacency_value: must be in \\[0, 1\\]")])
+                                         ({"adjacency_value": 2.0}, "adjacency_value: must be in \\[0, 1\\]"),
+                                         ({"threshold": 1.5}, "threshold: must be in \\[0, 1\\]"),
+                                         ({"restarts": 0}, "restarts")])
 def test_bad_params(params, key):
     with pytest.raises(ConfigError, match=key):
         build_attack("glg", params)

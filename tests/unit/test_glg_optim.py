@@ -8,7 +8,7 @@ from torch_geometric.utils import dense_to_sparse
 from attacks.base import AttackContext, Budget
 from attacks.common.parametrisations import mirrored, project_unit_interval
 from attacks.common.regularisers import DEGREE_EPS, feature_smoothness, frobenius
-from attacks.glg.optim import invert_graph
+from attacks.glg.optim import invert_graph, thresholded
 from fedgraph_sim.metrics.ranking import roc_auc
 from fedgraph_sim.models import GraphClassifier
 
@@ -58,14 +58,17 @@ def test_projection_keeps_the_adjacency_in_the_unit_interval_and_symmetric():
     assert upper.tolist() == pytest.approx([0.0, 0.3, 1.0, 0.9, 0.0, 0.5])
 
 
-def test_graph_a_with_sage_recovers_a_ten_node_random_graph():
-    """The spec's smoke test: X known (D = 32), A from the gradient, AUC > 0.95 in 500 steps."""
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_graph_a_with_sage_recovers_a_ten_node_random_graph(symmetric):
+    """The spec's smoke test: X known (D = 32), A from the gradient, AUC > 0.95 in 500 steps, with
+    the paper's plain matrix and with the mirrored upper triangle."""
     a, x = random_graph(10, 32, seed=2)
     model = victim("sage", 32, 10)
     observed = observed_gradient(model, x, a, label=1)
     ctx = AttackContext(seed=0, budget=Budget(120))
-    result = invert_graph(model, observed, 10, 1, ctx, x=x, iterations=500)
+    result = invert_graph(model, observed, 10, 1, ctx, x=x, iterations=500, symmetric=symmetric)
     assert upper_auc(result.adj_prob, a) > 0.95
+    assert result.adj_prob.diagonal().abs().sum() == 0
     assert torch.equal(result.adj_prob, result.adj_prob.t()) and result.adj_prob.min() >= 0
     assert set(result.adj_sample.unique().tolist()) <= {0.0, 1.0}
 
@@ -87,3 +90,10 @@ def test_nothing_to_recover_is_refused():
     a, x = random_graph(4, 3, seed=4)
     with pytest.raises(ValueError, match="both X and A are known"):
         invert_graph(victim("sage", 3, 4), {}, 4, 0, AttackContext(seed=0, budget=Budget(5)), x=x, adj=a)
+
+
+def test_thresholding_min_max_normalises_the_off_diagonal_entries():
+    adj = torch.tensor([[0.9, 0.2, 0.6], [0.2, 0.0, 0.4], [0.6, 0.4, 0.7]])  # off-diagonal 0.2 .. 0.6
+    assert thresholded(adj, 0.45).tolist() == [[0, 0, 1], [0, 0, 1], [1, 1, 0]]  # 0.4 -> 0.5, kept
+    assert thresholded(adj, 0.8).tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]
+    assert thresholded(torch.zeros(3, 3), 0.5).sum() == 0

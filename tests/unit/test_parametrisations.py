@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attacks.common.dummy import DummyGraphs
-from attacks.common.parametrisations import (BoxedFeatures, Known, ProjectedAdjacency, SchemaSoftmaxFeatures,
+from attacks.common.parametrisations import (BoxedFeatures, FullAdjacency, Known, ProjectedAdjacency, SchemaSoftmaxFeatures,
                                              SigmoidAdjacency, SoftLabels, free, known, projected_adjacency,
                                              sigmoid_adjacency)
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
@@ -71,6 +71,19 @@ def test_projected_adjacency_projects_onto_the_unit_interval_and_samples_binary_
     part.project()
     a = part.value()
     assert symmetric_zero_diagonal(a) and a.min() >= 0 and a.max() <= 1
+    sample = part.sample(gen(1))
+    assert symmetric_zero_diagonal(sample) and set(sample.unique().tolist()) <= {0.0, 1.0}
+
+
+def test_the_full_adjacency_is_a_plain_projected_matrix_scored_by_its_symmetrisation():
+    part = FullAdjacency(4, gen())
+    assert part.value().shape == (4, 4) and len(part.variables) == 1
+    with torch.no_grad():
+        part.matrix.copy_(torch.tensor([[5.0, 1.0, 0.0, -1.0]] * 4))
+    part.project()
+    assert part.value().min() >= 0 and part.value().max() <= 1 and not torch.equal(part.value(), part.value().t())
+    scores = part.edge_scores().detach()  # every row [1, 1, 0, 0]: A02 = 0, A20 = 1
+    assert symmetric_zero_diagonal(scores) and float(scores[0, 2]) == 0.5 and float(scores[0, 1]) == 1.0
     sample = part.sample(gen(1))
     assert symmetric_zero_diagonal(sample) and set(sample.unique().tolist()) <= {0.0, 1.0}
 

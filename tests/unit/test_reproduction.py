@@ -35,6 +35,15 @@ def test_cases_filter_and_bad_case():
         load_reproduction(REPRO / "graphdlg_table1.yaml", only=["NOPE"])
 
 
+def test_glg_synthetic_carries_the_papers_nearest_numbers_for_every_case():
+    from fedgraph_sim.runtime.reproduction import paper_values
+
+    _, cases, reference = load_reproduction(REPRO / "glg_synthetic.yaml")
+    assert set(reference["values"]) == {c.label for c in cases}
+    assert paper_values(reference, "node-1, SAGE", "glg") == {"target_rnmse": 0.0028}
+    assert paper_values(reference, "graph, SAGE", "glg") == {"adj_auc": 1.0, "adj_ap": 1.0}
+
+
 def test_case_labels_with_commas_are_selected_whole():
     _, cases, _ = load_reproduction(REPRO / "glg_synthetic.yaml", only="graph, GCN,node-1, SAGE")
     assert [c.label for c in cases] == ["graph, GCN", "node-1, SAGE"]
