@@ -18,7 +18,8 @@ Recovers: the adjacency as edge probabilities (the final projected iterate, symm
 ``info``; with ``threshold: tau`` App. F's binary output instead, the min-max normalised adjacency
 at tau), node features, the label
 (Node-2: every node's, read off its own gradient; Node-1: the target's, the reconstruction's row 0,
-scored by ``target_rnmse``).
+scored by ``target_rnmse``; with ``targets: B`` the batched Node-1 of Table 8, B stars whose roots
+are the targets, paired with the client's labelled nodes by the Hungarian method).
 Defaults: cosine gradient distance (Node-2: per node, averaged); ``alpha = beta = 0`` (Eq. 12, the paper's choice on molecules;
 ``alpha: 1e-9, beta: 1e-7`` is its Eq. 14 for social graphs); Adam, lr 0.01 and 2000 iterations, 1000 for
 Node-1 (the paper gives neither); ``leaves`` 10 (Node-1's star, the paper's d_tree); adjacency initialised Bernoulli(0.5) (``adjacency_init: constant`` with
@@ -82,6 +83,7 @@ class GLG(Attack):
         symmetric: bool = False  # ours (GraphMI's convention): a mirrored upper triangle, not the paper's matrix
         threshold: float | None = None  # App. F's tau: min-max normalise the adjacency, edges where >= tau
         analytic_init: bool = False  # ours: start from Props. 1-6 where their rank conditions hold
+        targets: int = 1  # Node-1's batch: the number of target nodes behind the gradient (Table 8's B)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -92,9 +94,9 @@ class GLG(Attack):
             raise ConfigError(f"{where}.adjacency_value: must be in [0, 1] (got {p.adjacency_value})")
         if p.threshold is not None and not 0.0 <= p.threshold <= 1.0:
             raise ConfigError(f"{where}.threshold: must be in [0, 1] or null (got {p.threshold})")
-        if p.leaves < 1 or p.restarts < 1 or (p.iterations is not None and p.iterations < 1):
-            raise ConfigError(f"{where}: leaves, restarts and iterations must be >= 1 "
-                              f"(got {p.leaves}, {p.restarts}, {p.iterations})")
+        if min(p.leaves, p.restarts, p.targets) < 1 or (p.iterations is not None and p.iterations < 1):
+            raise ConfigError(f"{where}: leaves, restarts, targets and iterations must be >= 1 "
+                              f"(got {p.leaves}, {p.restarts}, {p.targets}, {p.iterations})")
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
@@ -155,9 +157,12 @@ class GLG(Attack):
         gradient = {k: v.float() for k, v in update.gradient.items()}
         if name == "node_1":
             result = invert_target(model, gradient, ctx, leaves=p.leaves, iterations=p.iterations or 1000, lr=p.lr,
-                                   loss=knowledge.loss, restarts=p.restarts)
-            return Reconstruction(x=result.x, adj=result.adj, num_nodes=p.leaves + 1, label=int(result.labels[0]),
-                                  info={"variant": name, "gradient_distance": result.objective, "target": 0})
+                                   loss=knowledge.loss, restarts=p.restarts, targets=p.targets)
+            single = p.targets == 1
+            return Reconstruction(x=result.x, adj=result.adj, num_nodes=len(result.adj),
+                                  label=int(result.labels[0]) if single else None,
+                                  info={"variant": name, "gradient_distance": result.objective,
+                                        **({"target": 0} if single else {"targets": result.roots})})
         per_node = {k: v.float() for k, v in update.per_node_gradient().items()}
         xs, adjs = self.granted(knowledge)
         x, adj = (xs[0] if xs else None), (adjs[0] if adjs else None)

@@ -24,6 +24,7 @@ from torch import Tensor
 
 from attacks.base import AttackContext
 from attacks.common.distances import cosine_distance, per_node_cosine
+from attacks.common.labels import label_counts, labels_from_counts
 from attacks.common.dummy import DummyGraphs
 from attacks.common.optimize import Schedule, minimise
 from attacks.glg.optim import glg_dummy, glg_objective
@@ -39,8 +40,9 @@ def node_labels(model: GraphClassifier, gradient: dict[str, Tensor]) -> Tensor:
 class NodeInversion:
     x: Tensor  # [N, D]
     adj: Tensor  # [N, N] edge probabilities (the star, for Node-1)
-    labels: Tensor  # [N] the labels read off the gradients
+    labels: Tensor  # [N] the labels read off the gradients (Node-1: the targets')
     objective: float
+    roots: list[int] | None = None  # Node-1: the rows of the recovered targets
 
 
 def _node_losses(model: GraphClassifier, params: dict[str, Tensor], x: Tensor, adj: Tensor, labels: Tensor,
@@ -89,22 +91,37 @@ def star(leaves: int) -> Tensor:
     return adj
 
 
+def target_labels(model: GraphClassifier, gradient: dict[str, Tensor], targets: int) -> Tensor:
+    """The targets' labels: one target's from its bias gradient (App. B); for a batch, the label
+    counts ``B (p_mean - grad b)`` with the uniform prediction (which target has which label is
+    not recoverable, and the dummy's stars are interchangeable)."""
+    if targets == 1:
+        return node_labels(model, gradient).view(1)
+    bias = gradient[f"{model.final_linear_name}.bias"]
+    counts = label_counts(bias, targets, torch.full_like(bias, 1.0 / bias.numel()))
+    return torch.tensor(labels_from_counts(counts))
+
+
 def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: AttackContext, *, leaves: int = 10,
                   iterations: int = 1000, lr: float = 0.01, loss: str = "cross_entropy",
-                  restarts: int = 1) -> NodeInversion:
-    """Node-1: fit a star's features so that the gradient of its root's loss matches ``gradient``."""
+                  restarts: int = 1, targets: int = 1) -> NodeInversion:
+    """Node-1: fit a star's features so that the gradient of its root's loss matches ``gradient``;
+    with ``targets`` B > 1 (batched Node-1, Table 8) B disjoint stars whose roots' mean loss does.
+    ``labels`` are the targets', ``roots`` (in ``x``'s rows) the recovered targets."""
     gen = ctx.generator()
     params = _params(model)
     names = list(params)
     target = [gradient[k.removeprefix("model.")].to(params[names[0]].dtype) for k in names]
-    label = node_labels(model, gradient).view(1)
-    adj, root = star(leaves), torch.tensor([0])
+    labels = target_labels(model, gradient, targets)
+    adj = torch.block_diag(*[star(leaves)] * targets)
+    roots = torch.arange(targets) * (leaves + 1)
 
     def objective(dummy: DummyGraphs) -> Tensor:
         x = dummy.x(0)
-        grads = torch.func.grad(lambda p: _node_losses(model, p, x, adj, label, root, loss).sum())(params)
+        grads = torch.func.grad(lambda p: _node_losses(model, p, x, adj, labels, roots, loss).mean())(params)
         return cosine_distance([grads[k] for k in names], target)
 
-    fit = minimise(glg_dummy([leaves + 1], model.convs[0].in_channels, adjs=[adj]), objective, ctx,
+    fit = minimise(glg_dummy([len(adj)], model.convs[0].in_channels, adjs=[adj]), objective, ctx,
                    Schedule(iterations=iterations, lr=lr, restarts=restarts), gen)
-    return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=adj, labels=label, objective=fit.objective)
+    return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=adj, labels=labels, objective=fit.objective,
+                         roots=roots.tolist())

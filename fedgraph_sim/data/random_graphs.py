@@ -14,7 +14,8 @@ Two datasets are built on the generator:
   farthest hop cut first), as GLG attacks "a random node and its 3-hop neighbourhood" and caps
   keep the dense attack feasible. ``labelled: center`` labels only the centre for training, so
   the client's gradient is the one target node's loss of GLG's Node-1 attacker; ``all`` labels
-  every node (Node-2).
+  every node (Node-2); an integer ``k`` labels the centre and ``k - 1`` other nodes drawn at
+  random, the batch of ``k`` targets of GLG's batched Node-1 (Table 8).
 - ``sbm_communities`` (node classification): a stochastic block model of ``communities`` blocks
   of ``community_size`` nodes (edge probability ``p_in`` inside a block, ``p_out`` across); each
   client subgraph is one block's induced subgraph, the community a client holds in subgraph FL.
@@ -33,7 +34,25 @@ from fedgraph_sim.data.dataset import GraphDataset
 from fedgraph_sim.data.schema import single_block_schema
 from fedgraph_sim.errors import require
 
-LABELLED = ("all", "center")
+LABELLED = ("all", "center", "an integer k >= 1")
+
+
+def _check_labelled(labelled) -> None:
+    valid = labelled in ("all", "center") or (isinstance(labelled, int) and not isinstance(labelled, bool)
+                                               and labelled >= 1)
+    require(valid, "data.options.labelled", f"unknown '{labelled}'; valid: {', '.join(LABELLED)}")
+
+
+def labelled_mask(n: int, labelled, rng: np.random.Generator) -> torch.Tensor:
+    """The training mask of a subgraph of ``n`` nodes whose node 0 is the centre."""
+    if labelled == "all":
+        return torch.ones(n, dtype=torch.bool)
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[0] = True
+    if labelled != "center" and labelled > 1:
+        others = rng.choice(np.arange(1, n), size=min(labelled - 1, n - 1), replace=False)
+        mask[torch.from_numpy(others)] = True
+    return mask
 
 
 def random_edges(n: int, degree: float, rng: np.random.Generator) -> torch.Tensor:
@@ -97,13 +116,13 @@ def induced_subgraph(x: torch.Tensor, edge_index: torch.Tensor, nodes: list[int]
 
 def make_random_graph_balls(num_subgraphs: int = 40, graph_nodes: int = 2000, degree: float = 4.0,
                             features: int = 128, classes: int = 2, hops: int = 3, subgraph_nodes: int = 50,
-                            labelled: str = "all", seed: int = 0) -> GraphDataset:
+                            labelled: str | int = "all", seed: int = 0) -> GraphDataset:
     """Node classification on client subgraphs of one GLG synthetic graph (module docstring).
     Each subgraph has ``x``, ``edge_index``, ``node_y`` (every node's label), ``train_mask`` (the
     labelled nodes), ``center`` (the centre's index, 0 before any reordering) and ``y``, the
     centre's label, which partitions the subgraphs and labels them for graph-level attackers."""
     _check(features, classes, degree)
-    require(labelled in LABELLED, "data.options.labelled", f"unknown '{labelled}'; valid: {', '.join(LABELLED)}")
+    _check_labelled(labelled)
     require(1 <= num_subgraphs <= graph_nodes, "data.options.num_subgraphs",
             f"must be in 1..graph_nodes (got {num_subgraphs})")
     require(hops >= 1 and subgraph_nodes >= 2, "data.options.hops",
@@ -121,25 +140,24 @@ def make_random_graph_balls(num_subgraphs: int = 40, graph_nodes: int = 2000, de
                         "seed": seed})
 
 
-def _node_level(name: str, x, edge_index, node_y, node_sets, labelled: str, classes: int, meta: dict) -> GraphDataset:
+def _node_level(name: str, x, edge_index, node_y, node_sets, labelled, classes: int, meta: dict) -> GraphDataset:
     """One subgraph per node list (its first node the centre), as ``make_random_graph_balls`` says."""
     graphs = []
+    rng = np.random.default_rng([meta["seed"], 1])  # its own stream: the graphs do not depend on it
     for i, nodes in enumerate(node_sets):
-        mask = torch.zeros(len(nodes), dtype=torch.bool)
-        mask[0] = True
         graphs.append(Data(x=x[nodes], edge_index=induced_subgraph(x, edge_index, nodes), node_y=node_y[nodes],
-                           train_mask=mask if labelled == "center" else torch.ones_like(mask),
+                           train_mask=labelled_mask(len(nodes), labelled, rng),
                            center=0, y=node_y[nodes[0]].view(1), num_nodes=len(nodes), graph_id=i))
     return GraphDataset(name=name, graphs=graphs, num_classes=classes, schema=continuous_schema(x.size(1)),
                         source="synthetic", task="node", meta={"generator": {**meta, "labelled": labelled}})
 
 
 def make_sbm_communities(communities: int = 20, community_size: int = 50, p_in: float = 0.08,
-                         p_out: float = 0.001, features: int = 128, classes: int = 2, labelled: str = "all",
+                         p_out: float = 0.001, features: int = 128, classes: int = 2, labelled: str | int = "all",
                          seed: int = 0) -> GraphDataset:
     """Node classification on the communities of a stochastic block model (module docstring)."""
     _check(features, classes, 1.0)
-    require(labelled in LABELLED, "data.options.labelled", f"unknown '{labelled}'; valid: {', '.join(LABELLED)}")
+    _check_labelled(labelled)
     require(communities >= 1 and community_size >= 2, "data.options.communities",
             f"need communities >= 1, community_size >= 2 (got {communities}, {community_size})")
     require(0 <= p_out <= p_in <= 1, "data.options.p_in", f"need 0 <= p_out <= p_in <= 1 (got {p_in}, {p_out})")

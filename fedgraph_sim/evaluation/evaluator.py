@@ -46,12 +46,33 @@ def _row_info(rec: Reconstruction) -> dict:
             if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))}
 
 
-def _target(rec: Reconstruction, graph: Data) -> tuple[int, int] | None:
-    """(row of the reconstruction, row of the truth) of a node-level attack's target node: the
-    row its ``info["target"]`` names and the subgraph's centre."""
-    if "target" not in rec.info or "center" not in graph:
+def target_nodes(graph: Data) -> list[int]:
+    """The nodes a node-level attack targets: the labelled ones where only some are (GLG's Node-1
+    and its batches), else the subgraph's centre."""
+    mask = graph.get("train_mask")
+    if mask is not None and not bool(mask.all()):
+        return mask.nonzero().view(-1).tolist()
+    return [int(graph.center)]
+
+
+def _target(rec: Reconstruction, graph: Data) -> tuple[list[int], list[int]] | None:
+    """(rows of the reconstruction, rows of the truth) of a node-level attack's targets: the rows
+    its ``info["targets"]`` (or ``info["target"]``) names and :func:`target_nodes`."""
+    if "center" not in graph:
         return None
-    return int(rec.info["target"]), int(graph.center)
+    if "targets" in rec.info:
+        return list(rec.info["targets"]), target_nodes(graph)
+    if "target" in rec.info:
+        return [int(rec.info["target"])], target_nodes(graph)
+    return None
+
+
+def _prior_target(graph: Data) -> tuple[list[int], list[int]] | None:
+    """A prior's guess for every target is its row 0 (it knows no target apart from another)."""
+    if "center" not in graph:
+        return None
+    nodes = target_nodes(graph)
+    return [0] * len(nodes), nodes
 
 
 class Evaluator:
@@ -166,7 +187,7 @@ class Evaluator:
                 by_prior = {name: score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph),
                                                        schema=self.knowledge.schema,
                                                        entries=self.config.metrics.entries,
-                                                       target=None if "center" not in graph else (0, int(graph.center)))
+                                                       target=_prior_target(graph))
                             for name, rec in ((n, prior(update, hinted)) for n, prior in self.priors.items())}
                 for entry in CATALOGUE:
                     for alignment, values in by_prior[entry.prior].items():

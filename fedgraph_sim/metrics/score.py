@@ -13,13 +13,13 @@ from fedgraph_sim.metrics.reconstruction import ENTRY_SETS, Aligned, as_array, s
 
 def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "identity",
                   entries: str = "upper_offdiag", order=None, gsm: dict | None = None,
-                  target: tuple[int, int] | None = None) -> dict[str, float]:
+                  target: tuple[list[int], list[int]] | None = None) -> dict[str, float]:
     """Score one reconstruction. ``x_hat [n', F]``, ``adj_hat [n', n']`` scores in [0, 1];
     ``x [n, F]``, ``adj [n, n]`` the truth; ``schema`` (a ``FeatureSchema``) defines node types
     (default: the argmax over all columns); ``order`` is the ``gsm`` alignment's correspondence
     (per true node, its reconstructed node or -1). GRAIN's GSM metrics are included when their
-    scores ``gsm`` are given (``score_reconstruction`` computes them). ``target``: (row in the
-    reconstruction, row in the truth) of the one node a node-level attack targets."""
+    scores ``gsm`` are given (``score_reconstruction`` computes them). ``target``: (rows in the
+    reconstruction, rows in the truth) of the node(s) a node-level attack targets."""
     require(alignment in ALIGNMENTS, "metrics.alignment",
             f"unknown alignment '{alignment}'; valid: {', '.join(ALIGNMENTS)}")
     require(entries in ENTRY_SETS, "metrics.entries",
@@ -32,7 +32,7 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "iden
         order = matched_alignment(x_pad, as_array(x), adj_pad, as_array(adj))
     else:
         require(order is not None, "metrics.alignment", "the gsm alignment needs its node correspondence")
-    rows = None if target is None else (as_array(x_hat)[target[0]], as_array(x)[target[1]])
+    rows = None if target is None else (as_array(x_hat)[list(target[0])], as_array(x)[list(target[1])])
     pair = Aligned.of(x_hat, adj_hat, x, adj, order, schema=schema, entries=entries, gsm=gsm or {}, target=rows)
     out = {m.name: m.compute(pair) for m in CATALOGUE if gsm is not None or m.name not in GSM_METRICS}
     out["structure_skipped"] = structure_skipped(pair)
@@ -46,7 +46,7 @@ def _padded(x_hat: np.ndarray, adj_hat: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def score_reconstruction(x_hat, adj_hat, x, adj, *, schema, entries: str = "upper_offdiag",
-                         target: tuple[int, int] | None = None) -> dict[str, dict]:
+                         target: tuple[list[int], list[int]] | None = None) -> dict[str, dict]:
     """Every catalogue metric of one reconstruction, per alignment (GRAIN's alignment-free GSM
     family computed once and repeated under each)."""
     scores, order = gsm_with_order(x_hat, adj_hat, x, adj, schema)

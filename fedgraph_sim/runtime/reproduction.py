@@ -1,9 +1,9 @@
 """Reproduction configs: one base run config, several cases, and a paper's reported numbers.
 
 A reproduction YAML holds ``reference`` (a paper table, see :func:`load_reference`),
-``base`` (run-config keys over ``default.yaml``), ``cases`` (each a ``label`` and dotted ``set``
-overrides) and optionally ``victim_graphs`` (rounds = min(victim_graphs, the victim partition
-size): one victim graph per FedSGD round), ``metrics`` (the table's columns, default the
+``base`` (run-config keys over ``default.yaml``), ``cases`` (each a ``label``, dotted ``set``
+overrides and optionally its own ``victim_graphs``) and optionally ``victim_graphs`` (rounds =
+min(victim_graphs, the victim partition size): one victim graph, or batch, per FedSGD round), ``metrics`` (the table's columns, default the
 reconstruction metrics) and ``alignments``. ``extends: OTHER.yaml`` takes another config's base
 and cases (``cases`` may then list labels to keep); ``group_by: {num_nodes: [15, 25]}`` renders
 one table per graph-size bucket (n <= 15, 16-25, >= 26) over the rows of all cases together.
@@ -38,6 +38,7 @@ class Case:
     label: str
     tree: dict  # the run-config tree: default.yaml, the base, the case's and the command line's keys
     config: RunConfig  # validated as written (rounds not yet derived from victim_graphs)
+    victim_graphs: int | None = None  # the case's, else the spec's
 
 
 def read_spec(path: Path) -> dict:
@@ -128,7 +129,8 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: str | l
         tree = set_dotted(set_dotted(copy.deepcopy(merge_tree(default, spec["base"])), case.get("set", {})), extra)
         name = f"{tree.get('name', 'reproduce')}-{case['label']}".replace("<-", "from")
         tree["name"] = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
-        cases.append(Case(case["label"], tree, validate_config(copy.deepcopy(tree))))
+        cases.append(Case(case["label"], tree, validate_config(copy.deepcopy(tree)),
+                          case.get("victim_graphs", spec.get("victim_graphs"))))
     return spec, cases, load_reference(path.parent, spec.get("reference"))
 
 

@@ -173,3 +173,20 @@ def test_node_1_fits_a_star_whose_root_is_the_target():
     assert rec.label == int(graph.node_y[0])  # App. B on the target's own gradient
     rnmse = ((rec.x[0] - graph.x[0]).norm() / graph.x[0].norm()).item()
     assert rnmse < 0.5  # a N(0, 1) guess scores about sqrt(2)
+
+
+def test_batched_node_1_fits_one_star_per_target_and_the_evaluator_pairs_them():
+    """Table 8: the gradient of the mean loss of B labelled nodes; B stars, Hungarian pairing."""
+    from fedgraph_sim.evaluation.evaluator import _target
+    from fedgraph_sim.metrics import graph_metrics
+
+    graph, _, update, knowledge = node_case(labelled=3)
+    attack = build_attack("glg", {"iterations": 400, "leaves": 4, "targets": 3})
+    (rec,) = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(120)))
+    assert rec.info["variant"] == "node_1" and rec.info["targets"] == [0, 5, 10] and rec.x.shape == (15, 16)
+    assert rec.label is None and torch.equal(rec.adj[:5, 5:], torch.zeros(5, 10))  # disjoint stars
+    rows = _target(rec, graph)
+    assert rows[0] == [0, 5, 10] and rows[1] == graph.train_mask.nonzero().view(-1).tolist()
+    score = graph_metrics(rec.x, rec.adj, graph.x, torch.zeros(graph.num_nodes, graph.num_nodes),
+                          target=rows)["target_rnmse"]
+    assert score < 1.0  # a N(0, 1) guess scores about sqrt(2)

@@ -165,3 +165,16 @@ def test_gsm_alignment_undoes_a_permutation_of_a_symmetric_molecule():
     scores = score_reconstruction(x[perm], adj[perm][:, perm], x, adj, schema=schema)
     assert scores["gsm"]["adj_auc"] == 1.0 and scores["gsm"]["node_type_accuracy"] == 1.0
     assert scores["gsm"]["full_iso"] == 1.0 and scores["identity"]["adj_auc"] < 1.0
+
+
+def test_target_rnmse_scores_one_target_and_pairs_a_batch_of_them_by_the_hungarian_method():
+    x = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, 2.0]])
+    recovered = np.array([[0.0, 2.0], [3.0, 4.0]])  # targets 2 and 0, in another order
+    one = graph_metrics(torch.tensor(np.array([[3.0, 3.0]])), torch.zeros(1, 1), torch.tensor(x),
+                        torch.zeros(3, 3), target=([0], [0]))
+    assert one["target_rnmse"] == pytest.approx(1 / 5)  # ||(0, -1)|| / ||(3, 4)||
+    batch = graph_metrics(torch.tensor(recovered), torch.zeros(2, 2), torch.tensor(x), torch.zeros(3, 3),
+                          target=([0, 1], [0, 2]))
+    assert batch["target_rnmse"] == pytest.approx(0.0)
+    assert np.isnan(graph_metrics(torch.tensor(recovered), torch.zeros(2, 2), torch.tensor(x),
+                                  torch.zeros(3, 3))["target_rnmse"])

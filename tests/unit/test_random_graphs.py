@@ -66,8 +66,18 @@ def test_shuffling_moves_node_labels_and_the_centre_with_the_nodes():
         assert int(s.train_mask.sum()) == 1
 
 
+def test_a_batch_of_k_targets_labels_the_centre_and_k_minus_one_other_nodes():
+    batched = load_dataset("random_graph_balls", num_subgraphs=4, subgraph_nodes=12, labelled=5)
+    plain = load_dataset("random_graph_balls", num_subgraphs=4, subgraph_nodes=12)
+    for g, p in zip(batched.graphs, plain.graphs):
+        assert int(g.train_mask.sum()) == 5 and bool(g.train_mask[0])
+        assert torch.equal(g.x, p.x) and torch.equal(g.edge_index, p.edge_index)  # the same graphs
+    assert len({tuple(g.train_mask.nonzero().view(-1).tolist()) for g in batched.graphs}) > 1
+
+
 def test_bad_generator_options_name_the_key():
-    with pytest.raises(ConfigError, match="data.options.labelled"):
-        load_dataset("random_graph_balls", labelled="some")
+    for bad in ("some", 0, True):
+        with pytest.raises(ConfigError, match="data.options.labelled"):
+            load_dataset("random_graph_balls", labelled=bad)
     with pytest.raises(ConfigError, match="data.options.p_in"):
         load_dataset("sbm_communities", p_in=0.01, p_out=0.1)

@@ -39,9 +39,18 @@ def test_glg_synthetic_carries_the_papers_nearest_numbers_for_every_case():
     from fedgraph_sim.runtime.reproduction import paper_values
 
     _, cases, reference = load_reproduction(REPRO / "glg_synthetic.yaml")
-    assert set(reference["values"]) == {c.label for c in cases}
+    assert set(reference["values"]) == {c.label for c in cases if not c.label.endswith("shuffled")}
     assert paper_values(reference, "node-1, SAGE", "glg") == {"target_rnmse": 0.0028}
     assert paper_values(reference, "graph, SAGE", "glg") == {"adj_auc": 1.0, "adj_ap": 1.0}
+
+
+def test_a_case_may_set_its_own_number_of_victims():
+    _, cases, reference = load_reproduction(REPRO / "glg_batched.yaml")
+    victims = {c.label: c.victim_graphs for c in cases}
+    assert victims["Graph-b, d=4, B=50"] == 1 and victims["Node-1, B=20"] == 4
+    assert set(reference["values"]) == set(victims)
+    node = next(c for c in cases if c.label == "Node-1, B=20").config
+    assert node.data.options["labelled"] == 20 and node.attack.params["glg"]["targets"] == 20
 
 
 def test_case_labels_with_commas_are_selected_whole():

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"--reuse: no such directory {folder}")
         configs, sessions, earlier = [], [], []
         for case in cases:  # validate and build every case before running any
-            config, scenario = resolve(case.tree, victim_graphs=spec.get("victim_graphs"))
+            config, scenario = resolve(case.tree, victim_graphs=case.victim_graphs)
             configs.append(config)
             earlier.append(reusable_run(reuse, case.label, config))
             sessions.append(None if earlier[-1] else Session(config, scenario=scenario))
