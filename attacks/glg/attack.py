@@ -9,7 +9,7 @@ A recovered), Graph-b with ``threat.adjacency_known`` (A known, X recovered), Gr
 (both recovered). Node classification (``model.task: node``, a client's subgraph): with a leaky
 client's per-node gradients (``threat.per_node_gradients``) Node-2a/b/c by the same grants;
 without them Node-1, which takes the gradient for that of one target node's loss and recovers the
-target's features on a star of ``leaves`` dummy neighbours (``attacks.glg.node``). With X and A both
+target's features on a dummy tree (``attacks.glg.node``). With X and A both
 granted there is nothing to recover (``not_applicable``). The paper assumes the label known; here
 it is the granted label (``threat.label``) or inferred from the classifier's bias gradient, the
 only negative entry under cross-entropy (App. B).
@@ -18,11 +18,12 @@ Recovers: the adjacency as edge probabilities (the final projected iterate, symm
 ``info``; with ``threshold: tau`` App. F's binary output instead, the min-max normalised adjacency
 at tau), node features, the label
 (Node-2: every node's, read off its own gradient; Node-1: the target's, the reconstruction's row 0,
-scored by ``target_rnmse``; with ``targets: B`` the batched Node-1 of Table 8, B stars whose roots
+scored by ``target_rnmse``; with ``targets: B`` the batched Node-1 of Table 8, B trees whose roots
 are the targets, paired with the client's labelled nodes by the Hungarian method).
 Defaults: cosine gradient distance (Node-2: per node, averaged); ``alpha = beta = 0`` (Eq. 12, the paper's choice on molecules;
 ``alpha: 1e-9, beta: 1e-7`` is its Eq. 14 for social graphs); Adam, lr 0.01 and 2000 iterations, 1000 for
-Node-1 (the paper gives neither); ``leaves`` 10 (Node-1's star, the paper's d_tree); adjacency initialised Bernoulli(0.5) (``adjacency_init: constant`` with
+Node-1 (the paper gives neither); Node-1's dummy the paper's depth-2 tree with ``d_tree`` 10
+children per node (``tree_depth: 1`` is a star, our earlier reading); adjacency initialised Bernoulli(0.5) (``adjacency_init: constant`` with
 ``adjacency_value`` for App. F's constant initialisations), features N(0, 1); the adjacency a plain
 N x N matrix as in the paper. Ours, off by default: ``symmetric: true`` (a mirrored upper triangle
 with a zero diagonal, GraphMI's convention; it couples a node's aggregation row to its column, and
@@ -78,7 +79,8 @@ class GLG(Attack):
         beta: float = 0.0  # ||A||_F^2 (Eq. 14)
         adjacency_init: str = "bernoulli"  # bernoulli | constant (App. F)
         adjacency_value: float = 0.5  # the constant of adjacency_init: constant
-        leaves: int = 10  # Node-1's star: the target and this many dummy neighbours (d_tree)
+        d_tree: int = 10  # Node-1's tree: children per node
+        tree_depth: int = 2  # Node-1's tree: the paper's depth-2 tree (1: a star)
         restarts: int = 1  # ours: fit this many draws, keep the lowest gradient distance
         symmetric: bool = False  # ours (GraphMI's convention): a mirrored upper triangle, not the paper's matrix
         threshold: float | None = None  # App. F's tau: min-max normalise the adjacency, edges where >= tau
@@ -94,9 +96,9 @@ class GLG(Attack):
             raise ConfigError(f"{where}.adjacency_value: must be in [0, 1] (got {p.adjacency_value})")
         if p.threshold is not None and not 0.0 <= p.threshold <= 1.0:
             raise ConfigError(f"{where}.threshold: must be in [0, 1] or null (got {p.threshold})")
-        if min(p.leaves, p.restarts, p.targets) < 1 or (p.iterations is not None and p.iterations < 1):
-            raise ConfigError(f"{where}: leaves, restarts, targets and iterations must be >= 1 "
-                              f"(got {p.leaves}, {p.restarts}, {p.targets}, {p.iterations})")
+        if min(p.d_tree, p.tree_depth, p.restarts, p.targets) < 1 or (p.iterations is not None and p.iterations < 1):
+            raise ConfigError(f"{where}: d_tree, tree_depth, restarts, targets and iterations must be >= 1 "
+                              f"(got {p.d_tree}, {p.tree_depth}, {p.restarts}, {p.targets}, {p.iterations})")
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
@@ -156,8 +158,9 @@ class GLG(Attack):
         model = knowledge.build_model(update.global_weights)
         gradient = {k: v.float() for k, v in update.gradient.items()}
         if name == "node_1":
-            result = invert_target(model, gradient, ctx, leaves=p.leaves, iterations=p.iterations or 1000, lr=p.lr,
-                                   loss=knowledge.loss, restarts=p.restarts, targets=p.targets)
+            result = invert_target(model, gradient, ctx, d_tree=p.d_tree, depth=p.tree_depth,
+                                   iterations=p.iterations or 1000, lr=p.lr, loss=knowledge.loss,
+                                   restarts=p.restarts, targets=p.targets)
             single = p.targets == 1
             return Reconstruction(x=result.x, adj=result.adj, num_nodes=len(result.adj),
                                   label=int(result.labels[0]) if single else None,

@@ -2,9 +2,12 @@ r"""GLG's node-classification attackers (Sinha, Liu, Du, Shen, "Gradient Inversi
 Graph Neural Networks", arXiv:2411.19440, Sec. 5, Algs. 1 and 2).
 
 - Node-1 (:func:`invert_target`): the gradient of ONE target node's loss, nothing known about
-  the graph. The dummy is a star, the target at its root and ``d_tree`` leaves (Alg. 1 optimises
-  the target and its neighbours only: our reading of its "two-level tree"); its features are fitted
-  so that the gradient of the root's loss matches, under the cosine distance (Eq. 12).
+  the graph. The dummy is the paper's "2-layer tree" (Sec. 6: "a depth-2 tree", "the degree of
+  each node d_tree = 10"): the target at the root, ``d_tree`` children, each with ``d_tree``
+  children of its own, which is a two-layer GNN's receptive field; every node's features are
+  fitted so that the gradient of the root's loss matches, under the cosine distance (Eq. 12).
+  ``depth=1`` is a star (root and ``d_tree`` leaves). With ``targets`` B > 1 (batched Node-1,
+  Table 8) the dummy is B such trees, their roots' mean loss matched.
 - Node-2a/b/c (:func:`invert_subgraph`): one gradient per node of the subgraph (a leaky client),
   X known (a), A known (b) or neither (c). The dummy's per-node gradients
   :math:`\nabla_W L_{v_i}(\hat X, \hat A)` are matched node by node,
@@ -84,10 +87,21 @@ def invert_subgraph(model: GraphClassifier, per_node: dict[str, Tensor], ctx: At
                              objective=fit.objective)
 
 
-def star(leaves: int) -> Tensor:
-    """The adjacency of a star, node 0 the root."""
-    adj = torch.zeros(leaves + 1, leaves + 1)
-    adj[0, 1:] = adj[1:, 0] = 1.0
+def tree(d_tree: int, depth: int = 2) -> Tensor:
+    """The adjacency of a rooted tree in which every node above ``depth`` has ``d_tree`` children,
+    node 0 the root, in breadth-first order (depth 1: a star)."""
+    parents, level, size = [], [0], 1
+    for _ in range(depth):
+        nxt = []
+        for parent in level:
+            for _ in range(d_tree):
+                parents.append((parent, size))
+                nxt.append(size)
+                size += 1
+        level = nxt
+    adj = torch.zeros(size, size)
+    for u, v in parents:
+        adj[u, v] = adj[v, u] = 1.0
     return adj
 
 
@@ -102,26 +116,33 @@ def target_labels(model: GraphClassifier, gradient: dict[str, Tensor], targets: 
     return torch.tensor(labels_from_counts(counts))
 
 
-def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: AttackContext, *, leaves: int = 10,
-                  iterations: int = 1000, lr: float = 0.01, loss: str = "cross_entropy",
+def invert_target(model: GraphClassifier, gradient: dict[str, Tensor], ctx: AttackContext, *, d_tree: int = 10,
+                  depth: int = 2, iterations: int = 1000, lr: float = 0.01, loss: str = "cross_entropy",
                   restarts: int = 1, targets: int = 1) -> NodeInversion:
-    """Node-1: fit a star's features so that the gradient of its root's loss matches ``gradient``;
-    with ``targets`` B > 1 (batched Node-1, Table 8) B disjoint stars whose roots' mean loss does.
-    ``labels`` are the targets', ``roots`` (in ``x``'s rows) the recovered targets."""
+    """Node-1: fit a tree's features so that the gradient of its root's loss matches ``gradient``;
+    with ``targets`` B > 1, B trees (a batch of dummy graphs) whose roots' mean loss does. The
+    returned ``x`` and ``adj`` stack the trees; ``roots`` are the targets' rows, ``labels`` theirs."""
     gen = ctx.generator()
     params = _params(model)
     names = list(params)
     target = [gradient[k.removeprefix("model.")].to(params[names[0]].dtype) for k in names]
     labels = target_labels(model, gradient, targets)
-    adj = torch.block_diag(*[star(leaves)] * targets)
-    roots = torch.arange(targets) * (leaves + 1)
+    shape = tree(d_tree, depth)
+    size = len(shape)
+    dense = DenseForward(model)
 
     def objective(dummy: DummyGraphs) -> Tensor:
-        x = dummy.x(0)
-        grads = torch.func.grad(lambda p: _node_losses(model, p, x, adj, labels, roots, loss).mean())(params)
+        xs, adjs, mask = dummy.dense()
+
+        def root_loss(p):
+            logits = torch.func.functional_call(dense, p, (xs, adjs, mask))[:, 0]
+            return example_losses(logits, labels, loss).mean()
+
+        grads = torch.func.grad(root_loss)(params)
         return cosine_distance([grads[k] for k in names], target)
 
-    fit = minimise(glg_dummy([len(adj)], model.convs[0].in_channels, adjs=[adj]), objective, ctx,
+    fit = minimise(glg_dummy([size] * targets, model.convs[0].in_channels, adjs=[shape] * targets), objective, ctx,
                    Schedule(iterations=iterations, lr=lr, restarts=restarts), gen)
-    return NodeInversion(x=fit.dummy.x(0).detach().clone(), adj=adj, labels=labels, objective=fit.objective,
-                         roots=roots.tolist())
+    x = torch.cat([fit.dummy.x(i).detach().clone() for i in range(targets)])
+    return NodeInversion(x=x, adj=torch.block_diag(*[shape] * targets), labels=labels, objective=fit.objective,
+                         roots=[i * size for i in range(targets)])

@@ -115,7 +115,7 @@ def test_with_both_granted_there_is_nothing_to_recover():
 @pytest.mark.parametrize("params, key", [({"adjacency_init": "zeros"}, "adjacency_init: unknown 'zeros'"),
                                          ({"adjacency_value": 2.0}, "adjacency_value: must be in \\[0, 1\\]"),
                                          ({"threshold": 1.5}, "threshold: must be in \\[0, 1\\]"),
-                                         ({"restarts": 0}, "restarts")])
+                                         ({"restarts": 0}, "restarts"), ({"tree_depth": 0}, "tree_depth")])
 def test_bad_params(params, key):
     with pytest.raises(ConfigError, match=key):
         build_attack("glg", params)
@@ -163,16 +163,25 @@ def test_node_2b_and_2c_follow_the_grants():
     assert c.info["variant"] == "node_2c" and c.x.shape == graph.x.shape
 
 
-def test_node_1_fits_a_star_whose_root_is_the_target():
+def test_node_1_fits_a_two_level_tree_whose_root_is_the_target():
     graph, _, update, knowledge = node_case(labelled="center")
     assert update.per_node is None
-    attack = build_attack("glg", {"iterations": 400, "leaves": 4})
+    attack = build_attack("glg", {"iterations": 400, "d_tree": 3})
     (rec,) = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(120)))
     assert rec.info["variant"] == "node_1" and rec.info["target"] == 0
-    assert rec.x.shape == (5, 16) and rec.adj[0, 1:].tolist() == [1.0] * 4
+    assert rec.x.shape == (13, 16) and rec.adj[0].sum() == 3 and rec.adj.sum() == 2 * 12  # 1 + 3 + 9 nodes
     assert rec.label == int(graph.node_y[0])  # App. B on the target's own gradient
     rnmse = ((rec.x[0] - graph.x[0]).norm() / graph.x[0].norm()).item()
     assert rnmse < 0.5  # a N(0, 1) guess scores about sqrt(2)
+
+
+def test_the_tree_gives_every_node_above_the_last_level_d_children():
+    from attacks.glg.node import tree
+
+    assert tree(4, 1).sum(1).tolist() == [4] + [1] * 4  # a star
+    two = tree(2, 2)
+    assert two.shape == (7, 7) and two.sum(1).tolist() == [2, 3, 3, 1, 1, 1, 1]
+    assert torch.equal(two, two.t())
 
 
 def test_batched_node_1_fits_one_star_per_target_and_the_evaluator_pairs_them():
@@ -181,7 +190,7 @@ def test_batched_node_1_fits_one_star_per_target_and_the_evaluator_pairs_them():
     from fedgraph_sim.metrics import graph_metrics
 
     graph, _, update, knowledge = node_case(labelled=3)
-    attack = build_attack("glg", {"iterations": 400, "leaves": 4, "targets": 3})
+    attack = build_attack("glg", {"iterations": 400, "d_tree": 4, "tree_depth": 1, "targets": 3})
     (rec,) = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(120)))
     assert rec.info["variant"] == "node_1" and rec.info["targets"] == [0, 5, 10] and rec.x.shape == (15, 16)
     assert rec.label is None and torch.equal(rec.adj[:5, 5:], torch.zeros(5, 10))  # disjoint stars
