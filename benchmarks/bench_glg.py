@@ -6,11 +6,12 @@ costs over a hand-written loop of the same attack.
 GLG's victim (2-layer GraphSAGE-mean, sigmoid, width 100, the flatten readout), a random graph of
 N = 20 and N = 50 nodes (average degree 4, D = 32 features N(0, 1)), one exact gradient. Prints
 seconds per graph for Graph-a, -b and -c through ``attacks.glg.optim.invert_graph`` (the shared
-``GradientMatcher`` and Adam loop: best-iterate tracking, time budget, projection), then the same
-Graph-a written out by hand (autograd, Adam, clamp; nothing else) and the ratio engine / hand.
-Then the node attackers on a node classifier (the same layers, per-node logits) and a 3-hop ball
-of the synthetic generator capped at N nodes: Node-1 (a 10-leaf star) and Node-2a/b/c, whose
-per-node gradients (observed and dummy) are one ``torch.func.jacrev`` each.
+engine: parametrised dummies, ``GradientMatcher``, ``minimise`` with best-iterate tracking, time
+budget, projection and progress), then the same Graph-a written out by hand (autograd, Adam,
+clamp; nothing else) and the ratio engine / hand. Then the node attackers on a node classifier
+(the same layers, per-node logits) and a 3-hop ball of the synthetic generator capped at N nodes:
+Node-1 (the paper's depth-2 tree, 10 children per node: 111 dummy nodes whatever N) and
+Node-2a/b/c, whose per-node gradients (observed and dummy) are one ``torch.func.jacrev`` each.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import torch
 from torch_geometric.utils import dense_to_sparse
 
 from attacks.base import AttackContext, Budget
-from attacks.common.parametrisations import mirrored
 from attacks.glg.node import invert_subgraph, invert_target
 from attacks.glg.optim import invert_graph
 from clients.training import mean_gradient, per_node_gradients
@@ -42,16 +42,17 @@ def case(n: int, d: int = 32, seed: int = 0):
 
 
 def by_hand(model, observed, x, n, iterations, lr=0.01):
-    """Graph-a without the engine: the cosine distance, Adam, the clamp."""
+    """Graph-a without the engine: the paper's plain adjacency matrix, the cosine distance, Adam,
+    the clamp."""
     params = list(model.parameters())
     target = [observed[name] for name, _ in model.named_parameters()]
-    upper = torch.bernoulli(torch.full((n * (n - 1) // 2,), 0.5), generator=torch.Generator().manual_seed(0))
-    upper.requires_grad_()
-    opt = torch.optim.Adam([upper], lr=lr)
+    adj = torch.bernoulli(torch.full((n, n), 0.5), generator=torch.Generator().manual_seed(0))
+    adj.requires_grad_()
+    opt = torch.optim.Adam([adj], lr=lr)
     mask = torch.ones(1, n, dtype=torch.bool)
     for _ in range(iterations):
         opt.zero_grad()
-        logits = model.forward_dense(x.unsqueeze(0), mirrored(upper, n).unsqueeze(0), mask)
+        logits = model.forward_dense(x.unsqueeze(0), adj.unsqueeze(0), mask)
         g = torch.autograd.grad(torch.nn.functional.cross_entropy(logits, torch.tensor([1])), params,
                                 create_graph=True)
         dot = sum((a * b).sum() for a, b in zip(g, target))
@@ -59,7 +60,7 @@ def by_hand(model, observed, x, n, iterations, lr=0.01):
         (1 - dot / norm).backward()
         opt.step()
         with torch.no_grad():
-            upper.clamp_(0, 1)
+            adj.clamp_(0, 1)
 
 
 def timed(fn, repeats: int) -> float:

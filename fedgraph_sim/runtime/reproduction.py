@@ -88,14 +88,15 @@ def size_buckets(spec: dict) -> list[tuple[str, int, float]] | None:
 
 
 def split_labels(text: str, labels: list[str]) -> list[str]:
-    """``--cases``' comma-separated labels, a label that has commas in it ("graph, SAGE") kept whole."""
-    out, current = [], None
-    for piece in text.split(","):
-        current = piece if current is None else f"{current},{piece}"
-        if current.strip() in labels:
-            out.append(current.strip())
-            current = None
-    return out + ([current.strip()] if current is not None else [])
+    """``--cases``' comma-separated labels, a label that has commas in it ("graph, SAGE") kept whole
+    (the longest label that matches at each place, so "node, SAGE, shuffled" is not cut short)."""
+    pieces, out, i = text.split(","), [], 0
+    while i < len(pieces):
+        ends = [j for j in range(len(pieces), i, -1) if ",".join(pieces[i:j]).strip() in labels]
+        j = ends[0] if ends else i + 1
+        out.append(",".join(pieces[i:j]).strip())
+        i = j
+    return out
 
 
 def load_reproduction(path: str | Path, overrides: list[str] = (), only: str | list[str] | None = None):

@@ -56,6 +56,8 @@ def test_a_case_may_set_its_own_number_of_victims():
 def test_case_labels_with_commas_are_selected_whole():
     _, cases, _ = load_reproduction(REPRO / "glg_synthetic.yaml", only="graph, GCN,node-1, SAGE")
     assert [c.label for c in cases] == ["graph, GCN", "node-1, SAGE"]
+    _, cases, _ = load_reproduction(REPRO / "glg_synthetic.yaml", only="node-2, SAGE, shuffled,node-1, SAGE")
+    assert [c.label for c in cases] == ["node-1, SAGE", "node-2, SAGE, shuffled"]  # in the config's order
     with pytest.raises(ConfigError, match="--cases: unknown case graph"):
         load_reproduction(REPRO / "glg_synthetic.yaml", only="graph")
 
