@@ -3,27 +3,28 @@ Networks", arXiv:2411.19440, Sec. 5, Algs. 1-3).
 
 Threat model: honest-but-curious server with the exact FedSGD gradient of one graph (batch 1, one
 local step; Graph-a and Graph-b also of a batch, the paper's Tables 8-9, each dummy graph pinned
-to its graph by the granted X or A), the global weights and the graphs' node counts. The variant follows the model's task
-and what the threat grants. Graph classification: Graph-a with ``threat.features_known`` (X known,
-A recovered), Graph-b with ``threat.adjacency_known`` (A known, X recovered), Graph-c with neither
-(both recovered). Node classification (``model.task: node``, a client's subgraph): with a leaky
-client's per-node gradients (``threat.per_node_gradients``) Node-2a/b/c by the same grants;
-without them Node-1, which takes the gradient for that of one target node's loss and recovers the
-target's features on a dummy tree (``attacks.glg.node``). With X and A both
-granted there is nothing to recover (``not_applicable``). The paper assumes the label known; here
-it is the granted label (``threat.label``) or inferred from the classifier's bias gradient, the
-only negative entry under cross-entropy (App. B).
+to its graph by the granted X or A), the global weights and the graphs' node counts. The variant
+follows the model's task and what the threat grants. Graph classification: Graph-a with
+``threat.features_known`` (X known, A recovered), Graph-b with ``threat.adjacency_known`` (A known,
+X recovered), Graph-c with neither (both recovered). Node classification (``model.task: node``, a
+client's subgraph): with a leaky client's per-node gradients (``threat.per_node_gradients``)
+Node-2a/b/c by the same grants; without them Node-1, which takes the gradient for that of one
+target node's loss and recovers the target's features on a dummy tree (``attacks.glg.node``).
+With X and A both granted there is nothing to recover (``not_applicable``). The paper assumes the
+label known; here it is the granted label (``threat.label``) or inferred from the classifier's
+bias gradient, the only negative entry under cross-entropy (App. B).
 Recovers: the adjacency as edge probabilities (the final projected iterate, symmetrised as
 ``(A + A^T) / 2``, scored by AUC / AP; a Bernoulli sample of it, the paper's discrete output, in
 ``info``; with ``threshold: tau`` App. F's binary output instead, the min-max normalised adjacency
-at tau), node features, the label
-(Node-2: every node's, read off its own gradient; Node-1: the target's, the reconstruction's row 0,
-scored by ``target_rnmse``; with ``targets: B`` the batched Node-1 of Table 8, B trees whose roots
-are the targets, paired with the client's labelled nodes by the Hungarian method).
-Defaults: cosine gradient distance (Node-2: per node, averaged); ``alpha = beta = 0`` (Eq. 12, the paper's choice on molecules;
-``alpha: 1e-9, beta: 1e-7`` is its Eq. 14 for social graphs); Adam, lr 0.01 and 2000 iterations, 1000 for
-Node-1 (the paper gives neither); Node-1's dummy the paper's depth-2 tree with ``d_tree`` 10
-children per node (``tree_depth: 1`` is a star, our earlier reading); adjacency initialised Bernoulli(0.5) (``adjacency_init: constant`` with
+at tau), node features, the label (Node-2: every node's, read off its own gradient; Node-1: the
+target's, the reconstruction's row 0, scored by ``target_rnmse``; with ``targets: B`` the batched
+Node-1 of Table 8, B trees whose roots are the targets, paired with the client's labelled nodes by
+the Hungarian method).
+Defaults: cosine gradient distance (Node-2: per node, averaged); ``alpha = beta = 0`` (Eq. 12, the
+paper's choice on molecules; ``alpha: 1e-9, beta: 1e-7`` is its Eq. 14 for social graphs); Adam,
+lr 0.01 and 2000 iterations, 1000 for Node-1 (the paper gives neither); Node-1's dummy the paper's
+depth-2 tree with ``d_tree`` 10 children per node (``tree_depth: 1`` is a star, our earlier
+reading); adjacency initialised Bernoulli(0.5) (``adjacency_init: constant`` with
 ``adjacency_value`` for App. F's constant initialisations), features N(0, 1); the adjacency a plain
 N x N matrix as in the paper. Ours, off by default: ``symmetric: true`` (a mirrored upper triangle
 with a zero diagonal, GraphMI's convention; it couples a node's aggregation row to its column, and
@@ -110,7 +111,8 @@ class GLG(Attack):
         if reason is None and update.per_node is not None:
             rows = len(next(iter(update.per_node.values())))
             if rows != knowledge.node_counts[0]:
-                return f"Node-2 needs a gradient per node: {rows} per-node gradients for {knowledge.node_counts[0]} nodes"
+                return (f"Node-2 needs a gradient per node: {rows} per-node gradients for "
+                        f"{knowledge.node_counts[0]} nodes")
         return reason
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,

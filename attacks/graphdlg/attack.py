@@ -41,6 +41,7 @@ import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, label_from_bias, minimise
+from attacks.common.aux import aux_fingerprint
 from attacks.common.parametrisations import known, schema_softmax_features
 from attacks.graphdlg.decoder import ADAPTERS, DecoderTraining, StructureDecoder, encode, train_decoder
 from attacks.graphdlg.embedding import recover_embedding
@@ -63,12 +64,6 @@ class DecoderState:
     count_model: torch.Tensor | None = None
     seconds: list = field(default_factory=list)
     prepared_rounds: set = field(default_factory=set)
-
-
-def aux_fingerprint(graphs) -> tuple:
-    """Which auxiliary set a decoder was trained on, by content: every call gets its own copy of
-    the attacker's knowledge, so object identity says nothing."""
-    return tuple((int(g.graph_id), int(g.num_nodes), int(g.edge_index.size(1))) for g in graphs)
 
 
 def minmax_rows(x: torch.Tensor) -> torch.Tensor:

@@ -64,6 +64,9 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("adj_mae", "MAE", "lower", AUX_MEAN_ADJACENCY, r.adj_mae),
     Metric("adj_ap_balanced", "AP 1:1", "higher", AUX_MEAN_ADJACENCY, r.adj_ap_balanced),
     Metric("edge_precision", "precision", "higher", AUX_MEAN_ADJACENCY, r.edge_precision),
+    # FedGIG's (Xiao et al., arXiv:2412.18513, Table I; the paper defines none of its metrics)
+    Metric("edge_jaccard", "Jaccard", "higher", AUX_MEAN_ADJACENCY, r.edge_jaccard),
+    Metric("adj_mse", "adj MSE", "lower", AUX_MEAN_ADJACENCY, r.adj_mse),
 )
 METRICS: tuple[str, ...] = tuple(m.name for m in CATALOGUE)
 PRIORS: tuple[str, ...] = tuple(dict.fromkeys(m.prior for m in CATALOGUE))

@@ -19,6 +19,8 @@ prior; :func:`graph_metrics` and :func:`score_reconstruction` evaluate the catal
   attack learn this graph's structure?" without crediting a node order.
 - ``feature_rnmse``, ``target_rnmse``, ``adj_mae``, ``adj_ap_balanced``, ``edge_precision``: GLG's
   metrics (Sinha et al., arXiv:2411.19440, Sec. 5 and App. F), with its definitions fixed.
+- ``edge_jaccard``, ``adj_mse``: FedGIG's (Xiao et al., arXiv:2412.18513, Table I), which it names
+  but does not define: Jaccard of the edge sets at 0.5, and the squared error of the scores.
 - ``gsm0``, ``gsm1``, ``gsm2``, ``full_iso``, ``full_repo``: GRAIN's isomorphism-invariant
   graph similarity (``gsm.py``), on the reconstruction discretised (edges at 0.5, one value per
   feature block), so every attack and prior gets them; the same under any alignment.
@@ -178,6 +180,21 @@ def edge_precision(p: Aligned) -> float:
     scores, truth = p.scored_entries
     predicted = scores >= 0.5
     return float(truth[predicted].mean()) if predicted.any() else float("nan")
+
+
+def edge_jaccard(p: Aligned) -> float:
+    """``|E_hat & E| / |E_hat | E|`` of the edges predicted at 0.5 and the true ones, 1 when both
+    are empty (FedGIG's Jaccard, Xiao et al., arXiv:2412.18513, Table I)."""
+    scores, truth = p.scored_entries
+    predicted, true = scores >= 0.5, truth > 0
+    union = (predicted | true).sum()
+    return float((predicted & true).sum() / union) if union else 1.0
+
+
+def adj_mse(p: Aligned) -> float:
+    """``mean (A_hat - A)^2`` over the scored entries, on the scores as given (FedGIG's MSE)."""
+    scores, truth = p.scored_entries
+    return float(((scores - truth) ** 2).mean()) if scores.size else float("nan")
 
 
 def _normalized_laplacian_spectrum(adj: np.ndarray) -> np.ndarray:

@@ -178,3 +178,13 @@ def test_target_rnmse_scores_one_target_and_pairs_a_batch_of_them_by_the_hungari
     assert batch["target_rnmse"] == pytest.approx(0.0)
     assert np.isnan(graph_metrics(torch.tensor(recovered), torch.zeros(2, 2), torch.tensor(x),
                                   torch.zeros(3, 3))["target_rnmse"])
+
+
+def test_jaccard_and_adjacency_mse_on_hand_made_matrices():
+    truth = torch.tensor([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=torch.float)  # edges 01, 12
+    pred = torch.tensor([[0, 0.9, 0.6], [0.9, 0, 0.2], [0.6, 0.2, 0]])  # predicted 01, 02
+    scores = graph_metrics(torch.zeros(3, 1), pred, torch.zeros(3, 1), truth)
+    assert scores["edge_jaccard"] == pytest.approx(1 / 3)  # {01} / {01, 02, 12}
+    assert scores["adj_mse"] == pytest.approx((0.1 ** 2 + 0.6 ** 2 + 0.8 ** 2) / 3)
+    empty = graph_metrics(torch.zeros(3, 1), torch.zeros(3, 3), torch.zeros(3, 1), torch.zeros(3, 3))
+    assert empty["edge_jaccard"] == 1.0 and empty["adj_mse"] == 0.0

@@ -75,7 +75,7 @@ def test_markdown_puts_the_paper_row_under_ours():
     assert lines[-2].startswith("| graphdlg | identity | 3 | 0.5000 ± 0.1000 | 0.5000 ± 0.1000 | "
                                 "0.5000 ± 0.1000 [Δ -0.2500 vs 0.7500] |")
     assert lines[-1] == ("| *graphdlg (paper)* | *identity* |  | *0.0844* | *0.7435* | *0.9042* | "
-                         "*0.7556* | *0.9341* |" + "  |" * 7)  # deg, spec dist and GLG's five: no paper value
+                         "*0.7556* | *0.9341* |" + "  |" * 9)  # deg, spec dist, GLG's five, FedGIG's two: no paper value
 
 
 def test_grain_configs_extend_and_bucket():
