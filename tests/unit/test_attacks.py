@@ -84,6 +84,23 @@ def test_dlg_guards_are_off_in_paper_mode_and_reach_the_schedule():
         dlg(divergence_guard=0.5)
 
 
+def test_dlg_with_granted_features_and_adam_fits_only_the_structure():
+    torch.manual_seed(0)
+    model = GraphClassifier(4, 2)
+    g = DATA.graphs[0]
+    update, knowledge = observe(model, [g])
+    attack = registry.attacks.get("dlg")(features="granted", optimizer="adam", iterations=20, lr=0.01,
+                                         discretize=True)
+    assert "threat.features_known" in attack.not_applicable(update, knowledge)
+    granted = knowledge.with_hints(node_counts=[g.num_nodes], features=[g.x])
+    assert attack.not_applicable(update, granted) is None
+    (rec,) = attack.reconstruct(update, granted, ctx())
+    assert torch.equal(rec.x, DATA.schema.encode(DATA.schema.decode(g.x)))  # the grant, discretised as is
+    assert set(rec.adj.unique().tolist()) <= {0.0, 1.0}
+    with pytest.raises(ConfigError, match="optimizer"):
+        registry.attacks.get("dlg")(optimizer="sgd")
+
+
 def test_label_rules_are_exact_for_batch_size_one():
     torch.manual_seed(0)
     model = GraphClassifier(4, 2)

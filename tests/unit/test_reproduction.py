@@ -53,6 +53,17 @@ def test_a_case_may_set_its_own_number_of_victims():
     assert node.data.options["labelled"] == 20 and node.attack.params["glg"]["targets"] == 20
 
 
+def test_fedgig_table1_runs_every_row_of_the_paper_with_the_features_granted():
+    from fedgraph_sim.runtime.reproduction import paper_values
+
+    _, cases, reference = load_reproduction(REPRO / "fedgig_table1.yaml")
+    attack = cases[0].config.attack
+    assert set(reference["values"]["MUTAG"]) <= set(attack.names)
+    assert set(cases[0].config.threat.features_known) == set(reference["values"]["MUTAG"])
+    assert paper_values(reference, "MUTAG", "fedgig") == {"edge_accuracy": 0.906, "edge_jaccard": 0.452,
+                                                          "adj_mse": 0.154, "adj_auc": 0.676}
+
+
 def test_case_labels_with_commas_are_selected_whole():
     _, cases, _ = load_reproduction(REPRO / "glg_synthetic.yaml", only="graph, GCN,node-1, SAGE")
     assert [c.label for c in cases] == ["graph, GCN", "node-1, SAGE"]
