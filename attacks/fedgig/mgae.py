@@ -41,11 +41,30 @@ class MaskedGAE(nn.Module):
         a = normalised(adj)
         return a @ self.lin2(torch.relu(a @ self.lin1(x)))
 
+    def logits(self, x: Tensor, adj: Tensor) -> Tensor:
+        z = self.encode(x, adj)
+        return z @ z.transpose(-1, -2)
+
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
         """Edge probabilities ``sigmoid(Z Z^T)`` with a zero diagonal, ``[.., N, N]``."""
-        z = self.encode(x, adj)
-        p = torch.sigmoid(z @ z.transpose(-1, -2))
-        return p * (1 - torch.eye(adj.size(-1), dtype=p.dtype))
+        return off_diagonal(torch.sigmoid(self.logits(x, adj)))
+
+
+def off_diagonal(p: Tensor) -> Tensor:
+    return p * (1 - torch.eye(p.size(-1), dtype=p.dtype))
+
+
+def calibrated(logits: Tensor, edges: int) -> Tensor:
+    """``sigmoid(logits - c)`` of one graph's ``[N, N]`` decoder logits, zero diagonal, with the
+    one offset ``c`` that puts exactly ``edges`` pairs above 0.5 (ties aside): the decoder's
+    ranking, at the edge count the attacker believes."""
+    n = logits.size(-1)
+    iu = torch.triu_indices(n, n, 1)
+    ranked = logits[iu[0], iu[1]].sort(descending=True).values
+    edges = min(max(edges, 0), ranked.numel())
+    above = ranked[edges - 1] if edges else ranked[0] + 1
+    below = ranked[edges] if edges < ranked.numel() else ranked[-1] - 1
+    return off_diagonal(torch.sigmoid(logits - (above + below) / 2))
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,9 @@ def test_what_it_needs_is_said():
 
 
 @pytest.mark.parametrize("params, key", [({"features": "some"}, "features"), ({"beta": 1.5}, "beta"),
-                                         ({"symmetrise": "all"}, "symmetrise")])
+                                         ({"symmetrise": "all"}, "symmetrise"),
+                                         ({"sparsity_reference": "final"}, "sparsity_reference"),
+                                         ({"sr_calibration": "truth"}, "sr_calibration")])
 def test_bad_params(params, key):
     with pytest.raises(ConfigError, match=key):
         build_attack("fedgig", params)
@@ -98,3 +100,20 @@ def test_joint_mode_fits_the_features_too():
         update, bare, ctx())
     assert rec.x.shape == (5, 6) and not torch.equal(rec.x, graph.x)
     assert set(rec.adj.unique().tolist()) <= {0.0, 1.0}
+
+
+def test_the_default_penalty_is_a_fraction_of_the_initial_dummys_own_distance():
+    """The per-edge weight follows the victim's gradient scale: ten times the observed gradient
+    gives a far larger weight (the initial L2 distance grows about a hundredfold)."""
+    graph = Data(x=torch.eye(5, 6), edge_index=dense_to_sparse(path())[0], y=torch.tensor([1]))
+    update, knowledge = observed(graph, 6)
+    attack = build_attack("fedgig", {"sr": False, "iterations": 5})
+    (rec,) = attack.reconstruct(update, knowledge, ctx())
+    fields = {k: v for k, v in update.__dict__.items() if k != "gradient"}
+    scaled = ObservedUpdate(**{**fields, "returned": {k: 10 * v for k, v in update.returned.items()}})
+    (rec10,) = attack.reconstruct(scaled, knowledge, ctx())
+    assert rec.info["sparsity_weight"] > 0
+    assert rec10.info["sparsity_weight"] > 5 * rec.info["sparsity_weight"]
+    (fixed,) = build_attack("fedgig", {"sr": False, "iterations": 5, "sparsity": 1e-3,
+                                       "sparsity_reference": "none"}).reconstruct(update, knowledge, ctx())
+    assert fixed.info["sparsity_weight"] == 1e-3

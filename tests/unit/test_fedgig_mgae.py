@@ -4,7 +4,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import dense_to_sparse
 
-from attacks.fedgig.mgae import drop_edges, normalised, train_mgae
+from attacks.fedgig.mgae import calibrated, drop_edges, normalised, train_mgae
 from fedgraph_sim.metrics.ranking import roc_auc
 
 
@@ -39,3 +39,15 @@ def test_the_normalisation_is_gcns():
     a = ring(4)
     n = normalised(a)
     assert torch.allclose(n, torch.full((4, 4), 1 / 3) * (a + torch.eye(4)))  # every degree 2 + 1
+
+
+def test_calibration_keeps_the_ranking_and_puts_exactly_the_asked_edges_above_one_half():
+    logits = torch.tensor([[9.0, 3.0, 2.0, 1.0], [3.0, 9.0, 0.5, 4.0], [2.0, 0.5, 9.0, 2.5], [1.0, 4.0, 2.5, 9.0]])
+    iu = torch.triu_indices(4, 4, offset=1)
+    for edges in range(7):
+        p = calibrated(logits, edges)
+        assert int((p[iu[0], iu[1]] > 0.5).sum()) == edges
+        assert p.diagonal().abs().sum() == 0 and torch.allclose(p, p.t())
+        assert torch.equal(p[iu[0], iu[1]].argsort(), logits[iu[0], iu[1]].argsort())
+    top = calibrated(logits, 2).triu(1) > 0.5
+    assert top.nonzero().tolist() == [[0, 1], [1, 3]]  # the two largest logits, 3.0 and 4.0

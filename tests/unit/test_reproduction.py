@@ -57,9 +57,15 @@ def test_fedgig_table1_runs_every_row_of_the_paper_with_the_features_granted():
     from fedgraph_sim.runtime.reproduction import paper_values
 
     _, cases, reference = load_reproduction(REPRO / "fedgig_table1.yaml")
-    attack = cases[0].config.attack
-    assert set(reference["values"]["MUTAG"]) <= set(attack.names)
-    assert set(cases[0].config.threat.features_known) == set(reference["values"]["MUTAG"])
+    by_label = {case.label: case.config for case in cases}
+    for dataset in ("MUTAG", "NCI1", "Tox21", "ClinTox"):
+        for label in (dataset, f"{dataset}, shuffled"):
+            config = by_label[label]
+            assert config.data.dataset == dataset
+            assert set(reference["values"][dataset]) <= set(config.attack.names)
+            assert set(config.threat.features_known) == {n for n in config.attack.names if "@" in n or n == "fedgig"}
+    tox21 = by_label["Tox21, shuffled"].attack.params
+    assert tox21["fedgig"]["n_max"] == 5 and tox21["fedgig@no_sr"] == {"n_max": 5, "alpha": 0.13, "sr": False}
     assert paper_values(reference, "MUTAG", "fedgig") == {"edge_accuracy": 0.906, "edge_jaccard": 0.452,
                                                           "adj_mse": 0.154, "adj_auc": 0.676}
 
