@@ -83,3 +83,22 @@ def test_a_settings_axis_is_a_grid_of_run_config_keys():
     assert [f.columns()["setting"] for f in sweep.federations] == ["batch_size=1", "batch_size=2"]
     with pytest.raises(ConfigError, match="axes.settings.0"):
         build_sweep({**spec, "axes": {"settings": ["batch_size=4"]}}, Path("."))
+
+
+def test_fedgig_fig2_varies_one_amc_setting_at_a_time_around_the_defaults():
+    from attacks.base import build_attack
+    from fedgraph_sim.runtime.sweeps.spec import load_sweep
+
+    sweep = load_sweep(Path(__file__).resolve().parents[2] / "experiments/configs/reproduce/fedgig_fig2.yaml")
+    assert len(sweep.federations) == 4  # one capture per dataset, replayed to every variant
+    default = build_attack("fedgig").params
+    seen = {"n_max": set(), "alpha": set(), "beta": set()}
+    for cell in sweep.cells:
+        if cell.attack == "aux_mean_adjacency":
+            continue
+        params = build_attack("fedgig", cell.config.attack.params.get(cell.attack)).params
+        changed = [k for k in seen if getattr(params, k) != getattr(default, k)]
+        assert len(changed) <= 1 and cell.config.threat.features_known == [cell.attack]
+        for key in changed:
+            seen[key].add(getattr(params, key))
+    assert seen == {"n_max": {2, 3, 5, 6, 7}, "alpha": {0.05, 0.1, 0.13, 0.2, 0.3}, "beta": {0.3, 0.4, 0.6, 0.7}}
