@@ -74,6 +74,7 @@ class FedGIG(Attack):
         sparsity_reference: str = "initial"  # initial: lambda x D0 / E0 per edge | none: lambda per edge
         symmetrise: str = "union"  # union | intersection (of the row-wise top-k masks)
         ste_scope: str = "masked"  # masked | full (the straight-through gradient's reach)
+        ste: bool = True  # false: the model sees AMC's continuous top-k probabilities, binarised after
         features: str = "known"  # known (the paper's evaluation) | joint
         amc: bool = True  # Table II ablation: false = DLG's continuous adjacency
         sr: bool = True  # Table II ablation: false = AMC's binary graph as output
@@ -122,7 +123,7 @@ class FedGIG(Attack):
                                            knowledge))
         n = knowledge.node_counts[0]
         features = known(knowledge.features) if p.features == "known" else free(knowledge.num_features)
-        amc = dict(n_max=p.n_max, alpha=p.alpha, beta=p.beta, symmetrise=p.symmetrise, ste_scope=p.ste_scope)
+        amc = dict(n_max=p.n_max, alpha=p.alpha, beta=p.beta, symmetrise=p.symmetrise, ste_scope=p.ste_scope, ste=p.ste)
         adjacency = (lambda n_, i, gen: ConstrainedAdjacency(n_, gen, **amc)) if p.amc else sigmoid_adjacency()
 
         weight: list[float] = []  # the penalty per edge, fixed at the first evaluation
@@ -144,6 +145,8 @@ class FedGIG(Attack):
         with torch.no_grad():
             x = fit.dummy.x(0).detach().clone()
             graph = fit.dummy.adjacency(0).detach().clone()  # AMC: binary; without it: continuous
+            if p.amc and not p.ste:
+                graph = (graph >= p.beta).to(graph.dtype)
         info = {"objective": fit.objective, "sparsity_weight": weight[0] if weight else 0.0,
                 "amc_edges": int((graph > 0.5).triu(1).sum())}
         adj = graph

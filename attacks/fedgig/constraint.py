@@ -15,7 +15,8 @@ and stays 0. Thresholding has no gradient, so the model sees the binary graph th
 straight-through estimator, :math:`A = A_{tmp} + (A_{bin} - A_{tmp})`.detach() (the paper is
 silent on how it differentiates; without this the penalty and the matching are dead): backward
 flows through the sigmoid into the surviving entries (``ste_scope: masked``) or into all of P
-(``full``), so pruned pairs may come back.
+(``full``), so pruned pairs may come back. ``ste: false`` feeds :math:`A_{tmp}` itself and
+binarises only the final graph.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def budget(t: int, n: int, n_max: int, alpha: float) -> int:
 
 
 def constrain(theta: Tensor, t: int, *, n_max: int = 4, alpha: float = 0.15, beta: float = 0.5,
-              symmetrise: str = "union", ste_scope: str = "masked") -> tuple[Tensor, Tensor]:
+              symmetrise: str = "union", ste_scope: str = "masked", ste: bool = True) -> tuple[Tensor, Tensor]:
     """``(A, P)``: the binary, symmetric, loop-free, degree-capped adjacency the model sees (with
-    its straight-through gradient) and the edge probabilities ``P = sigmoid(S)``, zero diagonal."""
+    its straight-through gradient) and the edge probabilities ``P = sigmoid(S)``, zero diagonal.
+    ``ste=False`` (an ablation): A is the continuous top-k probabilities ``A_tmp``, binarised by
+    the caller after the fit."""
     n = theta.size(0)
     off = ~torch.eye(n, dtype=torch.bool)
     s = theta * off
@@ -52,6 +55,8 @@ def constrain(theta: Tensor, t: int, *, n_max: int = 4, alpha: float = 0.15, bet
     mask = torch.zeros_like(p, dtype=torch.bool).scatter(1, ranked.topk(k, dim=1).indices, True) & off
     mask = mask | mask.t() if symmetrise == "union" else mask & mask.t()
     kept = p * mask
+    if not ste:
+        return kept, p
     binary = (kept >= beta).to(p.dtype)
     base = kept if ste_scope == "masked" else p
     return base + (binary - base).detach(), p

@@ -60,3 +60,12 @@ def test_the_parametrisation_advances_its_schedule_once_per_step():
         part.project()
     assert part.step == 10 and part.value().sum(1).max() <= 1
     assert torch.equal(part.edge_scores(), constrain(part.theta, 10)[1])
+
+
+def test_without_the_estimator_the_model_sees_the_continuous_top_k_probabilities():
+    th = theta()
+    a, p = constrain(th, 1000, n_max=2, symmetrise="intersection", ste=False)
+    kept = a != 0
+    assert torch.equal(a[kept], p[kept]) and (a.sum(1) > 0).any() and (kept.sum(1) <= 2).all()
+    (a * torch.arange(64.0).view(8, 8)).sum().backward()
+    assert (th.grad != 0).any()
