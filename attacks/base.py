@@ -33,6 +33,7 @@ class Requirements:
     aux_graphs: bool = False  # needs auxiliary graphs
     single_graph: bool = False  # needs an update of one graph (batch size 1, one local step)
     tasks: tuple[str, ...] = ("graph",)  # the model tasks it attacks (model.task: graph | node)
+    regression: bool = False  # also attacks a regression model (data.task_type: regression, real labels)
 
 
 class AttackTimeout(RuntimeError):
@@ -143,6 +144,8 @@ class Attack(ABC):
             return "needs auxiliary graphs"
         if req.single_graph and update.num_graphs != 1:
             return f"needs one graph; the update was computed on {update.num_graphs}"
+        if knowledge.task_type == "regression" and not req.regression:
+            return "recovers class labels; the model regresses real targets (data.task_type: regression)"
         task = knowledge.model.get("task", "graph")
         if task not in req.tasks:
             return f"attacks {' and '.join(req.tasks)} classifiers; the model classifies {task}s"

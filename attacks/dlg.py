@@ -11,7 +11,8 @@ a FedSGD aggregate is attacked.
 Recovers: node features, adjacency scores and the label, by jointly optimising dummy features
 ``X``, edge logits ``S`` (adjacency = sigmoid of a symmetric upper triangle) and label logits
 ``l`` so that the gradient of the training loss with soft label ``softmax(l)`` matches the
-observed one under ``sum_l ||grad_hat_l - grad_l||^2``.
+observed one under ``sum_l ||grad_hat_l - grad_l||^2``; for a regression model
+(``data.task_type: regression``) the label is a free real target starting at 0.
 Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): L-BFGS, lr 1, 100 steps (one closure per step, 20 inner
 evaluations), free ``randn`` features. The original code uses 300 steps; raise ``iterations``
 for a longer-budget check. Like breaching, the lowest-loss finite iterate is returned (recorded
@@ -58,7 +59,7 @@ def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruc
 class DLG(Attack):
     name = "dlg"
     paper = "Zhu, Liu, Han. Deep Leakage from Gradients. NeurIPS 2019"
-    requires = Requirements(node_count=True)
+    requires = Requirements(node_count=True, regression=True)
 
     @dataclass
     class Params:

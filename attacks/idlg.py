@@ -8,7 +8,8 @@ the class whose row of the final layer's weight gradient has the smallest sum, v
 pooled ReLU embedding is non-negative); ``label_rule="bias"`` uses the only negative entry of the
 bias gradient, exact for batch size 1 (breaching's "analytic" rule). Both rules are for one graph;
 for more (a batch, or a FedAvg update's several steps) the labels are counted from the bias
-gradient (``attacks.common.labels``).
+gradient (``attacks.common.labels``). A regression model's real target has no such rule: it is
+optimised jointly, as in DLG (FedGIG's reading for FreeSolv, Xiao et al., arXiv:2412.18513).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from attacks.base import register
 from attacks.common import batch_labels, idlg_label, label_from_bias
+from attacks.common.labels import regression_labels
 from attacks.dlg import DLG
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -45,6 +47,8 @@ class IDLG(DLG):
         if self.params.label_rule not in LABEL_RULES:
             raise ConfigError(f"attack.params.idlg.label_rule: unknown rule "
                               f"'{self.params.label_rule}'; valid: {', '.join(LABEL_RULES)}")
+        if knowledge.task_type == "regression":
+            return regression_labels(knowledge)
         weight, bias = classifier_gradients(update, knowledge)
         batch = len(knowledge.node_counts)
         if knowledge.labels is not None or batch > 1:  # granted, or counted

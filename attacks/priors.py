@@ -54,7 +54,7 @@ def _crop(matrix: torch.Tensor, n: int) -> torch.Tensor:
 class MajorityType(Attack):
     name = "majority_type"
     paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
-    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"))
+    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
@@ -71,7 +71,7 @@ class MajorityType(Attack):
 class AuxMeanAdjacency(Attack):
     name = "aux_mean_adjacency"
     paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
-    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"))
+    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

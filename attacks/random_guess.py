@@ -18,7 +18,7 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 class RandomGuess(Attack):
     name = "random"
     paper = "uniform random baseline (GraphDLG, Wei et al. 2026, Table 1)"
-    requires = Requirements(node_count=True, tasks=("graph", "node"))
+    requires = Requirements(node_count=True, tasks=("graph", "node"), regression=True)
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
@@ -28,5 +28,6 @@ class RandomGuess(Attack):
             upper = torch.triu(torch.rand(n, n, generator=gen), diagonal=1)
             out.append(Reconstruction(
                 x=torch.rand(n, knowledge.num_features, generator=gen), adj=upper + upper.t(),
-                num_nodes=n, label=int(torch.randint(knowledge.num_classes, (1,), generator=gen))))
+                num_nodes=n, label=None if knowledge.task_type == "regression"
+                else int(torch.randint(knowledge.num_classes, (1,), generator=gen))))
         return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attacks.base import AttackContext, Reconstruction, register
+from attacks.base import AttackContext, Reconstruction, Requirements, register
 from attacks.dlg import DLG, discretized
 from fedgraph_sim.metrics import match_nodes
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -39,6 +39,8 @@ class TabLeak(DLG):
     name = "tableak"
     paper = ("Vero, Balunović, Dimitrov, Vechev. TabLeak: Tabular Data Leakage in Federated Learning. "
              "ICML 2023")
+
+    requires = Requirements(node_count=True)  # its label vote is over classes
 
     @dataclass
     class Params(DLG.Params):

@@ -30,6 +30,9 @@ class Section(BaseModel):
 class DataConfig(Section):
     dataset: str = "MUTAG"
     task: int | str | None = None  # MoleculeNet label task
+    # regression: real targets, a one-output model, train.loss mse (ESOL, FreeSolv, Lipo);
+    # classification splits a regression set's targets at the median
+    task_type: Literal["classification", "regression"] = "classification"
     max_nodes: int | None = Field(None, ge=1)
     options: dict[str, Any] = {}  # loader options, e.g. synthetic's num_graphs
     test_fraction: float = Field(0.0, ge=0.0, lt=1.0)  # held-out split for the global model
@@ -55,7 +58,8 @@ class TrainConfig(Section):
     batch_size: int = Field(1, ge=1)
     local_steps: int = Field(1, ge=1)  # 1 = FedSGD (gradient replies); > 1 = FedAvg (weights)
     lr: float = Field(0.01, gt=0, allow_inf_nan=False)
-    loss: Literal["cross_entropy", "bce"] = "cross_entropy"  # bce: BCE-with-logits on one-hot targets
+    # bce: BCE-with-logits on one-hot targets; mse: regression (the default with data.task_type: regression)
+    loss: Literal["cross_entropy", "bce", "mse"] = "cross_entropy"
     # random: each batch drawn afresh from a seeded RNG per (seed, round, client);
     # epoch: a seeded permutation per (seed, client, epoch) walked round by round, so successive
     # rounds use different graphs until the partition is exhausted
@@ -309,6 +313,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
 
 def validate_config(tree: dict) -> RunConfig:
     _check_keys(tree, RunConfig)
+    data, train = tree.get("data"), tree.get("train")
+    if isinstance(data, dict) and data.get("task_type") == "regression" and not (isinstance(train, dict)
+                                                                               and "loss" in train):
+        tree = merge_tree(tree, {"train": {"loss": "mse"}})  # a regression task trains with MSE unless told
     try:
         config = RunConfig.model_validate(tree)
     except ValidationError as exc:
@@ -338,6 +346,11 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.model.task == "node" and any(isinstance(d, dict) and d.get("name") == "dp_sgd" for d in config.defenses):
         raise ConfigError("defenses: dp_sgd clips per-graph gradients of graph classifiers; with model.task: node "
                           "use dp_gradients or prune")
+    if (config.data.task_type == "regression") != (config.train.loss == "mse"):
+        raise ConfigError(f"train.loss: {config.train.loss} does not fit data.task_type: {config.data.task_type}; "
+                          "regression trains with mse, classification with cross_entropy or bce")
+    if config.data.task_type == "regression" and config.model.task == "node":
+        raise ConfigError("data.task_type: regression is for graph-level targets; model.task: node classifies")
     fed = config.federation
     if isinstance(config.attack.rounds, list):
         for r in config.attack.rounds:

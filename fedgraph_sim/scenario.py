@@ -45,6 +45,8 @@ def load_config_dataset(config: RunConfig) -> GraphDataset:
         options["task"] = data.task
     if data.features is not None:
         options["features"] = data.features
+    if data.task_type == "regression":
+        options["task_type"] = data.task_type
     dataset = load_dataset(data.dataset, max_nodes=data.max_nodes, degree_feature=data.degree_feature,
                            **options)
     return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))
@@ -102,6 +104,7 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
     scenario_name = aux_cfg.scenario if aux_cfg.scenario != "same" else f"same:{aux_cfg.source}"
     return AttackerKnowledge(model=config.model.model_dump(), num_features=ds.num_features,
                              num_classes=ds.num_classes, schema=ds.schema, loss=config.train.loss,
+                             task_type=ds.task_type,
                              aux_graphs=tuple(graphs), aux_scenario=scenario_name)
 
 

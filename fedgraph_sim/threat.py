@@ -102,10 +102,11 @@ class AttackerKnowledge:
     num_classes: int
     schema: FeatureSchema
     loss: str = "cross_entropy"
+    task_type: str = "classification"  # regression: one real output per graph, labels are reals
     aux_graphs: tuple[Data, ...] = ()
     aux_scenario: str = "none"
     node_counts: tuple[int, ...] | None = None
-    labels: tuple[int, ...] | None = None
+    labels: tuple[int | float, ...] | None = None
     adjacencies: tuple[torch.Tensor, ...] | None = None
     features: tuple[torch.Tensor, ...] | None = None
 
@@ -134,7 +135,7 @@ class Reconstruction:
     x: torch.Tensor
     adj: torch.Tensor
     num_nodes: int
-    label: int | None = None
+    label: int | float | None = None  # a class, or a real target under regression
     info: dict = field(default_factory=dict)
 
 

@@ -17,18 +17,26 @@ from torch_geometric.data import Batch, Data
 from fedgraph_sim.models import classification_loss
 
 UTILITY_FILE = "utility.jsonl"
+UTILITY_KEYS = ("test_accuracy", "test_loss", "test_rmse", "test_r2")  # classification | regression
 FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of the rounds
 
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> dict[str, float]:
     """Accuracy and mean training loss (``train.loss``) of ``model`` (evaluation mode) on ``graphs``
-    (on their labelled nodes, for a node classifier)."""
+    (on their labelled nodes, for a node classifier); for a regression model (``mse``) the RMSE and
+    the coefficient of determination R2 = 1 - SSE / SST instead of the accuracy."""
     model.eval()
     logits, y = model.logits_and_targets(Batch.from_data_list(list(graphs)))
-    return {"test_accuracy": float((logits.argmax(1) == y).float().mean()),
-            "test_loss": float(classification_loss(logits, y, loss)),
-            "test_graphs": len(graphs)}
+    out = {"test_loss": float(classification_loss(logits, y, loss)), "test_graphs": len(graphs)}
+    if loss == "mse":
+        error = logits[:, 0].double() - y.double()
+        spread = float(((y.double() - y.double().mean()) ** 2).sum())
+        out["test_rmse"] = float(error.pow(2).mean().sqrt())
+        out["test_r2"] = 1.0 - float(error.pow(2).sum()) / spread if spread > 0 else float("nan")
+    else:
+        out["test_accuracy"] = float((logits.argmax(1) == y).float().mean())
+    return out
 
 
 def write_utility(run_dir: str | Path, round: int, metrics: dict) -> None:
@@ -44,7 +52,7 @@ def read_utility(run_dir: str | Path) -> list[dict]:
 
 
 def final_utility(run_dir: str | Path) -> dict:
-    """Test accuracy and loss at the end of training: the mean over the last tenth of the rounds
+    """Test accuracy (regression: RMSE and R2) and loss at the end of training: the mean over the last tenth of the rounds
     (at least the last round; round 0, the initial model, only when nothing else was evaluated).
     One round's accuracy on a test split of a few dozen graphs moves by whole graphs from round to
     round, so the mean over the last rounds is the figure FL papers report. Empty without a test
@@ -54,7 +62,8 @@ def final_utility(run_dir: str | Path) -> dict:
         return {}
     trained = [r for r in rows if r["round"] > 0] or rows
     tail = trained[-max(1, len(trained) // FINAL_FRACTION):]
-    return {key: sum(r[key] for r in tail) / len(tail) for key in ("test_accuracy", "test_loss")}
+    keys = [k for k in UTILITY_KEYS if all(k in r for r in tail)]
+    return {key: sum(r[key] for r in tail) / len(tail) for key in keys}
 
 
 def with_utility(rows: Iterable[dict], utility: dict) -> list[dict]:

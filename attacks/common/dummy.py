@@ -14,12 +14,14 @@ import torch
 from torch import Tensor
 
 from attacks.base import Reconstruction
-from attacks.common.parametrisations import Factory, Known, Parametrisation, SoftLabels, free, sigmoid_adjacency
+from attacks.common.parametrisations import (Factory, Known, Parametrisation, RegressionTargets, SoftLabels, free,
+                                             sigmoid_adjacency)
 
 
 class DummyGraphs:
-    """``labels``: a tensor of known class indices ``[B]``, ``"soft"`` (optimised jointly, DLG) or
-    None (the objective does not use labels)."""
+    """``labels``: a tensor of known labels ``[B]`` (class indices, or reals for regression),
+    ``"soft"`` (optimised jointly, DLG: class logits, or with ``num_classes`` 1 a real target per
+    graph) or None (the objective does not use labels)."""
 
     def __init__(self, node_counts: list[int], gen: torch.Generator, *, features: Factory,
                  adjacency: Factory = sigmoid_adjacency(), labels: Tensor | str | None = None,
@@ -27,8 +29,10 @@ class DummyGraphs:
         self.node_counts = list(node_counts)
         self.features: list[Parametrisation] = [features(n, i, gen) for i, n in enumerate(node_counts)]
         self.adjacencies: list[Parametrisation] = [adjacency(n, i, gen) for i, n in enumerate(node_counts)]
-        if isinstance(labels, str):
-            self.labels: Parametrisation | None = SoftLabels(len(node_counts), num_classes, gen)
+        if isinstance(labels, str) and num_classes == 1:
+            self.labels: Parametrisation | None = RegressionTargets(len(node_counts))
+        elif isinstance(labels, str):
+            self.labels = SoftLabels(len(node_counts), num_classes, gen)
         else:
             self.labels = None if labels is None else Known(labels)
 
@@ -58,10 +62,10 @@ class DummyGraphs:
         """Class indices ``[B]`` or, for soft labels, distributions ``[B, C]``."""
         return self.labels.value()
 
-    def label_guesses(self) -> list[int | None]:
+    def label_guesses(self) -> list[int | float | None]:
         if self.labels is None:
             return [None] * len(self.node_counts)
-        if isinstance(self.labels, SoftLabels):
+        if isinstance(self.labels, (SoftLabels, RegressionTargets)):
             return self.labels.guesses()
         return self.labels.value().tolist()
 

@@ -65,6 +65,15 @@ def mean_probability(model, graphs, num_classes: int, loss: str = "cross_entropy
     return probs.mean(0)
 
 
+def regression_labels(knowledge) -> Tensor | str:
+    """A regression model's targets: granted (``threat.label``), else ``"soft"``: optimised jointly
+    from 0, as FedGIG (Xiao et al., arXiv:2412.18513) does for FreeSolv (there is no sign rule
+    for a real target)."""
+    if knowledge.labels is not None:
+        return torch.tensor(knowledge.labels, dtype=torch.get_default_dtype())
+    return "soft"
+
+
 def batch_labels(bias_grad: Tensor, total: int, model, knowledge) -> list[int]:
     """Labels of ``total`` graphs: granted (``threat.label``), else from the bias gradient, exact for
     one graph and counted for more."""

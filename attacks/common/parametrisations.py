@@ -223,6 +223,21 @@ class SoftLabels(Parametrisation):
         return self.logits.argmax(-1).tolist()
 
 
+class RegressionTargets(Parametrisation):
+    """DLG's label variable for a one-output regression model: a free real target per graph,
+    starting at 0 (FedGIG, Xiao et al., arXiv:2412.18513, optimises FreeSolv's label jointly)."""
+
+    def __init__(self, batch: int) -> None:
+        self.target = torch.zeros(batch).requires_grad_()
+        self.variables = [self.target]
+
+    def value(self) -> Tensor:
+        return self.target
+
+    def guesses(self) -> list[float]:
+        return self.target.detach().tolist()
+
+
 Factory = Callable[[int, int, torch.Generator], Parametrisation]
 
 

@@ -7,7 +7,8 @@ the paper evaluates: it recovers the structure and feeds the client's true X to 
 the grant is ``threat.features_known``), and auxiliary graphs of the same distribution for the
 masked graph auto-encoder (``aux``). ``features: joint`` optimises the features too (free, N(0, 1)).
 Recovers: the adjacency (and the features in ``joint`` mode), the label from the classifier's
-bias gradient (the iDLG rule the paper adopts).
+bias gradient (the iDLG rule the paper adopts); a regression model's real target (FreeSolv) is
+optimised jointly from 0, as the paper does.
 Algorithm: AMC (``attacks.fedgig.constraint``) turns a free matrix into a binary, symmetric,
 loop-free graph of contracting degree budget, seen by the model through a straight-through
 estimator; Adam fits it to the observed gradient under the L2 distance plus ``sparsity`` times its
@@ -43,6 +44,7 @@ import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, batch_labels, minimise
+from attacks.common.labels import regression_labels
 from attacks.common.aux import aux_fingerprint
 from attacks.common.parametrisations import free, known, sigmoid_adjacency
 from attacks.fedgig.constraint import STE_SCOPES, SYMMETRISATIONS, ConstrainedAdjacency
@@ -60,7 +62,7 @@ class FedGIG(Attack):
     name = "fedgig"
     paper = ("Xiao, Li, Qi, Wang, Li. FedGIG: Graph Inversion from Gradient in Federated Learning. "
              "arXiv 2412.18513, 2024")
-    requires = Requirements(exact_gradient=True, node_count=True, single_graph=True)
+    requires = Requirements(exact_gradient=True, node_count=True, single_graph=True, regression=True)
     keeps_state = True  # the auto-encoder, trained once per run and settings, shared by the variants
 
     @dataclass
@@ -119,8 +121,11 @@ class FedGIG(Attack):
         p = self.params
         model = knowledge.build_model(update.global_weights)
         matcher = GradientMatcher(model, update.gradient, "l2", knowledge.loss)
-        labels = torch.tensor(batch_labels(update.gradient[f"{model.final_linear_name}.bias"].float(), 1, model,
-                                           knowledge))
+        if knowledge.task_type == "regression":
+            labels = regression_labels(knowledge)
+        else:
+            labels = torch.tensor(batch_labels(update.gradient[f"{model.final_linear_name}.bias"].float(), 1, model,
+                                               knowledge))
         n = knowledge.node_counts[0]
         features = known(knowledge.features) if p.features == "known" else free(knowledge.num_features)
         amc = dict(n_max=p.n_max, alpha=p.alpha, beta=p.beta, symmetrise=p.symmetrise, ste_scope=p.ste_scope, ste=p.ste)
@@ -140,7 +145,8 @@ class FedGIG(Attack):
                 weight.append(p.sparsity * (scale if p.sparsity_reference == "initial" else 1.0))
             return value + weight[0] * edges
 
-        fit = minimise(lambda gen: DummyGraphs([n], gen, features=features, adjacency=adjacency, labels=labels),
+        fit = minimise(lambda gen: DummyGraphs([n], gen, features=features, adjacency=adjacency, labels=labels,
+                                               num_classes=knowledge.num_classes),
                        objective, ctx, Schedule(iterations=p.iterations, lr=p.lr), ctx.generator())
         with torch.no_grad():
             x = fit.dummy.x(0).detach().clone()
@@ -158,4 +164,4 @@ class FedGIG(Attack):
                     adj = calibrated(mgae.logits(x_sr.float(), graph), info["amc_edges"])
                 else:
                     adj = mgae(x_sr.float(), graph)
-        return [Reconstruction(x=x, adj=adj, num_nodes=n, label=int(labels[0]), info=info)]
+        return [Reconstruction(x=x, adj=adj, num_nodes=n, label=fit.dummy.label_guesses()[0], info=info)]

@@ -49,6 +49,9 @@ def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: boo
     loader = _loader(name)
     accepted = inspect.signature(loader).parameters
     for key in options:
+        if key == "task_type" and key not in accepted:
+            raise ConfigError(f"data.task_type: {name} has class labels, not real targets; regression needs "
+                              "ESOL, FreeSolv or Lipo")
         if key not in accepted:
             valid = ", ".join(p for p in accepted if p != "name") or "none"
             raise ConfigError(f"data.{key}: not an option of dataset {name}; valid options: {valid}")

@@ -36,6 +36,7 @@ class GraphDataset:
     source: str
     meta: dict = field(default_factory=dict)
     task: str = "graph"  # graph | node
+    task_type: str = "classification"  # classification | regression (y real, num_classes 1)
 
     def __len__(self) -> int:
         return len(self.graphs)
@@ -45,7 +46,17 @@ class GraphDataset:
 
     @property
     def labels(self) -> np.ndarray:
+        """Class labels, the strata of the stratified splits and the Dirichlet partition. A
+        regression set's strata are its targets above (1) or not above (0) their median."""
+        if self.task_type == "regression":
+            targets = self.targets
+            return (targets > np.median(targets)).astype(np.int64) if len(targets) else np.zeros(0, np.int64)
         return np.array([int(g.y.view(-1)[0]) for g in self.graphs], dtype=np.int64)
+
+    @property
+    def targets(self) -> np.ndarray:
+        """Every graph's first target as a float (a class index, or a regression target)."""
+        return np.array([float(g.y.view(-1)[0]) for g in self.graphs], dtype=np.float64)
 
     @property
     def num_features(self) -> int:
@@ -67,7 +78,9 @@ class GraphDataset:
             "mean_nodes": round(float(nodes.mean()), 2),
             "max_nodes": int(nodes.max()),
             "mean_edges": round(float(edges.mean()), 2),
-            "class_counts": np.bincount(self.labels, minlength=self.num_classes).tolist(),
+            **({"target_mean": round(float(self.targets.mean()), 4), "target_std": round(float(self.targets.std()), 4)}
+               if self.task_type == "regression" else
+               {"class_counts": np.bincount(self.labels, minlength=self.num_classes).tolist()}),
             **self.meta,
         }
 

@@ -20,8 +20,10 @@ is_in_ring             2      False, True
 Total width 177. ``features="grain"`` replaces them with GRAIN's 8 RDKit atom properties (140
 slots, standardised with the dataset's statistics; ``fedgraph_sim/data/grain_features.py``).
 Labels: one task is chosen (``task``: index or column name, default the first);
-graphs whose label is missing (NaN) are dropped. Regression sets (ESOL, FreeSolv, Lipo) become
-binary classification by splitting at the task's median, recorded in ``meta["label_rule"]``.
+graphs whose label is missing (NaN) are dropped. Regression sets (ESOL, FreeSolv, Lipo) keep their
+real targets with ``task_type="regression"`` (``data.task_type``; a one-output model trained with
+MSE) and by default become binary classification by splitting at the task's median; either way
+``meta["label_rule"]`` records it.
 """
 
 from __future__ import annotations
@@ -73,11 +75,15 @@ def _resolve_task(task, names: list[str], dataset: str) -> int:
                       f"or one of {', '.join(names)}")
 
 
-def load_moleculenet(name: str, task=None, features: str = "pyg") -> GraphDataset:
+def load_moleculenet(name: str, task=None, features: str = "pyg", task_type: str = "classification") -> GraphDataset:
     if features not in FEATURES:
         raise ConfigError(f"data.features: unknown node features '{features}' for {name}; "
                           f"valid: {', '.join(FEATURES)}")
     key = name.lower()
+    regression = task_type == "regression"
+    if regression and key not in REGRESSION:
+        raise ConfigError(f"data.task_type: {MOLECULENET_NAMES[key]} has class labels, not real targets; "
+                          f"regression needs {', '.join(MOLECULENET_NAMES[k] for k in sorted(REGRESSION))}")
     root = store.prepare("moleculenet", key)
     try:
         with warnings.catch_warnings():
@@ -93,7 +99,9 @@ def load_moleculenet(name: str, task=None, features: str = "pyg") -> GraphDatase
     y_all = pyg._data.y.view(len(pyg), -1)[:, index]
     x_all = SCHEMA.encode(pyg._data.x)  # one-hot once for the whole dataset, then slice
     meta = {"pyg_graphs": len(pyg), "task": names[index], "num_tasks": len(names)}
-    if key in REGRESSION:
+    if regression:
+        meta["label_rule"] = f"{names[index]} (real-valued)"
+    elif key in REGRESSION:
         finite = y_all[~torch.isnan(y_all)]
         threshold = float(finite.median())
         meta["label_rule"] = f"{names[index]} > median ({threshold:.4g})"
@@ -104,14 +112,18 @@ def load_moleculenet(name: str, task=None, features: str = "pyg") -> GraphDatase
         if math.isnan(value):
             dropped += 1
             continue
-        label = int(value > threshold) if key in REGRESSION else int(value)
+        if regression:
+            y = torch.tensor([value], dtype=torch.float32)
+        else:
+            y = torch.tensor([int(value > threshold) if key in REGRESSION else int(value)])
         graphs.append(Data(x=x_all[node_ptr[i]:node_ptr[i + 1]].clone(), edge_index=edge_index,
-                           y=torch.tensor([label]), num_nodes=n, graph_id=i,
+                           y=y, num_nodes=n, graph_id=i,
                            smiles=pyg._data.smiles[i]))
     meta["dropped_missing_label"] = dropped
     schema = SCHEMA
     if features == "grain":
         graphs, schema, outside = grain_molecules(graphs)
         meta["features"], meta["dropped_outside_schema"] = "grain", outside
-    return GraphDataset(name=MOLECULENET_NAMES[key], graphs=graphs, num_classes=2,
-                        schema=schema, source="moleculenet", meta=meta)
+    return GraphDataset(name=MOLECULENET_NAMES[key], graphs=graphs, num_classes=1 if regression else 2,
+                        schema=schema, source="moleculenet", meta=meta,
+                        task_type="regression" if regression else "classification")

@@ -132,7 +132,7 @@ class Evaluator:
             aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
             hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
             hint_features=knowledge.features is not None, hint_per_node_gradients=update.per_node is not None,
-            node_order=config.data.node_order, label_true=int(graph.y.view(-1)[0]),
+            node_order=config.data.node_order, label_true=graph.y.view(-1)[0].item(),
             defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
                             if k.startswith("defense-")},
             extra=self.extra_columns)

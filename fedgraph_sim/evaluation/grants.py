@@ -35,7 +35,7 @@ class ThreatGrants:
         adjacency, features = threat.grants("adjacency_known", attack), threat.grants("features_known", attack)
         return self.knowledge.with_hints(
             node_counts=[g.num_nodes for g in graphs] if threat.node_count else None,
-            labels=[int(g.y.view(-1)[0]) for g in graphs] if threat.label else None,
+            labels=[g.y.view(-1)[0].item() for g in graphs] if threat.label else None,
             adjacencies=[to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0] for g in graphs]
             if adjacency else None,
             features=[g.x.clone() for g in graphs] if features else None)

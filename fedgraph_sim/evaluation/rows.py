@@ -46,10 +46,10 @@ class ResultRow:
     hint_features: bool
     hint_per_node_gradients: bool  # a leaky client's per-node gradients were observed
     node_order: str
-    label_true: int | None
+    label_true: int | float | None  # a class index, or a regression target (float)
     defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon
     extra: dict[str, Any] = field(default_factory=dict)  # sweep columns, the federation's utility
-    label_guess: int | None = None
+    label_guess: int | float | None = None
     scores: dict[str, float] = field(default_factory=dict)  # metric, prior_ and gain_ columns
     info: dict[str, Any] = field(default_factory=dict)  # the attack's diagnostics
 
@@ -64,7 +64,11 @@ class ResultRow:
         row.update(self.extra)
         if self.scored:
             row["label_guess"] = self.label_guess
-            row["label_correct"] = None if self.label_guess is None else int(self.label_guess == self.label_true)
+            regression = isinstance(self.label_true, float)
+            guessed = self.label_guess is not None
+            row["label_correct"] = int(self.label_guess == self.label_true) if guessed and not regression else None
+            if regression:  # a real target is never guessed exactly: how far off it is
+                row["label_error"] = abs(self.label_guess - self.label_true) if guessed else None
             row.update(self.scores)
             row.update({f"info_{k}": v for k, v in self.info.items()})
         return row

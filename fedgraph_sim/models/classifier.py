@@ -65,6 +65,9 @@ class GraphClassifier(nn.Module):
       message-passing layer outputs the ``num_classes`` logits of every node, with no pooling and
       no classifier, and by default no activation after it (``last_activation=True``: App. B's variant).
 
+    - ``num_classes=1``: a regression head, one real output per graph (``data.task_type:
+      regression``).
+
     No dropout or batch norm: the attacker's forward is deterministic.
 
     ``forward`` is the sparse PyG path used for training; ``forward_dense`` evaluates the same
@@ -85,7 +88,8 @@ class GraphClassifier(nn.Module):
         require(layers >= 1, "model.layers", f"must be >= 1 (got {layers})")
         require(hidden >= 1, "model.hidden", f"must be >= 1 (got {hidden})")
         require(in_channels >= 1, "model.in_channels", f"must be >= 1 (got {in_channels})")
-        require(num_classes >= 2, "model.num_classes", f"must be >= 2 (got {num_classes})")
+        # one output is a regression head (data.task_type: regression, trained with train.loss: mse)
+        require(num_classes >= 1, "model.num_classes", f"must be >= 1 (got {num_classes})")
         require(pool in POOLS, "model.pool", f"unknown pool '{pool}'; valid: {', '.join(POOLS)}")
         require((pool == "flatten") == (flatten_nodes is not None), "model.flatten_nodes",
                 "the rows of the flatten readout, needed with model.pool: flatten and only then")

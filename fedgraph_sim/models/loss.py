@@ -4,9 +4,11 @@
 - ``bce``: binary cross-entropy with logits on one-hot targets, mean over batch x classes: the
   loss of GRAIN (Drencheva et al., ICLR 2025), whose official code trains
   ``BCEWithLogitsLoss`` on ``[1, 0]`` / ``[0, 1]`` targets and averages over all entries.
+- ``mse``: squared error of a one-output model against real targets ``[B]``, mean over the batch
+  (``data.task_type: regression``; FreeSolv in FedGIG, Xiao et al., arXiv:2412.18513).
 
-Targets are class indices ``[B]`` (long) or class probabilities ``[B, C]`` (soft labels, as DLG
-optimises them).
+Classification targets are class indices ``[B]`` (long) or class probabilities ``[B, C]`` (soft
+labels, as DLG optimises them); regression targets are reals ``[B]``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from torch import Tensor
 
 from fedgraph_sim.errors import require
 
-LOSSES = ("cross_entropy", "bce")
+LOSSES = ("cross_entropy", "bce", "mse")
 
 
 def _probabilities(target: Tensor, num_classes: int) -> Tensor:
@@ -31,8 +33,11 @@ def classification_loss(logits: Tensor, target: Tensor, loss: str = "cross_entro
 
 
 def example_losses(logits: Tensor, target: Tensor, loss: str = "cross_entropy") -> Tensor:
-    """The loss of each row of ``logits [B, C]``, ``[B]`` (``bce``: the mean over its classes)."""
+    """The loss of each row of ``logits [B, C]``, ``[B]`` (``bce``: the mean over its classes;
+    ``mse``: ``C`` is 1)."""
     require(loss in LOSSES, "train.loss", f"unknown loss '{loss}'; valid: {', '.join(LOSSES)}")
+    if loss == "mse":
+        return (logits.reshape(len(logits), -1)[:, 0] - target.reshape(-1).to(logits.dtype)) ** 2
     if loss == "bce":
         probs = _probabilities(target, logits.size(-1)).to(logits.dtype)
         return torch.nn.functional.binary_cross_entropy_with_logits(logits, probs, reduction="none").mean(-1)

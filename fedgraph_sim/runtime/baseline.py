@@ -45,4 +45,4 @@ class CentralisedBaseline:
         """The baseline after ``round`` rounds on the test graphs, as ``centralised_*`` columns."""
         self.advance(round)
         metrics = evaluate(self.model, test, self.config.train.loss)
-        return {"centralised_test_accuracy": metrics["test_accuracy"], "centralised_test_loss": metrics["test_loss"]}
+        return {f"centralised_{key}": value for key, value in metrics.items() if key != "test_graphs"}

@@ -83,3 +83,16 @@ def test_missing_dataset_names_the_data_root(tmp_path, monkeypatch, offline):
     monkeypatch.setenv("FEDGRAPH_CACHE", str(tmp_path / "cache"))
     with pytest.raises(ConfigError, match=r"FEDGRAPH_DATA_ROOT=.*has no tu/MUTAG/raw/.*<root>/tu/<NAME>/raw/"):
         load_dataset("MUTAG")
+
+
+def test_freesolv_keeps_its_real_targets_under_regression(data_root, offline):
+    binarised = load_dataset("FreeSolv")
+    real = load_dataset("FreeSolv", task_type="regression")
+    assert (binarised.num_classes, real.num_classes, real.task_type) == (2, 1, "regression")
+    assert real[0].y.dtype.is_floating_point and len(real) == len(binarised) == 642
+    # the strata of the splits and the partition: above the median target or not, as binarised
+    assert (real.labels == binarised.labels).all()
+    with pytest.raises(ConfigError, match="data.task_type: ClinTox has class labels"):
+        load_dataset("ClinTox", task_type="regression")
+    with pytest.raises(ConfigError, match="data.task_type: MUTAG has class labels"):
+        load_dataset("MUTAG", task_type="regression")

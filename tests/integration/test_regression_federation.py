@@ -1,0 +1,25 @@
+"""A regression federation through Flower on FreeSolv's real targets (real data: CI only)."""
+
+import json
+
+import pytest
+
+from fedgraph_sim.config import load_config
+from fedgraph_sim.runtime.simulation import run
+
+pytestmark = pytest.mark.slow
+
+
+def test_freesolv_regression_round_scores_rmse_and_target_errors(tmp_path, data_root):
+    config = load_config(None, [
+        "data.dataset=FreeSolv", "data.task_type=regression", "data.subset=60", "data.test_fraction=0.2", "federation.num_clients=2",
+        "attack.clients=[0]", "attack.names=[dlg, tableak, aux_mean_adjacency]",
+        "attack.params.dlg={optimizer: adam, lr: 0.1, iterations: 20}", f"output.dir={tmp_path}"])
+    assert config.train.loss == "mse"
+    run_dir = run(config).run_dir
+    utility = [json.loads(line) for line in (run_dir / "utility.jsonl").read_text().splitlines()]
+    assert all("test_rmse" in u and "test_r2" in u and "test_accuracy" not in u for u in utility)
+    rows = {r["attack"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert rows["tableak"]["status"] == "not_applicable"
+    assert rows["dlg"]["status"] == "ok" and isinstance(rows["dlg"]["label_true"], float)
+    assert rows["dlg"]["label_correct"] is None and rows["dlg"]["label_error"] >= 0
