@@ -70,6 +70,7 @@ class DLG(Attack):
         feature_init: str = "randn"
         features: str = "free"  # free | softmax (GRAIN's baselines) | granted (FedGIG's baselines)
         optimizer: str = "lbfgs"  # lbfgs | adam (FedGIG runs its baselines with Adam)
+        signed: bool = False  # Adam on sign(grad) (TabLeak's sign trick, as GraphDLG runs it)
         adjacency: str = "optimise"  # optimise | granted (the "+A" baselines)
         discretize: bool = False  # GRAIN's baselines: edges at 0.5, argmax per block
         line_search: str = "none"  # none (the papers' L-BFGS) | strong_wolfe (ours: a guard on the step)
@@ -82,6 +83,9 @@ class DLG(Attack):
             if getattr(self.params, key) not in valid:
                 raise ConfigError(f"attack.params.{self.name}.{key}: unknown '{getattr(self.params, key)}'; "
                                   f"valid: {', '.join(valid)}")
+        if self.params.signed and self.params.optimizer != "adam":
+            raise ConfigError(f"attack.params.{self.name}.signed: the sign trick needs optimizer: adam "
+                              f"(got {self.params.optimizer})")
         if self.params.divergence_guard is not None and not self.params.divergence_guard > 1:
             raise ConfigError(f"attack.params.{self.name}.divergence_guard: must be > 1 "
                               f"(got {self.params.divergence_guard}); omit it for the papers' L-BFGS")
@@ -100,7 +104,7 @@ class DLG(Attack):
 
     def schedule(self) -> Schedule:
         p = self.params
-        return Schedule(optimizer=p.optimizer, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter,
+        return Schedule(optimizer=p.optimizer, iterations=p.iterations, lr=p.lr, max_iter=p.max_iter, signed=p.signed,
                         line_search=None if p.line_search == "none" else p.line_search,
                         divergence=math.inf if p.divergence_guard is None else p.divergence_guard)
 

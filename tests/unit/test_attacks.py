@@ -82,6 +82,9 @@ def test_dlg_guards_are_off_in_paper_mode_and_reach_the_schedule():
     assert dlg(divergence_guard=10).schedule().divergence == 10
     with pytest.raises(ConfigError, match="divergence_guard"):
         dlg(divergence_guard=0.5)
+    assert not dlg().schedule().signed and dlg(optimizer="adam", signed=True).schedule().signed
+    with pytest.raises(ConfigError, match="signed: the sign trick needs optimizer: adam"):
+        dlg(signed=True)
 
 
 def test_dlg_with_granted_features_and_adam_fits_only_the_structure():
