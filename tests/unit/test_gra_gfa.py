@@ -104,7 +104,7 @@ def test_the_generator_learns_types_from_structure_on_its_aux_graphs_and_is_trai
     knowledge = AttackerKnowledge(model={}, num_features=3, num_classes=2, schema=schema, aux_graphs=tuple(graphs),
                                   aux_scenario="same")
     shared = {}
-    attack = build_attack("gra_gfa", {"generator_epochs": 300})
+    attack = build_attack("gra_gfa", {"generator_epochs": 100, "generator_lr": 0.05})
     trained = attack.generator(knowledge, ctx(shared))
     untrained = train_generator(graphs, schema, Training(noise_dim=3, epochs=0), seed=0)
     assert type_accuracy(untrained, graphs, schema) < majority
