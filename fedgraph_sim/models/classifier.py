@@ -216,7 +216,18 @@ class GraphClassifier(nn.Module):
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
         if self.task == "node":
             return self.dense_node_embeddings(x, adj, mask)
-        rows = self._readout_rows(x, self.dense_node_embeddings(x, adj, mask))
+        return self.readout_dense(self._readout_rows(x, self.dense_node_embeddings(x, adj, mask)), mask)
+
+    @property
+    def readout_width(self) -> int:
+        """The width of one node's row at the pooling (or per-node readout) input: ``hidden``, or
+        ``in_channels + hidden`` with ``readout_input="concat_input"``."""
+        first = self.classifier if isinstance(self.classifier, nn.Linear) else self.classifier[0]
+        return first.in_features // (self.flatten_nodes or 1)
+
+    def readout_dense(self, rows: Tensor, mask: Tensor) -> Tensor:
+        """Pooling and classifier on the readout rows ``[B, N, readout_width]`` (the last layer's
+        node embeddings): the logits ``[B, C]``. Attacks that optimise embeddings (GRA-GFA) start here."""
         if self.readout_placement == "per_node":
             return dense_pool(self.classifier(rows), mask, self.pool)
         return self.classifier(dense_pool(rows, mask, self.pool, self.flatten_nodes))
