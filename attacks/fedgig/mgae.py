@@ -22,13 +22,7 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 
 from fedgraph_sim.models import to_dense
-
-
-def normalised(adj: Tensor) -> Tensor:
-    """:math:`D^{-1/2}(A + I)D^{-1/2}` of ``[.., N, N]``."""
-    a = adj + torch.eye(adj.size(-1), dtype=adj.dtype)
-    d = a.sum(-1).clamp(min=1e-6).pow(-0.5)
-    return d.unsqueeze(-1) * a * d.unsqueeze(-2)
+from fedgraph_sim.models.convs import gcn_normalised
 
 
 class MaskedGAE(nn.Module):
@@ -38,7 +32,7 @@ class MaskedGAE(nn.Module):
         self.lin2 = nn.Linear(hidden, latent)
 
     def encode(self, x: Tensor, adj: Tensor) -> Tensor:
-        a = normalised(adj)
+        a = gcn_normalised(adj)
         return a @ self.lin2(torch.relu(a @ self.lin1(x)))
 
     def logits(self, x: Tensor, adj: Tensor) -> Tensor:

@@ -28,6 +28,7 @@ from torch import Tensor
 from attacks.glg.analytic import (adjacency_from_aggregates, edges, features_from_aggregates, rank_conditions,
                                   row_ratio, sage_graph_adjacency)
 from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models.convs import gcn_normalised
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,6 @@ def _first_layer(model: GraphClassifier) -> dict[str, str]:
     if model.conv_name == "gcn":
         return {"neighbour": "convs.0.lin.weight", "bias": "convs.0.bias"}
     return {}
-
-
-def gcn_normalised(adj: Tensor) -> Tensor:
-    """:math:`D^{-1/2}(A + I)D^{-1/2}`."""
-    a = adj + torch.eye(adj.size(0), dtype=adj.dtype)
-    d = a.sum(1).pow(-0.5)
-    return d[:, None] * a * d[None, :]
 
 
 def analytic_start(model: GraphClassifier, gradient: dict[str, Tensor], *, x: Tensor | None = None,

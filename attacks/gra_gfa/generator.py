@@ -20,9 +20,9 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from attacks.fedgig.mgae import normalised
 from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.models import to_dense
+from fedgraph_sim.models.convs import gcn_normalised
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class TypeGenerator(nn.Module):
 
     def forward(self, adj: Tensor, noise: Tensor) -> Tensor:
         """Logits ``[.., N, width]`` for ``adj [.., N, N]`` and ``noise [.., N, noise_dim]``."""
-        a = normalised(adj)
+        a = gcn_normalised(adj)
         return a @ self.lin2(torch.relu(a @ self.lin1(noise)))
 
     def loss(self, logits: Tensor, values: Tensor, mask: Tensor) -> Tensor:

@@ -26,14 +26,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from fedgraph_sim.models.convs import with_self_loops
-
-
-def gcn_norm_dense(adj: Tensor) -> Tensor:
-    """``D^-1/2 (A + I) D^-1/2`` (PyG ``GCNConv``'s normalisation)."""
-    a_hat = with_self_loops(adj)
-    d = a_hat.sum(-1).pow(-0.5)
-    return d[:, None] * a_hat * d[None, :]
+from fedgraph_sim.models.convs import gcn_normalised
 
 
 def solve_layer(r: Tensor, grad_theta: Tensor, rcond: float | None = None) -> Tensor:
@@ -58,7 +51,7 @@ def gnfr(thetas: Sequence[Tensor], theta_grads: Sequence[Tensor], w_fc: Tensor, 
     ``S_1..S_L``, for tests) replaces the all-ones start and the derived masks.
     """
     dt = torch.float64
-    a_norm = gcn_norm_dense(adj.to(dt))
+    a_norm = gcn_normalised(adj.to(dt))
     n = a_norm.size(0)
     m = 1.0 / n if pool == "mean" else 1.0
     grad_h = m * torch.ones(n, 1, dtype=dt) @ (w_fc.to(dt).t() @ g.to(dt)).view(1, -1)

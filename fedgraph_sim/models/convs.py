@@ -27,12 +27,16 @@ def _plus_bias(out: Tensor, bias: Tensor | None) -> Tensor:
     return out if bias is None else out + bias
 
 
-def dense_gcn(conv: GCNConv, x: Tensor, adj: Tensor) -> Tensor:
-    """Kipf & Welling (2017): ``D^-1/2 (A + I) D^-1/2 X Theta^T + b``."""
+def gcn_normalised(adj: Tensor) -> Tensor:
+    """``D^-1/2 (A + I) D^-1/2`` of ``[.., N, N]`` (PyG ``GCNConv``'s normalisation, densely)."""
     a_hat = with_self_loops(adj)
     d_inv_sqrt = a_hat.sum(-1).clamp(min=1e-12).pow(-0.5)
-    a_norm = d_inv_sqrt.unsqueeze(-1) * a_hat * d_inv_sqrt.unsqueeze(-2)
-    return _plus_bias(a_norm @ conv.lin(x), conv.bias)
+    return d_inv_sqrt.unsqueeze(-1) * a_hat * d_inv_sqrt.unsqueeze(-2)
+
+
+def dense_gcn(conv: GCNConv, x: Tensor, adj: Tensor) -> Tensor:
+    """Kipf & Welling (2017): ``D^-1/2 (A + I) D^-1/2 X Theta^T + b``."""
+    return _plus_bias(gcn_normalised(adj) @ conv.lin(x), conv.bias)
 
 
 def gat_attention(conv: GATConv, h: Tensor, weights: Tensor) -> Tensor:

@@ -9,12 +9,12 @@ from torch_geometric.utils import to_dense_adj
 from attacks.base import AttackContext, Budget
 from attacks.graphdlg import GraphDLG, StructureDecoder, gnfr, kron_solve, recover_embedding, solve_layer
 from attacks.graphdlg.decoder import DecoderTraining, adapter_loss, encode, train_decoder
-from attacks.graphdlg.gnfr import gcn_norm_dense
 from clients.training import fedsgd_gradient
 from fedgraph_sim.data import make_synthetic
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import graph_metrics
 from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models.convs import gcn_normalised
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 TREE = torch.tensor([[0, 0, 1, 1, 2, 4, 5], [1, 2, 3, 4, 5, 6, 7]])
@@ -71,7 +71,7 @@ def oracle_case(seed):
     g = tree_graph(seed=seed)
     grad, _ = fedsgd_gradient(model, [g])
     adj = to_dense_adj(g.edge_index, max_num_nodes=8)[0].double()
-    a_norm = gcn_norm_dense(adj)
+    a_norm = gcn_normalised(adj)
     h, masks = g.x, []
     with torch.no_grad():
         for conv in model.convs:
