@@ -26,8 +26,8 @@ def test_table1_matches_the_paper_setup():
     c = cases[0].config
     assert (c.model.conv, c.model.layers, c.model.hidden, c.model.pool) == ("gcn", 2, 16, "mean")
     assert c.aux.scenario == "same" and c.aux.source == "client:1" and c.partition.alpha == 1.0
-    assert {"random", "dlg", "idlg", "inverting_gradients", "tableak", "glg@graph_attacker", "graphdlg",
-            "graphdlg@refine", "majority_type", "aux_mean_adjacency"} == set(c.attack.names)
+    assert {"random", "dlg", "idlg", "inverting_gradients", "gra_gfa", "tableak", "glg@graph_attacker",
+            "graphdlg", "graphdlg@refine", "majority_type", "aux_mean_adjacency"} == set(c.attack.names)
     tableak = build_attack("tableak", c.attack.params["tableak"]).params
     assert (tableak.iterations, tableak.ensemble, tableak.lr, tableak.signed) == (100, 30, 0.06, True)
 
