@@ -81,12 +81,13 @@ class GIGAN(Attack):
         iterations: int = 100
         lr: float = 0.01
         distance: str = "cosine"  # cosine (the spec) | l2
-        gan_steps: int = 400  # generator updates; each follows n_critic critic updates
+        gan_steps: int = 200  # generator updates; each follows n_critic critic updates
         n_critic: int = 5
         gan_batch: int = 32
         gan_lr: float = 1e-4
         gp: float = 10.0  # WGAN-GP's lambda
         z_dim: int = 32
+        critic_degree: bool = True  # [choice] the critic also sees log(1 + degree); false: features only
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -103,7 +104,8 @@ class GIGAN(Attack):
     def training(self) -> Training:
         p = self.params
         return Training(steps=int(p.gan_steps), n_critic=int(p.n_critic), batch=int(p.gan_batch),
-                        lr=float(p.gan_lr), gp=float(p.gp), z_dim=int(p.z_dim))
+                        lr=float(p.gan_lr), gp=float(p.gp), z_dim=int(p.z_dim),
+                        critic_degree=p.critic_degree)
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)

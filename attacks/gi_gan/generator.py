@@ -30,7 +30,7 @@ Choices where MolGAN / the spec are silent or do not fit, marked [choice]:
   the same padding on both sides, and the attack crops the first n nodes the same way.
 - [choice] the degree column: a normalised GCN on identical node features gives every node of a
   regular graph the same output whatever its degree, so without it the critic cannot tell a
-  dense soft graph (all pairs at 0.5) from a sparse ring.
+  dense soft graph (all pairs at 0.5) from a sparse ring (``critic_degree: false`` leaves it out).
 - [choice] batches of 32 real graphs drawn at random (with replacement across steps), the
   critic's widths above (MolGAN's), no dropout; ``steps`` counts generator updates.
 """
@@ -54,7 +54,7 @@ from fedgraph_sim.data.schema import FeatureSchema
 class Training:
     """The generator's and critic's settings (hashable: part of the run-scoped cache key)."""
 
-    steps: int = 1500  # generator updates (each after n_critic critic updates)
+    steps: int = 200  # generator updates (each after n_critic critic updates)
     n_critic: int = 5
     batch: int = 32
     lr: float = 1e-4
@@ -65,6 +65,7 @@ class Training:
     critic_conv: tuple[int, ...] = (128, 64)
     critic_aggregate: int = 128
     critic_mlp: tuple[int, ...] = (128, 64)
+    critic_degree: bool = True  # the critic's log(1 + degree) input column ([choice], see above)
 
 
 def normalised(adj: Tensor) -> Tensor:
@@ -127,9 +128,10 @@ class Critic(nn.Module):
     """MolGAN's discriminator with GCN layers: ``(x, adj, mask) -> [B]`` scores."""
 
     def __init__(self, num_features: int, conv: tuple[int, ...] = (128, 64), aggregate: int = 128,
-                 mlp: tuple[int, ...] = (128, 64)) -> None:
+                 mlp: tuple[int, ...] = (128, 64), degree: bool = True) -> None:
         super().__init__()
-        widths = (num_features + 1,) + tuple(conv)  # the features and log(1 + degree)
+        self.degree = degree
+        widths = (num_features + int(degree),) + tuple(conv)  # the features (and log(1 + degree))
         self.convs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
         self.gate = nn.Linear(widths[-1] + widths[0], aggregate)
         self.value = nn.Linear(widths[-1] + widths[0], aggregate)
@@ -142,7 +144,8 @@ class Critic(nn.Module):
 
     def forward(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
         a = normalised(adj)
-        x = torch.cat([x, torch.log1p(adj.sum(-1, keepdim=True))], dim=-1)
+        if self.degree:
+            x = torch.cat([x, torch.log1p(adj.sum(-1, keepdim=True))], dim=-1)
         h = x
         for conv in self.convs:
             h = torch.tanh(a @ conv(h))
@@ -204,7 +207,8 @@ def train_generator(aux_graphs, num_features: int, settings: Training = Training
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         generator = Generator(data.n_max, num_features, schema, settings.z_dim, settings.hidden)
-        critic = Critic(num_features, settings.critic_conv, settings.critic_aggregate, settings.critic_mlp)
+        critic = Critic(num_features, settings.critic_conv, settings.critic_aggregate, settings.critic_mlp,
+                        settings.critic_degree)
     opt_g = torch.optim.Adam(generator.parameters(), lr=settings.lr, betas=settings.betas)
     opt_c = torch.optim.Adam(critic.parameters(), lr=settings.lr, betas=settings.betas)
     total = data.x.size(0)

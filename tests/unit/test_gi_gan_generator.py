@@ -95,3 +95,16 @@ def test_training_is_seeded_and_leaves_the_global_rng_alone():
     assert torch.equal(torch.rand(1), before)
     b = train_generator(graphs, 3, settings, seed=1)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_without_the_degree_column_the_critic_cannot_tell_a_dense_regular_graph_from_a_ring():
+    """The reason for the critic's degree input: on identical node features a normalised GCN gives
+    every node of a regular graph the same embedding whatever its degree."""
+    torch.manual_seed(0)
+    x = torch.zeros(1, 10, 3)
+    x[..., 0] = 1
+    sparse, dense = ring(10)[None], (torch.ones(10, 10) - torch.eye(10))[None] * 0.5
+    mask = torch.ones(1, 10, dtype=torch.bool)
+    blind, seeing = Critic(3, (8, 8), 8, (8,), degree=False), Critic(3, (8, 8), 8, (8,))
+    assert torch.allclose(blind(x, sparse, mask), blind(x, dense, mask), atol=1e-6)
+    assert not torch.allclose(seeing(x, sparse, mask), seeing(x, dense, mask), atol=1e-4)
