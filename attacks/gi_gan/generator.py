@@ -54,7 +54,7 @@ from fedgraph_sim.data.schema import FeatureSchema
 class Training:
     """The generator's and critic's settings (hashable: part of the run-scoped cache key)."""
 
-    steps: int = 200  # generator updates (each after n_critic critic updates)
+    steps: int = 500  # generator updates (each after n_critic critic updates)
     n_critic: int = 5
     batch: int = 32
     lr: float = 1e-4
