@@ -24,13 +24,13 @@ of 32): 73 s on 90 MUTAG graphs on one core of a loaded 2-core machine, where th
 graphs' edge density (0.141) and node-type shares match the auxiliary set's (0.140); 200 steps
 left the density at 0.157 and the critic's Wasserstein estimate twice as high (docs/performance.md).
 Give it ``attack.time_budgets: {gi_gan: 600}``: the training runs inside the first call's budget.
-Choices where the papers are silent, marked [choice]: latent-only Adam (GIAS also fine-tunes the
+Choices where the papers are silent, marked [choice]: [choice] latent-only Adam (GIAS also fine-tunes the
 generator's weights afterwards; GGL searches z gradient-free with CMA-ES or BO and a KL prior);
-continuous softmax / sigmoid outputs while training (MolGAN also offers Gumbel samples); node
-counts by masking each generated graph to a real graph's count (MolGAN has a "no atom" type
-instead), the same crop the attack makes; the critic's widths are MolGAN's, and it also sees
-each node's log(1 + degree) (``critic_degree``; see ``attacks.gi_gan.generator``); the features
-returned are the soft rows the model saw, not their argmax. GraphDLG reports dense outputs (14 %
+[choice] continuous softmax / sigmoid outputs while training (MolGAN also offers Gumbel samples); [choice]
+node counts by masking each generated graph to a real graph's count (MolGAN has a "no atom" type
+instead), the same crop the attack makes; [choice] the critic's widths are MolGAN's, and it also sees
+each node's log(1 + degree) (``critic_degree``; see ``attacks.gi_gan.generator``); [choice] the
+features returned are the soft rows the model saw, not their argmax. GraphDLG reports dense outputs (14 %
 edge accuracy on MUTAG); our trained generator matches MUTAG's density and its outputs are sparse
 (edge accuracy 0.875 on 10 MUTAG graphs, the no-edge prior's 0.872). Dense outputs came only from
 an under-trained generator: after 200 steps with ``critic_degree: false`` (a GCN critic on the
