@@ -4,8 +4,8 @@ Attacks import ``fedgraph_sim`` only, never ``clients`` or ``fedgraph_sim.audit`
 the server sees (tests/unit/test_threat_boundary.py).
 """
 
-from attacks import (dlg, fedgig, glg, gra_gfa, grain, graphdlg, idlg, inverting_gradients,  # noqa: F401
-                     priors, random_guess, tableak)
+from attacks import (dlg, fedgig, gi_gan, glg, gra_gfa, grain, graphdlg, idlg,  # noqa: F401
+                     inverting_gradients, priors, random_guess, tableak)
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Budget, Reconstruction,
                           Requirements, build_attack, register)
 
