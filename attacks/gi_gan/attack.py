@@ -19,7 +19,7 @@ graphs padded to N_max, once per run, settings and auxiliary set (``ctx.shared``
 generator frozen, Adam (lr 0.01, 100 iterations) fits its latent z (N(0, 1) start) so that the
 model's gradient on the generated graph, cropped to n, matches the observed one under the cosine
 distance over all parameters concatenated.
-Defaults: the spec's (above); ``gan_steps`` 500 generator updates (2500 critic updates, batches
+Defaults: GraphDLG's description's (above); ``gan_steps`` 500 generator updates (2500 critic updates, batches
 of 32): 73 s on 90 MUTAG graphs on one core of a loaded 2-core machine, where the generated
 graphs' edge density (0.141) and node-type shares match the auxiliary set's (0.140); 200 steps
 left the density at 0.157 and the critic's Wasserstein estimate twice as high (docs/performance.md).
@@ -88,7 +88,7 @@ class GIGAN(Attack):
     class Params:
         iterations: int = 100
         lr: float = 0.01
-        distance: str = "cosine"  # cosine (the spec) | l2
+        distance: str = "cosine"  # cosine (GraphDLG's description) | l2
         gan_steps: int = 500  # generator updates; each follows n_critic critic updates
         n_critic: int = 5
         gan_batch: int = 32

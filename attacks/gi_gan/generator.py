@@ -21,7 +21,7 @@ Training: WGAN-GP (Gulrajani et al. 2017), gradient penalty weight 10 on random 
 real and generated (features, adjacency) pairs, 5 critic steps per generator step, Adam lr 1e-4,
 betas (0.5, 0.999) for both; real graphs zero-padded to ``N_max`` (the largest auxiliary graph).
 
-Choices where MolGAN / the spec are silent or do not fit, marked [choice]:
+Choices where MolGAN and GraphDLG are silent or do not fit, marked [choice]:
 
 - [choice] continuous outputs during training (softmax / sigmoid); MolGAN also offers Gumbel
   (hard or soft) samples.

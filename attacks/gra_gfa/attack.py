@@ -1,7 +1,7 @@
 """``gra_gfa``: GRA-GFA (Chen, Ma, Ma, Zheng, Zhang, "An Empirical Evaluation of the Data Leakage
 in Federated Graph Learning", IEEE TNSE 11(2):1605-1618, 2024), as GraphDLG (Wei et al. 2026)
 runs it as a baseline (App. A.4; its tables call it "GRA-GRF"). No public code was found: this
-follows GraphDLG's two-sentence description and /work/shared/specs/graphdlg.md.
+follows GraphDLG's two-sentence description of it.
 
 Threat model: honest-but-curious server with the exact FedSGD gradient of one graph (only the
 final linear layer's weight and bias gradients are used), the global weights, the node count

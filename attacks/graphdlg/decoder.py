@@ -9,7 +9,7 @@ where a graph ends) and Adam, lr 1e-3.
 
 Adapter (Eqs. 20-21, lambda = 0.2): ``L = L_recon + lambda * MMD`` with the linear-kernel MMD
 ``|| mean phi(aux) - mean phi(victim) ||``. With a frozen encoder, MMD between aux and victim
-embeddings is a constant (zero gradient), so, as the spec resolves it:
+embeddings is a constant (zero gradient), so we read it one of two ways:
 
 - reading ``A`` (default): phi is the decoder's first hidden layer, applied to aux embeddings and
   to the victim embeddings recovered from gradients (DAN-style adaptation);
