@@ -43,13 +43,10 @@ def main() -> None:
                                   num_classes=data.num_classes, schema=data.schema, aux_graphs=list(aux))
     torch.manual_seed(0)
     model = knowledge.build_model()
-    weights = {k: v.numpy() for k, v in model.state_dict().items()}
     updates = []
     for graph in victims:
         grad, _ = fedsgd_gradient(model, [graph])
-        updates.append((ObservedUpdate(round=1, client_key=0, global_weights=weights,
-                                       returned={k: v.numpy() for k, v in grad.items()}, kind="gradient",
-                                       num_examples=1, metrics={}, lr=0.01, local_steps=1, batch_size=1),
+        updates.append((ObservedUpdate.fedsgd(model, grad),
                         knowledge.with_hints(node_counts=[graph.num_nodes], features=[graph.x])))
     print(f"{name}: {len(victims)} attacked graphs, {len(aux)} auxiliary graphs, GCN width {args.hidden}")
     for attack_name in args.attacks:

@@ -67,14 +67,11 @@ def main() -> None:
                                   num_classes=data.num_classes, schema=data.schema, aux_graphs=list(aux))
     torch.manual_seed(0)
     model = knowledge.build_model()
-    weights = {k: v.numpy() for k, v in model.state_dict().items()}
     seconds = {"fedgig": 0.0, "without amc": 0.0}
     nodes = sum(g.num_nodes for g in victims) / len(victims)
     for graph in victims:
         grad, _ = fedsgd_gradient(model, [graph])
-        update = ObservedUpdate(round=1, client_key=0, global_weights=weights,
-                                returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=1,
-                                metrics={}, lr=0.01, local_steps=1, batch_size=1)
+        update = ObservedUpdate.fedsgd(model, grad)
         hinted = knowledge.with_hints(node_counts=[graph.num_nodes], features=[graph.x])
         for label, params in (("fedgig", {"sr": False}), ("without amc", {"sr": False, "amc": False})):
             attack = build_attack("fedgig", {**params, "iterations": args.iterations})

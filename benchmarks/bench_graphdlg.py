@@ -43,10 +43,7 @@ def main() -> None:
     updates = []
     for g in victims:
         grad, _ = fedsgd_gradient(model, [g])
-        updates.append(ObservedUpdate(round=1, client_key=0, global_weights=weights,
-                                      returned={k: v.numpy() for k, v in grad.items()},
-                                      kind="gradient", num_examples=1, metrics={}, lr=0.01,
-                                      local_steps=1, batch_size=1))
+        updates.append(ObservedUpdate.fedsgd(model, grad))
     ctx = AttackContext(seed=0, budget=Budget(3600))
 
     paper, refine = GraphDLG(), GraphDLG(refine_features=True)

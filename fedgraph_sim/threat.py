@@ -62,6 +62,16 @@ class ObservedUpdate:
                     for k in self.returned}
         object.__setattr__(self, "gradient", grad)
 
+    @classmethod
+    def fedsgd(cls, model: torch.nn.Module, gradient: dict[str, torch.Tensor], batch_size: int = 1, *,
+               round: int = 1, client_key: int = 0, lr: float = 0.01) -> "ObservedUpdate":
+        """A FedSGD reply of ``gradient`` (one step on ``batch_size`` graphs) to ``model``'s weights,
+        as the server would receive it: for tests and benchmarks that attack outside a federation."""
+        return cls(round=round, client_key=client_key,
+                   global_weights={k: v.detach().clone().numpy() for k, v in model.state_dict().items()},
+                   returned={k: v.detach().clone().numpy() for k, v in gradient.items()}, kind="gradient",
+                   num_examples=batch_size, metrics={}, lr=lr, local_steps=1, batch_size=batch_size)
+
     def per_node_gradient(self) -> dict[str, torch.Tensor] | None:
         """``per_node`` as float64 tensors, or None."""
         if self.per_node is None:

@@ -42,9 +42,7 @@ def test_the_attack_returns_valid_graphs_or_says_why_not(name):
     model = GraphClassifier(4, 2)
     graph = DATA.graphs[0]
     grad, _ = fedsgd_gradient(model, [graph])
-    update = ObservedUpdate(round=1, client_key=0, global_weights={k: v.numpy() for k, v in model.state_dict().items()},
-                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=1,
-                            metrics={}, lr=0.01, local_steps=1, batch_size=1)
+    update = ObservedUpdate.fedsgd(model, grad)
     knowledge = AttackerKnowledge(model={}, num_features=4, num_classes=2, schema=DATA.schema,
                                   aux_graphs=tuple(DATA.graphs[20:]), aux_scenario="same").with_hints(
                                       node_counts=[graph.num_nodes])

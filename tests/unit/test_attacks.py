@@ -20,11 +20,7 @@ DATA = make_synthetic(num_graphs=40, min_nodes=6, max_nodes=8, seed=1)
 
 def observe(model, graphs, model_kwargs=None):
     grad, _ = fedsgd_gradient(model, graphs)
-    update = ObservedUpdate(round=1, client_key=0,
-                            global_weights={k: v.numpy() for k, v in model.state_dict().items()},
-                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient",
-                            num_examples=len(graphs), metrics={}, lr=0.01, local_steps=1,
-                            batch_size=len(graphs))
+    update = ObservedUpdate.fedsgd(model, grad, len(graphs))
     knowledge = AttackerKnowledge(model=model_kwargs or {}, num_features=4, num_classes=2,
                                   schema=DATA.schema).with_hints(node_counts=[g.num_nodes for g in graphs])
     return update, knowledge

@@ -27,9 +27,7 @@ def observed(graph, d, activation="relu"):
     torch.manual_seed(0)
     model = knowledge.build_model()
     grad, _ = fedsgd_gradient(model, [graph])
-    update = ObservedUpdate(round=1, client_key=0, global_weights={k: v.numpy() for k, v in model.state_dict().items()},
-                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=1,
-                            metrics={}, lr=0.01, local_steps=1, batch_size=1)
+    update = ObservedUpdate.fedsgd(model, grad)
     return update, knowledge.with_hints(node_counts=[graph.num_nodes], features=[graph.x])
 
 

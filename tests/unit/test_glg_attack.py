@@ -26,9 +26,7 @@ def case(seed=0, n=10, d=32, label=1):
     torch.manual_seed(seed)
     model = knowledge.build_model()
     grad, _ = fedsgd_gradient(model, [graph])
-    update = ObservedUpdate(round=1, client_key=0, global_weights={k: v.numpy() for k, v in model.state_dict().items()},
-                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=1,
-                            metrics={}, lr=0.01, local_steps=1, batch_size=1)
+    update = ObservedUpdate.fedsgd(model, grad)
     return graph, a, update, knowledge.with_hints(node_counts=[n])
 
 
@@ -90,9 +88,7 @@ def test_batched_graph_b_recovers_every_graphs_features_and_graph_c_refuses_a_ba
     torch.manual_seed(0)
     model = knowledge.build_model()
     grad, _ = fedsgd_gradient(model, graphs)
-    update = ObservedUpdate(round=1, client_key=0, global_weights={k: v.numpy() for k, v in model.state_dict().items()},
-                            returned={k: v.numpy() for k, v in grad.items()}, kind="gradient", num_examples=3,
-                            metrics={}, lr=0.01, local_steps=1, batch_size=3)
+    update = ObservedUpdate.fedsgd(model, grad, 3)
     hints = dict(node_counts=[10] * 3, labels=[0, 1, 0])
     attack = build_attack("glg", {"iterations": 300, "lr": 0.1})
     assert "Graph-a and Graph-b" in attack.not_applicable(update, knowledge.with_hints(**hints))
