@@ -1,9 +1,32 @@
-"""The attacker's auxiliary graphs as a cache key."""
+"""The attacker's auxiliary graphs: a cache key, and models trained on them once per run."""
 
 from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from attacks.base import AttackContext, AttackFailed, AttackTimeout
+
+T = TypeVar("T")
 
 
 def aux_fingerprint(graphs) -> tuple:
     """Which auxiliary set a model was trained on, by content: every call gets its own copy of
     the attacker's knowledge, so object identity says nothing."""
     return tuple((int(g.graph_id), int(g.num_nodes), int(g.edge_index.size(1))) for g in graphs)
+
+
+def trained_once(ctx: AttackContext, key: tuple, train: Callable[[], T]) -> T:
+    """``ctx.shared[key]``, trained by ``train()`` in the run's first call that needs it. A training
+    stopped by the time budget is remembered, so the later calls fail at once instead of each
+    training again until its own budget runs out."""
+    if key in ctx.shared:
+        if ctx.shared[key] is None:
+            raise AttackFailed("its training on the auxiliary graphs ran out of time in an earlier call; "
+                               "give it a larger attack.time_budgets entry")
+        return ctx.shared[key]
+    try:
+        ctx.shared[key] = train()
+    except AttackTimeout:
+        ctx.shared[key] = None
+        raise
+    return ctx.shared[key]

@@ -45,7 +45,7 @@ import torch
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, batch_labels, minimise
 from attacks.common.labels import regression_labels
-from attacks.common.aux import aux_fingerprint
+from attacks.common.aux import aux_fingerprint, trained_once
 from attacks.common.parametrisations import free, known, sigmoid_adjacency
 from attacks.fedgig.constraint import STE_SCOPES, SYMMETRISATIONS, ConstrainedAdjacency
 from attacks.fedgig.mgae import MaskedGAE, Training, calibrated, train_mgae
@@ -111,10 +111,8 @@ class FedGIG(Attack):
         settings = Training(epochs=p.mgae_epochs, lr=p.mgae_lr, mask_ratio=p.mask_ratio, hidden=p.mgae_hidden,
                             latent=p.mgae_latent)
         key = ("fedgig-mgae", settings, aux_fingerprint(knowledge.aux_graphs))
-        if key not in ctx.shared:
-            ctx.shared[key] = train_mgae(knowledge.aux_graphs, knowledge.num_features, settings, seed=ctx.seed,
-                                         check=ctx.budget.check)
-        return ctx.shared[key]
+        return trained_once(ctx, key, lambda: train_mgae(knowledge.aux_graphs, knowledge.num_features, settings,
+                                                         seed=ctx.seed, check=ctx.budget.check))
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

@@ -49,7 +49,7 @@ from torch import Tensor
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import GradientMatcher, Schedule, batch_labels, minimise
-from attacks.common.aux import aux_fingerprint
+from attacks.common.aux import aux_fingerprint, trained_once
 from attacks.gi_gan.generator import Generator, Training, train_generator
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -130,10 +130,9 @@ class GIGAN(Attack):
         settings = self.training()
         key = ("gi_gan-generator", settings, knowledge.num_features, knowledge.schema,
                aux_fingerprint(knowledge.aux_graphs))
-        if key not in ctx.shared:
-            ctx.shared[key] = train_generator(knowledge.aux_graphs, knowledge.num_features, settings, seed=ctx.seed,
-                                              check=ctx.budget.check, schema=knowledge.schema)
-        return ctx.shared[key]
+        return trained_once(ctx, key, lambda: train_generator(knowledge.aux_graphs, knowledge.num_features, settings,
+                                                              seed=ctx.seed, check=ctx.budget.check,
+                                                              schema=knowledge.schema))
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

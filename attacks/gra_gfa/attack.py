@@ -41,7 +41,7 @@ from torch import Tensor
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import Schedule, batch_labels, minimise
-from attacks.common.aux import aux_fingerprint
+from attacks.common.aux import aux_fingerprint, trained_once
 from attacks.common.distances import l2_distance
 from attacks.gra_gfa.generator import Training, TypeGenerator, train_generator
 from fedgraph_sim.errors import ConfigError
@@ -133,10 +133,8 @@ class GRAGFA(Attack):
     def generator(self, knowledge: AttackerKnowledge, ctx: AttackContext) -> TypeGenerator:
         settings = self.settings(knowledge)
         key = ("gra_gfa-generator", settings, knowledge.schema, aux_fingerprint(knowledge.aux_graphs))
-        if key not in ctx.shared:
-            ctx.shared[key] = train_generator(knowledge.aux_graphs, knowledge.schema, settings, seed=ctx.seed,
-                                              check=ctx.budget.check)
-        return ctx.shared[key]
+        return trained_once(ctx, key, lambda: train_generator(knowledge.aux_graphs, knowledge.schema, settings,
+                                                              seed=ctx.seed, check=ctx.budget.check))
 
     def embeddings(self, update: ObservedUpdate, knowledge: AttackerKnowledge, ctx: AttackContext,
                    gen: torch.Generator) -> tuple[Tensor, int, float, float]:
