@@ -44,8 +44,8 @@ import torch
 
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, batch_labels, minimise
-from attacks.common.labels import regression_labels
 from attacks.common.aux import aux_fingerprint, trained_once
+from attacks.common.labels import regression_labels
 from attacks.common.parametrisations import free, known, sigmoid_adjacency
 from attacks.fedgig.constraint import STE_SCOPES, SYMMETRISATIONS, ConstrainedAdjacency
 from attacks.fedgig.mgae import MaskedGAE, Training, calibrated, train_mgae

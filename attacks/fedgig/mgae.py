@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.data import Batch
 
-from fedgraph_sim.models import to_dense
+from attacks.common.aux import aux_batches
 from fedgraph_sim.models.convs import gcn_normalised
 
 
@@ -86,18 +85,11 @@ def train_mgae(graphs, in_channels: int, settings: Training = Training(), seed: 
     torch.manual_seed(seed)
     model = MaskedGAE(in_channels, settings.hidden, settings.latent)
     opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    graphs = list(graphs)
-    for _ in range(settings.epochs):
-        order = torch.randperm(len(graphs), generator=gen).tolist()
-        for start in range(0, len(graphs), settings.batch):
-            check()
-            chunk = [graphs[i] for i in order[start:start + settings.batch]]
-            x, adj, mask = to_dense(Batch.from_data_list(chunk))
-            x = x.float()
-            pairs = (mask.unsqueeze(-1) & mask.unsqueeze(-2)) & ~torch.eye(adj.size(-1), dtype=torch.bool)
-            pred = model(x, drop_edges(adj, settings.mask_ratio, gen))
-            loss = ((pred - adj) ** 2)[pairs].mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    for x, adj, mask in aux_batches(graphs, settings.epochs, settings.batch, gen, check):
+        pairs = (mask.unsqueeze(-1) & mask.unsqueeze(-2)) & ~torch.eye(adj.size(-1), dtype=torch.bool)
+        pred = model(x.float(), drop_edges(adj, settings.mask_ratio, gen))
+        loss = ((pred - adj) ** 2)[pairs].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
     return model.eval()

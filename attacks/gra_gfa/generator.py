@@ -18,10 +18,9 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.data import Batch
 
+from attacks.common.aux import aux_batches
 from fedgraph_sim.data.schema import FeatureSchema
-from fedgraph_sim.models import to_dense
 from fedgraph_sim.models.convs import gcn_normalised
 
 
@@ -70,15 +69,10 @@ def train_generator(graphs, schema: FeatureSchema, settings: Training, seed: int
     torch.manual_seed(seed)
     model = TypeGenerator(settings.noise_dim, settings.hidden, schema)
     opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    graphs = list(graphs)
-    for _ in range(settings.epochs):
-        order = torch.randperm(len(graphs), generator=gen).tolist()
-        for start in range(0, len(graphs), settings.batch):
-            check()
-            x, adj, mask = to_dense(Batch.from_data_list([graphs[i] for i in order[start:start + settings.batch]]))
-            noise = torch.randn(*x.shape[:2], settings.noise_dim, generator=gen)
-            loss = model.loss(model(adj.float(), noise), schema.decode(x.float()), mask)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    for x, adj, mask in aux_batches(graphs, settings.epochs, settings.batch, gen, check):
+        noise = torch.randn(*x.shape[:2], settings.noise_dim, generator=gen)
+        loss = model.loss(model(adj.float(), noise), schema.decode(x.float()), mask)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
     return model.eval()
