@@ -17,13 +17,15 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Hashable, TypeVar
 
 import torch
 
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Budget:
 class AttackContext:
     """``seed`` seeds the call's RNG (:meth:`generator`); ``budget`` is its time budget;
     ``progress(done, total)`` reports iterations; ``shared`` is a store that lives as long as the
-    run, for state that an attack's variants share across calls (GraphDLG's decoder).
+    run, for state that an attack's variants share across calls (GraphDLG's decoder); ``fits``
+    holds the last fit of the call's fit group (:meth:`shared_fit`).
     :meth:`checkpoint` streams the best graphs so far: if the call is then stopped for overrunning
     its budget, they are scored (status ``timeout``) instead of nothing."""
 
@@ -72,6 +75,17 @@ class AttackContext:
     shared: dict = field(default_factory=dict)
     stream: Callable[[list], None] = field(default=lambda recs: None, repr=False)
     last_checkpoint: list | None = field(default=None, repr=False)
+    fits: dict = field(default_factory=dict, repr=False)
+
+    def shared_fit(self, compute: Callable[[], T]) -> T:
+        """``compute()``, or what it returned in an earlier call of the same fit group on the same
+        update (``Attack.after_fit``: such calls share their seed, and the executor runs them in one
+        worker). Only the latest update's fit is kept. Calls that miss the store compute the same
+        fit from the same seed, so rows never depend on whether it hit."""
+        if self.fits.get("seed") != self.seed:
+            self.fits.clear()
+            self.fits.update(value=compute(), seed=self.seed)
+        return self.fits["value"]
 
     def generator(self) -> torch.Generator:
         return torch.Generator().manual_seed(self.seed)
@@ -96,6 +110,10 @@ class Attack(ABC):
     #: the attack's calls then run in order in one worker. Otherwise each call stands alone (its
     #: own seed, a fresh ``ctx.shared``) and any free worker may take it.
     keeps_state: ClassVar[bool] = False
+    #: Parameters that act only on the fit's result (a binarisation, a decoder applied to it).
+    #: Variants that differ only in these share their fit: one seed per update and, through
+    #: :meth:`AttackContext.shared_fit`, one computation (DLG+BP is DLG's own fit, binarised).
+    after_fit: ClassVar[tuple[str, ...]] = ()
 
     @dataclass
     class Params:
@@ -161,6 +179,23 @@ class Attack(ABC):
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
         ...
+
+
+def fit_groups(attacks: dict[str, Attack], case: Callable[[str], Hashable] = lambda name: None) -> dict[str, str]:
+    """Each attack's fit group: the first attack (in ``attacks``' order) of its class whose
+    parameters outside ``after_fit`` are its own and whose ``case(name)`` (what else the fit
+    depends on: the hints granted, the budget) is equal; itself when its class has no
+    ``after_fit``."""
+    first: dict[Hashable, str] = {}
+    groups = {}
+    for name, attack in attacks.items():
+        key: Hashable = name
+        if attack.after_fit:
+            fit_params = tuple((k, repr(v)) for k, v in sorted(dataclasses.asdict(attack.params).items())
+                               if k not in attack.after_fit)
+            key = (type(attack), fit_params, case(name))
+        groups[name] = first.setdefault(key, name)
+    return groups
 
 
 register = registry.attacks.register  # a class decorator: registered under ``cls.name``

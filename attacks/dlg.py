@@ -26,7 +26,8 @@ GRAIN's adaptation (Drencheva et al., ICLR 2025, Sec. 6; official code): ``featu
 ``discretize: true`` (edges at 0.5, the argmax value of every block).
 FedGIG's baselines (Xiao et al., arXiv:2412.18513, Table I): ``features: granted`` (the true
 features, ``threat.features_known``), ``optimizer: adam``, lr 0.01, 1000 steps; its "+BP" rows are
-``discretize: true``. FedGIG's DLG optimises a raw real adjacency; ours keeps the sigmoid one.
+``discretize: true``, the plain row's own fit binarised (variants that differ only in
+``discretize`` share one fit per update). FedGIG's DLG optimises a raw real adjacency; ours keeps the sigmoid one.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class DLG(Attack):
     name = "dlg"
     paper = "Zhu, Liu, Han. Deep Leakage from Gradients. NeurIPS 2019"
     requires = Requirements(node_count=True, regression=True)
+    after_fit = ("discretize",)  # a "+BP" variant binarises the plain variant's own fit
 
     @dataclass
     class Params:
@@ -134,5 +136,5 @@ class DLG(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
-        recs = self.optimise(update, knowledge, ctx, ctx.generator())
+        recs = ctx.shared_fit(lambda: self.optimise(update, knowledge, ctx, ctx.generator()))
         return [discretized(r, knowledge) for r in recs] if self.params.discretize else recs

@@ -3,7 +3,8 @@
 Per round: select the updates (``attack.rounds``, ``attack.clients``) and, per attack, the calls
 within ``attack.limit``; each attack's :meth:`~attacks.base.Attack.prepare` hook first, with all of
 the round's selected updates, then one call per (update, attack) with the knowledge its threat
-grants allow, a seed and a time budget. The calls run in attack workers
+grants allow, a seed and a time budget. Variants that share a fit (``Attack.after_fit``, the same
+grants and budget) get the seed of their fit group's first attack. The calls run in attack workers
 (``server.attack_workers``: isolated processes with a hard time limit); their results come back in
 this order whatever the number of workers, are checked (``invalid_output`` for anything that is
 not a batch of graphs of the model's width, ``nan`` for NaN or inf) and handed on as
@@ -21,8 +22,8 @@ from typing import Callable, Iterable
 
 import torch
 
-from attacks.base import Attack
-from fedgraph_sim.config import RunConfig
+from attacks.base import Attack, fit_groups
+from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  output_problem)
 from server.attack_workers import Call, CallResult, Listener, make_executor
@@ -86,11 +87,15 @@ class AttackRunner:
         self.updates_attacked: dict[str, int] = {}
         self.executor = make_executor(attacks, config.plugins, config.attack.grace, worker_count(config))
         self._calls = 0
+        grants = lambda name: (tuple(config.threat.grants(g, name) for g in ATTACK_GRANTS),  # noqa: E731
+                               config.attack.budget_of(name))
+        self.fit_groups = fit_groups(attacks, grants)
 
     def _call(self, kind: str, name: str, payload, knowledge, round: int, client_key: int) -> Call:
         self._calls += 1
-        return Call(self._calls, kind, name, payload, knowledge, attack_seed(self.config.seed, round, client_key, name),
-                    self.config.attack.budget_of(name))
+        group = self.fit_groups[name]
+        return Call(self._calls, kind, name, payload, knowledge, attack_seed(self.config.seed, round, client_key, group),
+                    self.config.attack.budget_of(name), fit_group=group)
 
     def _take(self, name: str) -> bool:
         """Count one attacked update for ``name``, unless its ``attack.limit`` is reached."""

@@ -11,7 +11,8 @@ neither read the ground truth through the server's objects nor change what the s
 Calls of attacks that keep state between calls (``Attack.keeps_state``: GraphDLG's decoder) run
 in one worker per attack, variants included (``graphdlg`` and ``graphdlg@refine`` share a
 ``ctx.shared`` store), in the order the server makes them; every other call goes to the first free
-worker. Every call seeds torch's global RNG with its own seed and runs on one torch thread, so rows
+worker, followed there by the calls that share its fit on the same update (``Attack.after_fit``:
+``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``). Every call seeds torch's global RNG with its own seed and runs on one torch thread, so rows
 do not depend on the number of workers. A call still running ``grace`` seconds after its budget is
 killed (status ``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any);
 a worker that dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
@@ -60,6 +61,11 @@ class Call:
     knowledge: Any
     seed: int
     budget: float
+    fit_group: str = ""  # the attack whose fit this call shares (``attacks.base.fit_groups``); "" = its own
+
+    def shares_fit_with(self, other: Call) -> bool:
+        return (self.kind == other.kind == "reconstruct" and self.seed == other.seed
+                and (self.fit_group or self.name) == (other.fit_group or other.name))
 
 
 @dataclass
@@ -122,6 +128,7 @@ class InProcess:
     def __init__(self, attacks: dict[str, Attack]) -> None:
         self.attacks = attacks
         self.shared: dict[str, dict] = defaultdict(dict)
+        self.fits: dict[str, dict] = defaultdict(dict)
 
     def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
         for original in calls:
@@ -129,7 +136,7 @@ class InProcess:
             listener.started(call)
             attack = self.attacks[call.name]
             ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
-                                shared=shared_store(self.shared, attack, call))
+                                shared=shared_store(self.shared, attack, call), fits=self.fits[call.fit_group or call.name])
             with one_torch_thread():
                 result = execute(attack, call, ctx)
             listener.finished(call)
@@ -157,6 +164,7 @@ def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], 
     load_plugins(plugins)
     instances = {name: cls(**params) for name, (cls, params) in specs.items()}
     shared: dict[str, dict] = defaultdict(dict)
+    fits: dict[str, dict] = defaultdict(dict)
 
     def send(message) -> None:
         conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
@@ -172,7 +180,8 @@ def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], 
         send(("started",))
         attack = instances[call.name]
         ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t: send(("progress", d, t)),
-                            shared=shared_store(shared, attack, call), stream=lambda recs: send(("checkpoint", recs)))
+                            shared=shared_store(shared, attack, call), fits=fits[call.fit_group or call.name],
+                            stream=lambda recs: send(("checkpoint", recs)))
         result = execute(attack, call, ctx)
         try:
             send(("done", result))
@@ -204,6 +213,7 @@ class _Worker:
     process: Any = None
     conn: Any = None
     busy: _Running | None = None
+    reserved: list[Call] = dataclasses.field(default_factory=list)  # calls sharing a fit it computes
 
 
 class WorkerPool:
@@ -243,10 +253,17 @@ class WorkerPool:
         worker.process = worker.conn = None
 
     def _next_call(self, worker: _Worker) -> Call | None:
-        """The first pending call this worker may take (a stateful group's calls only its own)."""
+        """The next call reserved for this worker, else the first pending call it may take (a
+        stateful group's calls only its own), reserving the calls that share its fit."""
+        if worker.reserved:
+            return worker.reserved.pop(0)
         for i, call in enumerate(self.pending):
             if self.pinned.get(group_of(call.name), worker) is worker:
-                return self.pending.pop(i)
+                self.pending.pop(i)
+                if group_of(call.name) not in self.pinned:  # a pinned group keeps the server's order
+                    worker.reserved = [c for c in self.pending if c.shares_fit_with(call)]
+                    self.pending = [c for c in self.pending if not c.shares_fit_with(call)]
+                return call
         return None
 
     def _dispatch(self, worker: _Worker, listener: Listener) -> None:

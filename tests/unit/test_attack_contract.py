@@ -64,3 +64,50 @@ def test_the_attack_returns_valid_graphs_or_says_why_not(name):
     assert float(rec.adj.diagonal().abs().sum()) == 0
     assert rec.label in (None, 0, 1)
     assert attacks  # the package import registered them
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_parameters_it_applies_after_the_fit_are_its_own(name):
+    cls = registry.attacks.get(name)
+    assert set(cls.after_fit) <= {f.name for f in inspect.signature(cls.Params).parameters.values()}
+
+
+def test_variants_differing_only_after_the_fit_share_their_fit_group():
+    from attacks.base import fit_groups
+    from attacks.dlg import DLG
+    from attacks.idlg import IDLG
+
+    configured = {"dlg": DLG(), "dlg@bp": DLG(discretize=True), "dlg@long": DLG(iterations=300),
+                  "dlg@long_bp": DLG(iterations=300, discretize=True), "idlg": IDLG(), "idlg@bp": IDLG(discretize=True),
+                  "dlg@granted": DLG(discretize=True), "random": attacks.random_guess.RandomGuess(),
+                  "random@2": attacks.random_guess.RandomGuess()}
+    groups = fit_groups(configured, lambda name: name == "dlg@granted")  # e.g. another hint grant
+    assert groups == {"dlg": "dlg", "dlg@bp": "dlg", "dlg@long": "dlg@long", "dlg@long_bp": "dlg@long",
+                      "idlg": "idlg", "idlg@bp": "idlg", "dlg@granted": "dlg@granted", "random": "random",
+                      "random@2": "random@2"}
+
+
+def test_a_shared_fit_is_computed_once_per_seed_and_only_the_last_is_kept():
+    computed = []
+
+    def fit(value):
+        computed.append(value)
+        return value
+
+    fits = {}
+    first = AttackContext(seed=1, budget=Budget(60), fits=fits).shared_fit(lambda: fit("a"))
+    again = AttackContext(seed=1, budget=Budget(60), fits=fits).shared_fit(lambda: fit("b"))
+    other = AttackContext(seed=2, budget=Budget(60), fits=fits).shared_fit(lambda: fit("c"))
+    assert (first, again, other, computed) == ("a", "a", "c", ["a", "c"])
+    assert fits == {"seed": 2, "value": "c"}
+
+
+def test_a_fit_that_raises_is_not_kept():
+    fits = {}
+
+    def timed_out():
+        raise AttackTimeout("spent")
+
+    with pytest.raises(AttackTimeout):
+        AttackContext(seed=1, budget=Budget(60), fits=fits).shared_fit(timed_out)
+    assert AttackContext(seed=1, budget=Budget(60), fits=fits).shared_fit(lambda: "again") == "again"

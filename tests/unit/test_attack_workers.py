@@ -107,6 +107,29 @@ class Loner(Attack):
         return [rec]
 
 
+class Fitter(Attack):
+    """A fit (one draw of its seeded generator, counted) and a post-processing step after it."""
+
+    name, paper, after_fit = "fitter", "test double", ("negate",)
+
+    @dataclasses.dataclass
+    class Params:
+        scale: float = 1.0
+        negate: bool = False
+
+    def reconstruct(self, update, knowledge, ctx):
+        computed = []
+
+        def fit():
+            computed.append(1)
+            return float(torch.rand(1, generator=ctx.generator())) * self.params.scale
+
+        value = ctx.shared_fit(fit)
+        rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
+        rec.info.update(value=-value if self.params.negate else value, computed=len(computed), pid=os.getpid())
+        return [rec]
+
+
 def _rows(tmp_path, attacks, workers, overrides=()):
     runner, update, _ = make_runner(tmp_path, attacks, [f"attack.workers={workers}", *overrides])
     try:
@@ -212,3 +235,20 @@ def test_an_attack_that_prepares_must_declare_that_it_keeps_state():
 
             def reconstruct(self, update, knowledge, ctx):
                 return []
+
+
+def test_variants_sharing_a_fit_run_it_once_in_one_worker_and_rows_do_not_depend_on_it(tmp_path):
+    def attacks():
+        return {"fitter": Fitter(), "loner": Loner(), "fitter@negated": Fitter(negate=True),
+                "fitter@scaled": Fitter(scale=2.0)}
+
+    rows = {w: _rows(tmp_path / str(w), attacks(), w) for w in (0, 2)}
+    shared = rows[2]
+    assert shared["fitter@negated"]["info_value"] == -shared["fitter"]["info_value"]  # one seed, one draw
+    assert (shared["fitter"]["info_computed"], shared["fitter@negated"]["info_computed"]) == (1, 0)
+    assert shared["fitter"]["info_pid"] == shared["fitter@negated"]["info_pid"]
+    assert shared["fitter@scaled"]["info_computed"] == 1
+    assert shared["fitter@scaled"]["info_value"] != 2 * shared["fitter"]["info_value"]  # its own seed
+    drop = ("seconds", "info_pid")
+    assert ({a: {k: v for k, v in r.items() if k not in drop} for a, r in rows[0].items()}
+            == {a: {k: v for k, v in r.items() if k not in drop} for a, r in rows[2].items()})

@@ -100,6 +100,19 @@ def test_dlg_with_granted_features_and_adam_fits_only_the_structure():
         registry.attacks.get("dlg")(optimizer="sgd")
 
 
+def test_dlg_plus_bp_is_the_plain_variants_own_fit_binarised():
+    torch.manual_seed(0)
+    g = DATA.graphs[0]
+    update, knowledge = observe(GraphClassifier(4, 2), [g])
+    knowledge = knowledge.with_hints(node_counts=[g.num_nodes], features=[g.x])
+    fits = {}
+    params = dict(features="granted", optimizer="adam", iterations=20, lr=0.01)
+    (plain,) = registry.attacks.get("dlg")(**params).reconstruct(update, knowledge, AttackContext(7, Budget(60), fits=fits))
+    (bp,) = registry.attacks.get("dlg")(**params, discretize=True).reconstruct(update, knowledge,
+                                                                               AttackContext(7, Budget(60), fits=fits))
+    assert 0 < float(plain.adj.triu(1).max()) < 1 and torch.equal(bp.adj, (plain.adj >= 0.5).float())
+
+
 def test_label_rules_are_exact_for_batch_size_one():
     torch.manual_seed(0)
     model = GraphClassifier(4, 2)

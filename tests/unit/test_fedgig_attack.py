@@ -61,6 +61,24 @@ def test_the_auto_encoder_completes_amcs_graph_into_edge_probabilities():
     assert len(shared) == 1
 
 
+def test_the_variants_of_sr_reuse_one_amc_fit_per_update():
+    data = make_synthetic(num_graphs=24, min_nodes=6, max_nodes=8, seed=2)
+    graph = data.graphs[0]
+    update, knowledge = observed(graph, data.schema.width)
+    knowledge = AttackerKnowledge(**{**knowledge.__dict__, "aux_graphs": list(data.graphs[1:])})
+    shared, fits = {}, {}
+    c = lambda: AttackContext(seed=0, budget=Budget(120), shared=shared, fits=fits)  # noqa: E731
+    params = {"iterations": 60, "mgae_epochs": 20}
+    (amc,) = build_attack("fedgig", {**params, "sr": False}).reconstruct(update, knowledge, c())
+    stored = fits["value"][1].clone()
+    (sr,) = build_attack("fedgig", params).reconstruct(update, knowledge, c())
+    (cal,) = build_attack("fedgig", {**params, "sr_calibration": "amc_edges"}).reconstruct(update, knowledge, c())
+    mgae = shared[next(iter(shared))]
+    assert torch.equal(sr.adj, mgae(graph.x.float(), amc.adj))  # SR applied to the very graph AMC output
+    assert int((cal.adj > 0.5).triu(1).sum()) == amc.info["amc_edges"] == sr.info["amc_edges"]
+    assert torch.equal(fits["value"][1], stored)  # no variant changed the stored fit
+
+
 def test_without_amc_the_adjacency_stays_continuous():
     a = path()
     graph = Data(x=torch.eye(5, 6), edge_index=dense_to_sparse(a)[0], y=torch.tensor([0]))
