@@ -4,12 +4,14 @@
 Flower ``Context``: ``run`` passes closures over the session it built (under ``run_simulation`` the
 run config is empty), while the module-level ``server_app`` and ``client_app`` serve ``flwr run .``
 and read the config file from ``[tool.flwr.app.config]``; there the server opens a fresh
-timestamped run directory per run. Clients learn the run directory from the server's train
+timestamped run directory per run, or the one ``fedgraph-sim deploy`` made (``run-dir``). Clients learn the run directory from the server's train
 config (``run-dir``), where they write the audit records.
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Callable
 
 from flwr.app import Context, Message
@@ -18,6 +20,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from clients.turn import train_reply
 from fedgraph_sim.config import RunConfig, load_config
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.session import Session
 from server.strategy import initial_arrays, make_strategy
@@ -54,13 +57,21 @@ def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:
 
 def config_from_run_config(run_config: dict) -> RunConfig:
     """``flwr run .``: the config file and overrides come from ``[tool.flwr.app.config]``."""
-    return load_config(run_config.get("config-file") or None,
-                       [o for o in str(run_config.get("overrides", "")).split() if o])
+    return load_config(run_config.get("config-file") or None, shlex.split(str(run_config.get("overrides", ""))))
 
 
 def _session_from_run_config(context: Context) -> Session:
     config = config_from_run_config(context.run_config)
-    return Session(config, new_run_dir(config.output.dir, config.name))
+    run_dir = str(context.run_config.get("run-dir", ""))
+    return Session(config, launched_run_dir(Path(run_dir)) if run_dir else new_run_dir(config.output.dir, config.name))
+
+
+def launched_run_dir(path: Path) -> Path:
+    """The run directory ``fedgraph-sim deploy`` made: empty but for its ``deployment/`` logs."""
+    if not path.is_dir() or any(p.name != "deployment" for p in path.iterdir()):
+        raise ConfigError(f"run-dir: {path} must be a directory holding nothing but deployment/ "
+                          "(fedgraph-sim deploy makes one per run)")
+    return path
 
 
 server_app = make_server_app(_session_from_run_config, finish=True)

@@ -4,6 +4,7 @@ inspect datasets before running anything, report on results after.
     fedgraph-sim run [--config FILE] [--dry-run] [key=value ...]   one federation, its attacks scored
     fedgraph-sim sweep --config SPEC [--jobs N] | --resume DIR   defense-vs-attack sweeps
     fedgraph-sim reproduce --config FILE [--cases ...] [--reuse DIR ...]   a paper table
+    fedgraph-sim deploy [--config FILE] [key=value ...]   one federation on the Deployment Engine
     fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
     fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
     fedgraph-sim attacks [--plugin M] [--json]   every registered attack: paper, needs, defaults
@@ -169,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS = {"run": "run one federation and score its attacks",
             "sweep": "run a defense-vs-attack sweep (or resume one)",
-            "reproduce": "run a paper table's cases and write ours beside the paper's"}
+            "reproduce": "run a paper table's cases and write ours beside the paper's",
+            "deploy": "run one federation on Flower's Deployment Engine (SuperLink + SuperNodes)"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,6 +58,10 @@ CASES = [
     ("cli", ["launch"]),
     ("cli", ["attacks", "--plugin", "no_such_plugin_mod"]),
     ("cli", ["attacks", "--plugin", "tests.unit.plugin_without_keeps_state"]),
+    ("cli", ["deploy", "--role", "bogus", *RUN]),
+    ("cli", ["deploy", "--superlink", "nohost", *RUN]),
+    ("cli", ["deploy", "--partitions", "0,7", *RUN]),
+    ("cli", ["deploy", *RUN, "seed=-1"]),
     # {bad} is a folder of broken inputs made once (fixtures below); nothing may appear in the cwd
     ("run", RUN + ["output.dir={bad}/file.txt"]),
     ("run", RUN + ["aux.scenario=random:ba"]),
