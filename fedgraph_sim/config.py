@@ -46,12 +46,22 @@ class DataConfig(Section):
 class PartitionConfig(Section):
     alpha: float = Field(1.0, gt=0)
     min_partition_size: int = Field(2, ge=0)
+    # false: disjoint Dirichlet shares of the pool (Hsu et al.); true: each client draws ``size``
+    # graphs with replacement under its own Dir(alpha) label mix, for more clients than graphs
+    with_replacement: bool = False
+    size: int | None = Field(None, ge=1)  # with_replacement: graphs per client (None: pool / clients, >= 1)
 
 
 class FederationConfig(Section):
     num_clients: int = Field(4, ge=1)
     rounds: int = Field(1, ge=1)
     num_cpus: float = Field(1.0, gt=0, allow_inf_nan=False)  # per client actor: 1 runs two actors on 2 cores
+    # Flower's sampling: the share of the available clients that train each round, and how many
+    # must be connected before a round starts (None: every client)
+    fraction_train: float = Field(1.0, gt=0, le=1)
+    min_available: int | None = Field(None, ge=1)
+    # the simulation's Ray: None starts a local one for the run; "auto" or "ray://HOST:10001" joins a cluster
+    ray_address: str | None = None
 
 
 class TrainConfig(Section):
@@ -161,6 +171,7 @@ class AttackConfig(Section):
     rounds: list[int] | Literal["all"] | EveryRound = "all"  # all | [1, 50] | {every: 5}
     clients: list[int] | Literal["all"] = "all"
     max_graphs: int | None = Field(None, ge=1)  # per update
+    clients_per_round: int | None = Field(None, ge=1)  # at most this many selected updates per round, a seeded draw
     limit: dict[str, Annotated[int, Field(ge=1)]] = {}  # at most this many attacked updates per attack over the run
     time_budget: float = Field(120.0, gt=0, allow_inf_nan=False)  # seconds per attack call
     time_budgets: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # per-attack overrides, e.g. {dlg@softmax: 400}
@@ -332,6 +343,10 @@ def validate_config(tree: dict) -> RunConfig:
 
 def _check_cross_fields(config: RunConfig) -> None:
     from fedgraph_sim import models, registry  # models registers the conv types
+
+    k, m = config.federation.num_clients, config.federation.min_available
+    if m is not None and m > k:
+        raise ConfigError(f"federation.min_available: {m} exceeds federation.num_clients ({k})")
 
     registry.models.get(config.model.conv, key="model.conv")
     if config.model.pool == "flatten" or config.model.flatten_nodes is not None:

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from fedgraph_sim.config import RunConfig
-from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, load_dataset
+from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, dirichlet_sample, load_dataset
 from fedgraph_sim.data.order import reorder
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.threat import AttackerKnowledge
@@ -72,12 +72,16 @@ def build_scenario(config: RunConfig) -> Scenario:
             aux, _ = _stratified_take(labels, outside, config.aux.fraction, rng)
         else:
             aux, pool = _stratified_take(labels, pool, config.aux.fraction, rng)
-    require(len(pool) >= config.federation.num_clients, "federation.num_clients",
-            f"{config.federation.num_clients} clients but only {len(pool)} graphs remain after "
-            "the test and auxiliary splits")
-    parts = dirichlet_partition(labels[pool], config.federation.num_clients, config.partition.alpha,
-                                min_partition_size=config.partition.min_partition_size,
-                                seed=config.seed)
+    k, part = config.federation.num_clients, config.partition
+    if part.with_replacement:
+        size = part.size or max(1, len(pool) // k)
+        parts = dirichlet_sample(labels[pool], k, part.alpha, size, seed=config.seed)
+    else:
+        require(len(pool) >= k, "federation.num_clients",
+                f"{k} clients but only {len(pool)} graphs remain after the test and auxiliary splits "
+                "(partition.with_replacement: true lets clients share graphs)")
+        parts = dirichlet_partition(labels[pool], k, part.alpha, min_partition_size=part.min_partition_size,
+                                    seed=config.seed)
     return Scenario(dataset, [pool[p] for p in parts], aux, test)
 
 

@@ -1,6 +1,7 @@
 """Runs the configured attacks on the updates the server observes and records how each call went.
 
-Per round: select the updates (``attack.rounds``, ``attack.clients``) and, per attack, the calls
+Per round: select the updates (``attack.rounds``, ``attack.clients``, at most
+``attack.clients_per_round`` of them) and, per attack, the calls
 within ``attack.limit``; each attack's :meth:`~attacks.base.Attack.prepare` hook first, with all of
 the round's selected updates, then one call per (update, attack) with the knowledge its threat
 grants allow, a seed and a time budget. Variants that share a fit (``Attack.after_fit``, the same
@@ -20,6 +21,7 @@ import os
 import zlib
 from typing import Callable, Iterable
 
+import numpy as np
 import torch
 
 from attacks.base import Attack, fit_groups
@@ -44,6 +46,16 @@ def is_selected(config: RunConfig, update: ObservedUpdate | ClientFailure) -> bo
     return (sel.selects_round(update.round)
             and (sel.selects_client(update.client_key)
                  or update.client_key == AGGREGATE))  # behind secure aggregation: the one update
+
+
+def sampled(config: RunConfig, updates: list[ObservedUpdate]) -> list[ObservedUpdate]:
+    """At most ``attack.clients_per_round`` of a round's selected updates, a draw seeded by
+    (seed, round): with many clients training, the server attacks a sample of them."""
+    k = config.attack.clients_per_round
+    if k is None or len(updates) <= k:
+        return updates
+    keep = set(np.random.default_rng([config.seed, updates[0].round]).choice(len(updates), k, replace=False).tolist())
+    return [u for i, u in enumerate(updates) if i in keep]
 
 
 def worker_count(config: RunConfig) -> int:
@@ -106,7 +118,7 @@ class AttackRunner:
         return True
 
     def __call__(self, updates: Iterable[ObservedUpdate], failures: Iterable[ClientFailure] = ()) -> None:
-        updates = [u for u in updates if is_selected(self.config, u)]
+        updates = sampled(self.config, [u for u in updates if is_selected(self.config, u)])
         for failure in (f for f in failures if is_selected(self.config, f)):
             for name in self.attacks:
                 if self._take(name):

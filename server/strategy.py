@@ -184,15 +184,18 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
 
 def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "",
                   audits: Callable[[int], bool] = lambda server_round: True) -> Curious:
-    """The configured curious strategy (``aggregation``), every client training every round;
-    ``audits(round)``: whether the round's ground truth will be read."""
+    """The configured curious strategy (``aggregation``): every client trains every round, or
+    Flower samples ``federation.fraction_train`` of the available ones once
+    ``federation.min_available`` are connected; ``audits(round)``: whether the round's ground truth
+    will be read."""
     cls, names = STRATEGIES[config.aggregation.strategy], AGGREGATION_KEYS[config.aggregation.strategy]
     chosen = {flower: getattr(config.aggregation, ours) for ours, flower in names.items()
               if getattr(config.aggregation, ours) is not None}  # unset: Flower's own default
     if issubclass(cls, FedOpt):
         chosen["eta_l"] = config.train.lr  # the clients' learning rate, which Flower records
-    k = config.federation.num_clients
+    fed = config.federation
+    available = fed.min_available or fed.num_clients
     return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
                run_dir=str(run_dir), observer=observer, secure_aggregation=config.threat.secure_aggregation,
-               audits=audits,
-               fraction_train=1.0, min_train_nodes=k, min_available_nodes=k, **chosen)
+               audits=audits, fraction_train=fed.fraction_train,
+               min_train_nodes=available if fed.fraction_train == 1 else 1, min_available_nodes=available, **chosen)

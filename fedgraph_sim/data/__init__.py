@@ -15,7 +15,7 @@ from fedgraph_sim.data.auxiliary import adapt_width, auxiliary_graphs, erdos_ren
 from fedgraph_sim.data.dataset import GraphDataset, drop_large_graphs
 from fedgraph_sim.data.degree import with_degree_block
 from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES, load_moleculenet
-from fedgraph_sim.data.partition import dirichlet_partition
+from fedgraph_sim.data.partition import dirichlet_partition, dirichlet_sample
 from fedgraph_sim.data.random_graphs import make_random_graph_balls, make_random_graphs, make_sbm_communities
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema, single_block_schema
 from fedgraph_sim.data.synthetic import make_synthetic
@@ -79,6 +79,6 @@ def available_datasets() -> list[str]:
 
 __all__ = [
     "FeatureBlock", "FeatureSchema", "GraphDataset", "adapt_width", "auxiliary_graphs",
-    "available_datasets", "dirichlet_partition", "drop_large_graphs", "erdos_renyi_graphs",
+    "available_datasets", "dirichlet_partition", "dirichlet_sample", "drop_large_graphs", "erdos_renyi_graphs",
     "load_dataset", "make_synthetic", "single_block_schema",
 ]

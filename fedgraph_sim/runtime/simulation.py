@@ -43,6 +43,12 @@ def _log_to_file(run_dir: Path) -> logging.Handler:
     return handler
 
 
+def ray_init_args(config: RunConfig) -> dict:
+    """``ray.init``'s arguments: a local Ray for the run, or the cluster at ``federation.ray_address``."""
+    address = config.federation.ray_address
+    return {"log_to_driver": False, **({"address": address} if address else {})}
+
+
 def run(config: RunConfig, progress=None, session: Session | None = None,
         run_dir: Path | None = None) -> RunResult:
     """Run one federation with the configured attacks (into ``run_dir``, default a new
@@ -67,7 +73,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
                        num_supernodes=config.federation.num_clients,
                        backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
                                                             "num_gpus": 0.0},
-                                       "init_args": {"log_to_driver": False}})
+                                       "init_args": ray_init_args(config)})
         end = time.time()
         t = session.strategy.timings
         # The round trip (configure -> all replies) holds Ray's actor start-up in round 1, the

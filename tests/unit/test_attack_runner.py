@@ -122,6 +122,20 @@ def test_selection_of_rounds_and_clients(tmp_path):
     assert read_rows(tmp_path) == []
 
 
+def test_clients_per_round_attacks_a_seeded_sample_of_the_rounds_updates():
+    from server.attack_runner import sampled
+
+    config = load_config(None, ["data.dataset=synthetic", "attack.clients_per_round=2"])
+    updates = [ObservedUpdate(round=r, client_key=c, global_weights={}, returned={}, kind="gradient", num_examples=1,
+                              metrics={}, lr=0.01, local_steps=1, batch_size=1) for r in (1, 2) for c in range(10)]
+    first, second = sampled(config, updates[:10]), sampled(config, updates[10:])
+    assert len(first) == len(second) == 2
+    assert sampled(config, updates[:10]) == first  # the same draw for the same (seed, round)
+    assert [u.client_key for u in first] == sorted(u.client_key for u in first)  # in the round's order
+    assert sampled(config, updates[:2]) == updates[:2]
+    assert sampled(load_config(None, ["data.dataset=synthetic"]), updates[:10]) == updates[:10]
+
+
 def test_information_gain_is_positive_when_the_attack_knows_more_than_the_prior(tmp_path):
     from attacks.priors import AuxMeanAdjacency, MajorityType
 

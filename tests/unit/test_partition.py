@@ -58,3 +58,27 @@ def test_impossible_numbers_name_the_key(kwargs, key):
 def test_repeated_failure_gives_clear_error():
     with pytest.raises(ConfigError, match="no Dirichlet"):
         dirichlet_partition(LABELS, 10, alpha=0.001, min_partition_size=29, seed=0, max_attempts=5)
+
+
+def test_sampling_with_replacement_serves_more_clients_than_graphs():
+    from fedgraph_sim.data import dirichlet_sample
+
+    labels = np.array([0] * 60 + [1] * 40)
+    parts = dirichlet_sample(labels, 1000, alpha=1.0, size=3, seed=0)
+    assert len(parts) == 1000 and all(len(p) == 3 for p in parts)
+    assert all(0 <= i < 100 for p in parts for i in p)
+    assert [p.tolist() for p in parts] == [p.tolist() for p in dirichlet_sample(labels, 1000, 1.0, 3, seed=0)]
+    skewed = dirichlet_sample(labels, 500, alpha=0.05, size=10, seed=1)
+    assert np.mean([len(set(labels[p])) == 1 for p in skewed]) > 0.8  # small alpha: one class per client
+
+
+def test_a_thousand_clients_on_a_small_dataset_need_replacement():
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.errors import ConfigError
+    from fedgraph_sim.scenario import build_scenario
+
+    base = ["data.dataset=synthetic", "data.options={num_graphs: 60}", "federation.num_clients=1000"]
+    with pytest.raises(ConfigError, match="partition.with_replacement"):
+        build_scenario(load_config(None, base))
+    scenario = build_scenario(load_config(None, [*base, "partition.with_replacement=true", "partition.size=2"]))
+    assert len(scenario.clients) == 1000 and all(len(c) == 2 for c in scenario.clients)
