@@ -141,6 +141,9 @@ class Processes:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+        deadline = time.monotonic() + 5  # SIGKILL is delivered asynchronously
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
         for log in self._logs:
             log.close()
         (self.log_dir / "pids").write_text("".join(f"{pid}\n" for pid in sorted(pids)))
@@ -182,6 +185,9 @@ class Launch:
     echo: Callable[[str], None] = lambda line: print(line, end="", flush=True)
 
     def __post_init__(self) -> None:
+        if not (PROJECT_DIR / "pyproject.toml").is_file():
+            raise ConfigError(f"deploy: flwr run ships the apps from the source checkout; {PROJECT_DIR} has no "
+                              "pyproject.toml (install the project with pip install -e)")
         if self.role not in ROLES:
             raise ConfigError(f"--role: unknown '{self.role}'; valid: {', '.join(ROLES)}")
         self.host, self.port = parse_address(self.superlink)

@@ -3,6 +3,7 @@ every attack, with the global model's test accuracy beside every reconstruction 
 
     fedgraph-sim sweep --config experiments/configs/reproduce/graphdlg_table9.yaml [--jobs 2]
     fedgraph-sim sweep --resume runs/<stamp>-graphdlg_table9 [--jobs 2]
+    fedgraph-sim sweep --config SPEC --backend ray [--ray-address auto]   jobs as tasks on a Ray cluster
     fedgraph-sim sweep --config SWEEP.yaml --dry-run        # list federations and cells
 
 Then ``fedgraph-sim report <sweep dir>`` writes the tables and figures.
@@ -24,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--config", help="sweep spec (YAML)")
     source.add_argument("--resume", help="an interrupted sweep directory to continue")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1; local backend)")
+    parser.add_argument("--backend", default="local",
+                        help="local (--jobs spawned processes) | ray (Ray tasks; the cluster sets the parallelism)")
+    parser.add_argument("--ray-address", default=None,
+                        help="with --backend ray: the cluster to join (e.g. auto, ray://HOST:10001); default a local Ray")
     parser.add_argument("--out", default=None, help="sweep directory (default: a new one under output.dir)")
     parser.add_argument("--force-new", action="store_true",
                         help="when --out holds a sweep of another spec, write to a new directory instead")
@@ -37,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.jobs < 1:
             raise ConfigError(f"--jobs: must be >= 1 (got {args.jobs})")
+        from fedgraph_sim.runtime.sweeps.runner import BACKENDS
+
+        if args.backend not in BACKENDS:
+            raise ConfigError(f"--backend: unknown '{args.backend}'; valid: {', '.join(BACKENDS)}")
+        if args.ray_address and args.backend != "ray":
+            raise ConfigError("--ray-address: only with --backend ray")
         if args.resume:
             sweep_dir = Path(args.resume)
             if not (sweep_dir / "sweep.yaml").is_file():
@@ -77,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)
     try:
-        runner = open_sweep(sweep, sweep_dir or args.out, args.jobs, progress, args.force_new)
+        runner = open_sweep(sweep, sweep_dir or args.out, args.jobs, progress, args.force_new, args.backend,
+                            args.ray_address)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code

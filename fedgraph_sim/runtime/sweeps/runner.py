@@ -17,7 +17,9 @@ unfinished jobs and yields the same rows as an uninterrupted one (attack seeds d
 config, never from time or order). One runner at a time holds a sweep directory (a lock; a second
 one is refused with the holder's PID), a directory holding another spec is refused with the keys
 that differ, and workers die with the runner (no orphans appending to cells after a kill). Workers
-are spawned processes; the terminal shows one progress display for the whole sweep.
+are spawned processes, or with ``backend="ray"`` Ray tasks on a cluster
+(:mod:`fedgraph_sim.runtime.sweeps.ray_pool`); the terminal shows one progress display for the
+whole sweep.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from fedgraph_sim.results import read_rows, summarize, write_summary
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 
 DONE = "done"
+BACKENDS = ("local", "ray")  # a pool of spawned processes | Ray tasks (runtime.sweeps.ray_pool)
 REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
 
 
@@ -121,8 +124,12 @@ class SweepResult:
 
 
 class SweepRunner:
-    def __init__(self, sweep: Sweep, sweep_dir: Path, jobs: int = 1, progress=None) -> None:
+    def __init__(self, sweep: Sweep, sweep_dir: Path, jobs: int = 1, progress=None, backend: str = "local",
+                 ray_address: str | None = None) -> None:
         self.sweep, self.dir, self.jobs, self.progress = sweep, Path(sweep_dir), jobs, progress
+        if backend not in BACKENDS:
+            raise ConfigError(f"--backend: unknown '{backend}'; valid: {', '.join(BACKENDS)}")
+        self.backend, self.ray_address = backend, ray_address
 
     def fed_dir(self, fed: Federation) -> Path:
         return self.dir / "federations" / fed.id
@@ -196,9 +203,7 @@ class SweepRunner:
             self._overall = self.progress.add_task("", total=total, completed=sum(self._counts.values()))
             self._describe()
         start, failures, ran = time.time(), [], {"federation": 0, "cell": 0}
-        context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
-        pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker,
-                                   initargs=(os.getpid(),))
+        pool = self._pool()
         running: dict[Future, tuple[str, object]] = {}
 
         def submit_cells_of(fed: Federation) -> None:
@@ -213,7 +218,7 @@ class SweepRunner:
             pending = {f.id for f in feds}
             for fed in self.sweep.federations:
                 if fed.id in pending:
-                    job = pool.submit(federation_job, fed.config.model_dump_json(), str(self.fed_dir(fed)),
+                    job = pool.submit(federation_job, self._federation_config(fed, pool), str(self.fed_dir(fed)),
                                       self.log_of(fed.id))
                     running[job] = ("federation", fed)
                 else:
@@ -238,13 +243,32 @@ class SweepRunner:
         except KeyboardInterrupt:
             # Stop now: queued jobs are cancelled and running ones killed (their directories lack
             # a done marker, so --resume reruns them).
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.terminate()
+            if isinstance(pool, ProcessPoolExecutor):
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
         timing = self._timing(time.time() - start, ran["federation"], ran["cell"])
         return SweepResult(self.dir, self.merge(), failures, timing)
+
+    def _pool(self):
+        """Where the jobs run: ``--jobs`` spawned processes, or Ray tasks on a cluster."""
+        if self.backend == "ray":
+            from fedgraph_sim.runtime.sweeps.ray_pool import RayPool
+
+            return RayPool(self.ray_address)
+        context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
+        return ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker,
+                                   initargs=(os.getpid(),))
+
+    def _federation_config(self, fed: Federation, pool) -> str:
+        """The federation's config; on the Ray backend its Flower actors join the sweep's cluster."""
+        config = fed.config
+        if self.backend == "ray" and config.federation.ray_address is None:
+            config = config.model_copy(update={"federation": config.federation.model_copy(
+                update={"ray_address": pool.address})})
+        return config.model_dump_json()
 
     def _advance(self, kind: str, n: int) -> None:
         self._counts[kind] += n
@@ -271,7 +295,8 @@ class SweepRunner:
         return summary
 
     def _timing(self, wall: float, feds: int, cells: int) -> dict:
-        entry = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "jobs": self.jobs, "wall_seconds": wall,
+        entry = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "backend": self.backend, "jobs": self.jobs,
+                 "wall_seconds": wall,
                  "federations_run": feds, "cells_run": cells,
                  "cells_per_minute": cells / (wall / 60) if wall > 0 else float("nan")}
         path = self.dir / "timing.json"
