@@ -68,8 +68,8 @@ def test_an_attack_receives_no_ground_truth(tmp_path):
     assert type(seen_update).__name__ == "ObservedUpdate" and seen_update is not update  # a copy
     assert (seen_update.round, seen_update.client_key) == (update.round, update.client_key)
     assert type(knowledge).__name__ == "AttackerKnowledge"
-    assert set(vars(ctx)) == {"seed", "budget", "progress", "shared", "stream", "last_checkpoint"}
-    assert ctx.shared == {}  # the run's store for attack state: the runner puts nothing in it
+    assert set(vars(ctx)) == {"seed", "budget", "progress", "shared", "stream", "last_checkpoint", "fits"}
+    assert ctx.shared == {} and ctx.fits == {}  # the attacks' own stores: the runner puts nothing in them
     aux_ids = {int(g.graph_id) for g in knowledge.aux_graphs}
     client_ids = {int(scenario.dataset.graphs[i].graph_id) for part in scenario.clients for i in part}
     assert aux_ids and not aux_ids & client_ids
