@@ -85,3 +85,23 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path):
     assert "interrupted; stopped" in err
     (run_dir,) = tmp_path.glob("*-default")
     assert _pids_gone(run_dir) == []
+
+
+def test_the_multi_host_recipe_on_one_host_superlink_and_supernodes_launched_apart(tmp_path):
+    port = free_port()
+    nodes = subprocess.Popen([sys.executable, "-m", "fedgraph_sim", "deploy", "--role", "supernodes",
+                              "--superlink", f"127.0.0.1:{port}", *OVERRIDES, f"output.dir={tmp_path / 'nodes'}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        launch = Launch(load_config(None, OVERRIDES), DEFAULT_CONFIG, OVERRIDES, tmp_path / "run", role="superlink",
+                        superlink=f"127.0.0.1:{port}", echo=lambda line: None)
+        assert launch() == "finished:completed"
+        assert len(_rows(tmp_path / "run")) == 2 * 3  # clients x attacks
+        assert nodes.poll() is None  # the SuperNodes serve on until interrupted
+    finally:
+        nodes.send_signal(signal.SIGINT)
+        _, err = nodes.communicate(timeout=120)
+    assert nodes.returncode == 130, err
+    (node_dir,) = (tmp_path / "nodes").glob("*-default")
+    assert {p.name for p in (node_dir / "deployment").glob("supernode-*.log")} == {"supernode-0.log", "supernode-1.log"}
+    assert _pids_gone(node_dir) == [] and _pids_gone(tmp_path / "run") == []
