@@ -254,7 +254,9 @@ class Launch:
 
     def __call__(self) -> str:
         """Start, run, stop; the run's status (``supernodes``: serve until interrupted)."""
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        # Ctrl-C and SIGTERM stop what was started, also where SIGINT came in ignored (a job a
+        # non-interactive shell put in the background inherits SIG_IGN)
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             if self.role in ("all", "superlink"):
                 self.start_superlink()
@@ -269,7 +271,8 @@ class Launch:
             return status if code == 0 else f"flwr run exited with code {code} ({status})"
         finally:
             self.stopped = self.processes.stop()
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def _interrupt(signum, frame) -> None:
