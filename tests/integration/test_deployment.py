@@ -80,7 +80,11 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path):
         time.sleep(0.5)
     time.sleep(2)  # SuperNodes up, the run being submitted
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # the test fails below; leave nothing behind
+        _, err = proc.communicate()
     assert proc.returncode == 130, err
     assert "interrupted; stopped" in err
     (run_dir,) = tmp_path.glob("*-default")
@@ -100,7 +104,11 @@ def test_the_multi_host_recipe_on_one_host_superlink_and_supernodes_launched_apa
         assert nodes.poll() is None  # the SuperNodes serve on until interrupted
     finally:
         nodes.send_signal(signal.SIGINT)
-        _, err = nodes.communicate(timeout=120)
+        try:
+            _, err = nodes.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            nodes.kill()  # the test fails below; leave nothing behind
+            _, err = nodes.communicate()
     assert nodes.returncode == 130, err
     (node_dir,) = (tmp_path / "nodes").glob("*-default")
     assert {p.name for p in (node_dir / "deployment").glob("supernode-*.log")} == {"supernode-0.log", "supernode-1.log"}
