@@ -224,7 +224,7 @@ class Launch:
                 "--port", str(free_port()), "--node-config", f"partition-id={p} num-partitions={k}"])
 
     def submit(self) -> int:
-        """``flwr run`` of this project's apps, its output streamed; the run's final status."""
+        """``flwr run`` of this project's apps, its output streamed; its exit code."""
         run_config = " ".join(f"{key}={json.dumps(value)}" for key, value in (
             ("config-file", str(self.config_file)), ("overrides", shlex.join(self.overrides)),
             ("run-dir", str(self.run_dir))))
