@@ -61,11 +61,14 @@ class Call:
     knowledge: Any
     seed: int
     budget: float
-    fit_group: str = ""  # the attack whose fit this call shares (``attacks.base.fit_groups``); "" = its own
+    fit_group: str = ""  # the attack whose fit this call shares (``attacks.base.fit_groups``); default its own
+
+    def __post_init__(self) -> None:
+        self.fit_group = self.fit_group or self.name
 
     def shares_fit_with(self, other: Call) -> bool:
         return (self.kind == other.kind == "reconstruct" and self.seed == other.seed
-                and (self.fit_group or self.name) == (other.fit_group or other.name))
+                and self.fit_group == other.fit_group)
 
 
 @dataclass
@@ -136,7 +139,7 @@ class InProcess:
             listener.started(call)
             attack = self.attacks[call.name]
             ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
-                                shared=shared_store(self.shared, attack, call), fits=self.fits[call.fit_group or call.name])
+                                shared=shared_store(self.shared, attack, call), fits=self.fits[call.fit_group])
             with one_torch_thread():
                 result = execute(attack, call, ctx)
             listener.finished(call)
@@ -180,7 +183,7 @@ def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], 
         send(("started",))
         attack = instances[call.name]
         ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t: send(("progress", d, t)),
-                            shared=shared_store(shared, attack, call), fits=fits[call.fit_group or call.name],
+                            shared=shared_store(shared, attack, call), fits=fits[call.fit_group],
                             stream=lambda recs: send(("checkpoint", recs)))
         result = execute(attack, call, ctx)
         try:

@@ -34,6 +34,17 @@ def _pids_gone(run_dir: Path) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+def _interrupted(proc: subprocess.Popen) -> str:
+    """SIGINT to a ``fedgraph-sim deploy`` process; its stderr (killed if it ignores the signal,
+    so a failing test leaves nothing behind)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=120)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[1]
+
+
 def test_the_deployment_engine_gives_the_simulations_rows_and_leaves_no_process(tmp_path):
     overrides = [*OVERRIDES, f"output.dir={tmp_path}"]
     simulated = run(load_config(None, overrides), run_dir=tmp_path / "simulation")
@@ -79,12 +90,7 @@ def test_ctrl_c_stops_every_process_it_started(tmp_path):
     while not list(tmp_path.glob("*/deployment/supernode-1.log")) and time.monotonic() < deadline:
         time.sleep(0.5)
     time.sleep(2)  # SuperNodes up, the run being submitted
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # the test fails below; leave nothing behind
-        _, err = proc.communicate()
+    err = _interrupted(proc)
     assert proc.returncode == 130, err
     assert "interrupted; stopped" in err
     (run_dir,) = tmp_path.glob("*-default")
@@ -103,12 +109,7 @@ def test_the_multi_host_recipe_on_one_host_superlink_and_supernodes_launched_apa
         assert len(_rows(tmp_path / "run")) == 2 * 3  # clients x attacks
         assert nodes.poll() is None  # the SuperNodes serve on until interrupted
     finally:
-        nodes.send_signal(signal.SIGINT)
-        try:
-            _, err = nodes.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            nodes.kill()  # the test fails below; leave nothing behind
-            _, err = nodes.communicate()
+        err = _interrupted(nodes)
     assert nodes.returncode == 130, err
     (node_dir,) = (tmp_path / "nodes").glob("*-default")
     assert {p.name for p in (node_dir / "deployment").glob("supernode-*.log")} == {"supernode-0.log", "supernode-1.log"}

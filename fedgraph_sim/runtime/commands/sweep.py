@@ -42,12 +42,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.jobs < 1:
             raise ConfigError(f"--jobs: must be >= 1 (got {args.jobs})")
-        from fedgraph_sim.runtime.sweeps.runner import BACKENDS
+        from fedgraph_sim.runtime.sweeps.runner import check_backend
 
-        if args.backend not in BACKENDS:
-            raise ConfigError(f"--backend: unknown '{args.backend}'; valid: {', '.join(BACKENDS)}")
-        if args.ray_address and args.backend != "ray":
-            raise ConfigError("--ray-address: only with --backend ray")
+        check_backend(args.backend, args.ray_address)  # also under --dry-run
         if args.resume:
             sweep_dir = Path(args.resume)
             if not (sweep_dir / "sweep.yaml").is_file():

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedgraph_sim.results import new_run_dir
-from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.runtime.sweeps.runner import BACKENDS, SpecMismatch, SweepResult, SweepRunner
+from fedgraph_sim.runtime.sweeps.runner import SpecMismatch, SweepResult, SweepRunner, check_backend
 from fedgraph_sim.runtime.sweeps.spec import Cell, DefenseSetting, Federation, Sweep, build_sweep, load_sweep
 
 
@@ -17,8 +16,7 @@ def open_sweep(plan: Sweep, out_dir: str | Path | None = None, jobs: int = 1, pr
     <name>``): locked, with the spec stored or checked. A directory of another spec is refused
     (:class:`SpecMismatch`), or with ``force_new`` left alone for a new directory. ``backend``:
     ``local`` (``jobs`` spawned processes) or ``ray`` (tasks on the cluster at ``ray_address``)."""
-    if backend not in BACKENDS:
-        raise ConfigError(f"--backend: unknown '{backend}'; valid: {', '.join(BACKENDS)}")
+    check_backend(backend, ray_address)
     how = dict(jobs=jobs, progress=progress, backend=backend, ray_address=ray_address)
     new = lambda: new_run_dir(plan.federations[0].config.output.dir, plan.name)  # noqa: E731
     runner = SweepRunner(plan, Path(out_dir) if out_dir is not None else new(), **how)

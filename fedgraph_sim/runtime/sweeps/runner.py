@@ -45,6 +45,14 @@ from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_diffe
 
 DONE = "done"
 BACKENDS = ("local", "ray")  # a pool of spawned processes | Ray tasks (runtime.sweeps.ray_pool)
+
+
+def check_backend(backend: str, ray_address: str | None) -> None:
+    """``--backend`` and ``--ray-address``, before anything is written."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"--backend: unknown '{backend}'; valid: {', '.join(BACKENDS)}")
+    if ray_address and backend != "ray":
+        raise ConfigError("--ray-address: only with --backend ray")
 REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
 
 
@@ -127,8 +135,6 @@ class SweepRunner:
     def __init__(self, sweep: Sweep, sweep_dir: Path, jobs: int = 1, progress=None, backend: str = "local",
                  ray_address: str | None = None) -> None:
         self.sweep, self.dir, self.jobs, self.progress = sweep, Path(sweep_dir), jobs, progress
-        if backend not in BACKENDS:
-            raise ConfigError(f"--backend: unknown '{backend}'; valid: {', '.join(BACKENDS)}")
         self.backend, self.ray_address = backend, ray_address
 
     def fed_dir(self, fed: Federation) -> Path:
