@@ -10,6 +10,11 @@ node-type accuracy.
 - ``aux_mean_adjacency``: edge scores are the mean auxiliary adjacency (zero-padded to the largest
   auxiliary graph), cropped to n; features are the auxiliary node-type frequencies, the same for
   every node (so their argmax is the majority type too).
+- ``aux_sample``: one auxiliary graph drawn at random (seeded) among those with the node count
+  closest to n, its own node features and edges, cropped to its first n nodes or padded with
+  majority-type nodes without edges. Where the two above are the best *constant* guesses, this
+  is a *varied* one: alignments that pair nodes by looking at the truth (Hungarian matching,
+  GSM's matching) reward any varied reconstruction, so a fair prior must be able to profit too.
 
 Threat model: auxiliary graphs and the node count; the gradient is ignored. Recovers nothing from
 the update: what the auxiliary set alone predicts for a graph of n nodes. No parameters.
@@ -43,6 +48,15 @@ def mean_adjacency(knowledge: AttackerKnowledge) -> torch.Tensor:
     return total / len(knowledge.aux_graphs)
 
 
+def majority_row(knowledge: AttackerKnowledge) -> torch.Tensor:
+    """Every feature block's most frequent auxiliary value, one-hot, in the model's encoding."""
+    freq, schema = type_frequencies(knowledge), knowledge.schema
+    onehot = torch.zeros_like(freq)
+    for s in schema.slices().values():  # every block its own mode (the type block: the majority type)
+        onehot[s.start + int(freq[s].argmax())] = 1
+    return schema.standardize(onehot[None])[0]
+
+
 def _crop(matrix: torch.Tensor, n: int) -> torch.Tensor:
     out = torch.zeros(n, n)
     k = min(n, matrix.size(0))
@@ -58,11 +72,7 @@ class MajorityType(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
-        freq, schema = type_frequencies(knowledge), knowledge.schema
-        onehot = torch.zeros_like(freq)
-        for s in schema.slices().values():  # every block its own mode (the type block: the majority type)
-            onehot[s.start + int(freq[s].argmax())] = 1
-        x = schema.standardize(onehot[None])
+        x = majority_row(knowledge)
         return [Reconstruction(x=x.repeat(n, 1), adj=torch.zeros(n, n), num_nodes=n)
                 for n in knowledge.node_counts]
 
@@ -79,3 +89,26 @@ class AuxMeanAdjacency(Attack):
         x = knowledge.schema.standardize(freq[None])
         return [Reconstruction(x=x.repeat(n, 1), adj=_crop(prior, n), num_nodes=n)
                 for n in knowledge.node_counts]
+
+
+@register
+class AuxSample(Attack):
+    name = "aux_sample"
+    paper = "gradient-free prior: a random auxiliary graph of the victim's size"
+    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
+
+    def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
+                    ctx: AttackContext) -> list[Reconstruction]:
+        gen, pad = ctx.generator(), majority_row(knowledge)
+        sizes = torch.tensor([g.num_nodes for g in knowledge.aux_graphs])
+        out = []
+        for n in knowledge.node_counts:
+            closest = ((sizes - n).abs() == (sizes - n).abs().min()).nonzero().view(-1)
+            graph = knowledge.aux_graphs[int(closest[torch.randint(len(closest), (1,), generator=gen)])]
+            k = min(n, graph.num_nodes)
+            x = pad.repeat(n, 1)
+            x[:k] = graph.x[:k].float()
+            adj = torch.zeros(n, n)
+            adj[:k, :k] = to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0][:k, :k]
+            out.append(Reconstruction(x=x, adj=adj.fill_diagonal_(0), num_nodes=n))
+        return out

@@ -1,6 +1,7 @@
 """Run directories and result rows.
 
-``runs/<timestamp>-<name>/``: ``config.yaml`` (resolved, with library versions and seed),
+``runs/<timestamp>-<name>/``: ``config.yaml`` (resolved, with the seed, library versions and the
+project's own version: its commit and whether the tree had uncommitted changes),
 ``results.jsonl`` (one row per attack x client x round x graph, flushed as written),
 ``summary.csv`` (mean and std per attack, defense and alignment), ``audit/``, ``log.txt``.
 """
@@ -8,8 +9,10 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+import subprocess
 import threading
 import time
 from collections import Counter, defaultdict
@@ -18,7 +21,8 @@ from pathlib import Path
 from typing import Iterable
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric_column
+from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric, metric_column
+from fedgraph_sim.metrics.catalogue import GRANT_OF
 from fedgraph_sim.threat import FAULTS
 
 #: What a summary entry is per: a sweep's training ``setting`` ("" outside a settings axis) too.
@@ -34,6 +38,41 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def project_version() -> dict:
+    """The code that is running: ``{"commit": <git HEAD or "unknown">, "dirty": <uncommitted
+    changes to tracked or untracked, not ignored, files; None when unknown>}``, read once per
+    process from the checkout the package was imported from (an installed copy outside a checkout
+    says ``unknown``). A table is only as traceable as the commit its rows record."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": "unknown", "dirty": None}
+    status = git("status", "--porcelain")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def provenance() -> dict:
+    """What a run directory records besides its config: library versions and the project's
+    version (``project_version``)."""
+    return {"versions": library_versions(), "project": project_version()}
+
+
+def provenance_line() -> str:
+    """One line naming the code behind a table: ``commit <sha> (clean|with uncommitted changes)``."""
+    version = project_version()
+    state = {True: "with uncommitted changes", False: "clean", None: "state unknown"}[version["dirty"]]
+    return f"commit {version['commit'][:12]} ({state})"
 
 
 def claim_run_dir(path: str | Path) -> Path:
@@ -114,12 +153,57 @@ def is_scored(row: dict, alignment: str = ALIGNMENTS[0]) -> bool:
     return row["status"] in ("ok", "timeout") and metric_column(alignment, "gsm0") in row
 
 
+def is_attempted(row: dict) -> bool:
+    """Rows of a graph the attack was run on, whatever came of it (not ``not_applicable``, and a
+    failed client turn attacked no graph)."""
+    return row.get("graph_id") is not None and row["status"] != "not_applicable"
+
+
+def _number(value) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+def mean_and_gain(rows: list[dict], name: str, alignment: str, *, failures_as_zero: bool = False) -> dict:
+    """A metric's mean and its information gain, always over the same graphs: the one convention
+    every table follows. ``rows`` are the group's scored rows, or with ``failures_as_zero`` its
+    attempted rows, a graph without a value counting 0 (GRAIN's convention). Graphs whose value is
+    undefined (AUC without an edge) are left out of both. The prior and the gain are given only
+    when every graph the mean covers has them (a granted part, or rows without auxiliary graphs,
+    have none); otherwise NaN rather than a gain over fewer graphs than the mean."""
+    m, column = metric(name), metric_column(alignment, name)
+    values, priors = [], []
+    for row in rows:
+        value = _number(row.get(column))
+        if value is None and failures_as_zero and not is_scored(row, alignment):
+            value = 0.0
+        if value is None:
+            continue
+        values.append(value)
+        priors.append(None if row.get(GRANT_OF[m.part]) else _number(row.get(f"prior_{column}")))
+    nan = float("nan")
+    out = {"mean": nan, "std": nan, "count": len(values), "prior": nan, "gain": nan, "gain_std": nan}
+    if not values:
+        return out
+    out["mean"] = sum(values) / len(values)
+    out["std"] = math.sqrt(sum((v - out["mean"]) ** 2 for v in values) / len(values))
+    if all(p is not None for p in priors):
+        gains = [m.gain(v, p) for v, p in zip(values, priors)]
+        out["prior"] = sum(priors) / len(priors)
+        out["gain"] = sum(gains) / len(gains)
+        out["gain_std"] = math.sqrt(sum((g - out["gain"]) ** 2 for g in gains) / len(gains))
+    out["values"] = values
+    return out
+
+
 def summarize(rows: Iterable[dict]) -> list[dict]:
     """Mean, std and count of every catalogue metric per (attack, defense, alignment) over scored
-    rows, with the mean prior and the mean information gain on the same graphs; statuses are
-    counted per attack. For metrics that count failures (GRAIN's GSM family) also the paper's
-    convention: the mean over every attacked graph with a failure (no graph recovered) counted as
-    0, and its bootstrap 95% interval (10 000 resamples)."""
+    rows, with the mean prior and the mean information gain over the same graphs
+    (:func:`mean_and_gain`); statuses are counted per attack. For metrics that count failures
+    (GRAIN's GSM family) also the paper's convention: the mean over every attacked graph with a
+    failure (no graph recovered) counted as 0, its bootstrap 95% interval (10 000 resamples), and
+    the prior and gain over those same graphs (``_all_`` keys)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     every: dict[tuple, list[dict]] = defaultdict(list)
     attempted: dict[tuple, list[dict]] = defaultdict(list)
@@ -128,7 +212,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
         key = (row.get("dataset", ""), row["attack"], row.get("setting") or "", row.get("defense", "none"))
         statuses[key][row["status"]] += 1
         every[key].append(row)
-        if row["status"] != "not_applicable":
+        if is_attempted(row):
             attempted[key].append(row)
         if row["status"] == "ok" or is_scored(row):
             groups[key].append(row)
@@ -140,20 +224,19 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                      "graphs": len(groups[key]), "failed": sum(status.values()) - len(groups[key]),
                      "statuses": " ".join(f"{k}={v}" for k, v in sorted(status.items()))}
             for m in CATALOGUE:
-                metric, column = m.name, metric_column(alignment, m.name)
-                agg = aggregate(groups[key], column)
-                entry[f"{metric}_mean"] = agg["mean"]
-                entry[f"{metric}_std"] = agg["std"]
-                entry[f"{metric}_count"] = agg["count"]
-                # Information gain over the gradient-free prior, on the same graphs (+ = knows more).
-                gain = aggregate(groups[key], f"gain_{column}")
-                entry[f"gain_{metric}_mean"] = gain["mean"]
-                entry[f"gain_{metric}_std"] = gain["std"]
-                entry[f"prior_{metric}_mean"] = aggregate(groups[key], f"prior_{column}")["mean"]
+                scored = mean_and_gain(groups[key], m.name, alignment)
+                entry[f"{m.name}_mean"] = scored["mean"]
+                entry[f"{m.name}_std"] = scored["std"]
+                entry[f"{m.name}_count"] = scored["count"]
+                entry[f"gain_{m.name}_mean"] = scored["gain"]
+                entry[f"gain_{m.name}_std"] = scored["gain_std"]
+                entry[f"prior_{m.name}_mean"] = scored["prior"]
                 if m.counts_failures:
-                    values = [float(r.get(column, 0.0)) for r in attempted[key]]
-                    entry[f"{metric}_all_mean"] = sum(values) / len(values) if values else float("nan")
-                    entry[f"{metric}_ci_low"], entry[f"{metric}_ci_high"] = bootstrap_ci(values)
+                    every_graph = mean_and_gain(attempted[key], m.name, alignment, failures_as_zero=True)
+                    entry[f"{m.name}_all_mean"] = every_graph["mean"]
+                    entry[f"gain_{m.name}_all_mean"] = every_graph["gain"]
+                    entry[f"prior_{m.name}_all_mean"] = every_graph["prior"]
+                    entry[f"{m.name}_ci_low"], entry[f"{m.name}_ci_high"] = bootstrap_ci(every_graph.get("values", []))
             entry.update(run_columns(every[key]))  # a federation's numbers, whatever its rows' status
             out.append(entry)
     return out

@@ -7,6 +7,7 @@ returns :class:`Reconstruction` objects; the attack runner records what came bac
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
@@ -93,6 +94,17 @@ class ObservedUpdate:
         return self.kind == "gradient" or self.local_steps == 1
 
 
+def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
+    """The seed of one attack call on one update: fixed by the run's seed, the update and the
+    attack (its fit group), never by time or order. The evaluator draws the priors with it too, so
+    a prior's row and the prior beside every other row are one draw."""
+    return (seed * 1_000_003 + round * 10_007 + client_key * 101 + zlib.crc32(attack.encode())) % 2**62
+
+
+#: The per-graph hints a threat config may grant (``AttackerKnowledge`` fields).
+HINTS = ("node_counts", "labels", "adjacencies", "features")
+
+
 @dataclass(frozen=True)
 class AttackerKnowledge:
     """What the threat model grants beyond the update.
@@ -104,7 +116,8 @@ class AttackerKnowledge:
     ``node_counts``, ``labels``, ``adjacencies`` (dense 0/1 ``[n, n]``) and ``features``
     (``[n, F]``, in the model's encoding) are per-graph hints
     for the update at hand, present only when the threat config grants them (and then recorded
-    in every result row).
+    in every result row). The object remembers which granted hints were read
+    (:meth:`hints_read`), so a row can say what the attack looked at, not only what it was given.
     """
 
     model: dict
@@ -119,6 +132,22 @@ class AttackerKnowledge:
     labels: tuple[int | float, ...] | None = None
     adjacencies: tuple[torch.Tensor, ...] | None = None
     features: tuple[torch.Tensor, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hints_read", set())
+
+    def __getattribute__(self, name: str):
+        value = object.__getattribute__(self, name)
+        if name in HINTS and value is not None:  # a granted hint, read
+            object.__getattribute__(self, "_hints_read").add(name)
+        return value
+
+    def hints_read(self) -> frozenset[str]:
+        """The granted hints (names in :data:`HINTS`) read since :meth:`forget_reads`."""
+        return frozenset(object.__getattribute__(self, "_hints_read"))
+
+    def forget_reads(self) -> None:
+        object.__getattribute__(self, "_hints_read").clear()
 
     def with_hints(self, node_counts=None, labels=None, adjacencies=None, features=None) -> "AttackerKnowledge":
         return replace(self, node_counts=None if node_counts is None else tuple(node_counts),
@@ -213,3 +242,4 @@ class AttackOutcome:
     reconstructions: list[Reconstruction] = field(default_factory=list)
     seconds: float = 0.0
     failure: ClientFailure | None = None
+    hints_read: frozenset[str] | None = None  # the granted hints the call read (None: no call ran)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import zlib
 from typing import Callable, Iterable
 
 import numpy as np
@@ -27,17 +26,13 @@ import torch
 from attacks.base import Attack, fit_groups
 from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
-                                 output_problem)
+                                 attack_seed, output_problem)
 from server.attack_workers import Call, CallResult, Listener, make_executor
 
 log = logging.getLogger(__name__)
 
 #: ``(update, attack name) -> the knowledge that attack gets`` (the granted hints added).
 KnowledgeFor = Callable[[ObservedUpdate, str], AttackerKnowledge]
-
-
-def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
-    return (seed * 1_000_003 + round * 10_007 + client_key * 101 + zlib.crc32(attack.encode())) % 2**62
 
 
 def is_selected(config: RunConfig, update: ObservedUpdate | ClientFailure) -> bool:
@@ -143,7 +138,8 @@ class AttackRunner:
     def outcome(self, call: Call, result: CallResult) -> AttackOutcome:
         """The call's status after checking what it returned."""
         update, attack = call.payload, self.attacks[call.name]
-        outcome = AttackOutcome(call.name, update, call.knowledge, result.status, result.message, [], result.seconds)
+        outcome = AttackOutcome(call.name, update, call.knowledge, result.status, result.message, [], result.seconds,
+                                hints_read=result.hints_read)
         output = result.output
         if output is None and result.status != "ok":
             return outcome  # raised, failed, or stopped before it streamed anything

@@ -77,6 +77,7 @@ class CallResult:
     message: str = ""
     output: Any = None  # what ``reconstruct`` returned (not yet checked), or None
     seconds: float = 0.0
+    hints_read: frozenset = frozenset()  # the granted hints ``reconstruct`` read
 
 
 def group_of(name: str) -> str:
@@ -100,19 +101,31 @@ def execute(attack: Attack, call: Call, ctx: AttackContext) -> CallResult:
     reason = attack.not_applicable(call.payload, call.knowledge)
     if reason:
         return CallResult("not_applicable", reason, seconds=time.perf_counter() - start)
+    call.knowledge.forget_reads()  # the applicability check above is ours, not the attack's
     try:
         output = attack.reconstruct(call.payload, call.knowledge, ctx)
         status, message = "ok", ""
         if ctx.budget.expired():
             status, message = "timeout", f"returned after its {ctx.budget.seconds:g} s budget"
-        return CallResult(status, message, output, time.perf_counter() - start)
+        result = CallResult(status, message, output, time.perf_counter() - start)
     except AttackTimeout as exc:
-        return CallResult("timeout", str(exc), ctx.last_checkpoint, time.perf_counter() - start)
+        result = CallResult("timeout", str(exc), ctx.last_checkpoint, time.perf_counter() - start)
     except AttackFailed as exc:
-        return CallResult("failed", str(exc).splitlines()[0], seconds=time.perf_counter() - start)
+        result = CallResult("failed", str(exc).splitlines()[0], seconds=time.perf_counter() - start)
     except Exception as exc:  # an attack bug must not stop the round
-        return CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
-                          seconds=time.perf_counter() - start)
+        result = CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
+                            seconds=time.perf_counter() - start)
+    result.hints_read = hints_read(call, ctx)
+    return result
+
+
+def hints_read(call: Call, ctx: AttackContext) -> frozenset:
+    """What the call read of its granted hints. A call that reused its fit group's fit
+    (``ctx.shared_fit``) read, through that fit, what the call that computed it read."""
+    read = call.knowledge.hints_read()
+    if ctx.fits.get("seed") == ctx.seed:
+        read = ctx.fits["hints_read"] = read | ctx.fits.get("hints_read", frozenset())
+    return read
 
 
 class Listener:

@@ -8,9 +8,17 @@ every alignment, puts beside each metric the gradient-free prior's value on the 
 the information gain over it, stores the first drawings, and appends the rows to
 ``results.jsonl``.
 
-The priors (``majority_type``, ``aux_mean_adjacency``: see the metric catalogue) are given as
-functions ``(update, knowledge with the node count of one graph) -> Reconstruction``; the runtime
-builds them from the registered prior attacks.
+What a prior gets is decided here, in one place (:meth:`Evaluator.prior_scores`): each metric's
+prior value is the best value any gradient-free prior (``metrics.PRIORS``: see the metric
+catalogue) reaches on the very same graph, each prior scored exactly as the attack is, under the
+same alignment and with the same node count. Rows the attack attempted but could not score
+(failed, crashed, timed out with nothing) carry the priors too, so a summary that counts failures
+as 0 compares with the priors on the same graphs.
+
+The priors are given by name as functions ``(update, knowledge with the batch's node counts, seed)
+-> one reconstruction per graph``; the runtime builds them from the registered prior attacks. Each
+is drawn with the seed its attack call would get (``threat.attack_seed``), so a prior run as an
+attack row and the prior beside every other row are the same reconstruction.
 """
 
 from __future__ import annotations
@@ -27,13 +35,13 @@ from fedgraph_sim.config import RunConfig, defense_label
 from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.evaluation.drawings import DrawingStore
 from fedgraph_sim.evaluation.rows import ResultRow
-from fedgraph_sim.metrics import CATALOGUE, metric, metric_column, score_reconstruction
-from fedgraph_sim.metrics.catalogue import AUX_MEAN_ADJACENCY, MAJORITY_TYPE
+from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, metric_column, score_reconstruction
+from fedgraph_sim.metrics.catalogue import GRANT_OF
 from fedgraph_sim.processes import one_torch_thread
 from fedgraph_sim.results import ResultWriter
-from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction
+from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction, attack_seed
 
-Prior = Callable[[ObservedUpdate, AttackerKnowledge], Reconstruction]
+Prior = Callable[[ObservedUpdate, AttackerKnowledge, int], list[Reconstruction]]
 
 
 def _dense(graph: Data):
@@ -44,6 +52,13 @@ def _row_info(rec: Reconstruction) -> dict:
     """The attack's diagnostics that fit a row: numbers and strings, NaN left out."""
     return {k: v for k, v in rec.info.items()
             if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))}
+
+
+def _reads(hints_read: frozenset[str] | None) -> dict[str, bool | None]:
+    """The row's ``read_*`` columns: which granted hints the attack call read."""
+    names = {"node_counts": "read_node_count", "labels": "read_label", "adjacencies": "read_adjacency",
+             "features": "read_features"}
+    return {column: None if hints_read is None else hint in hints_read for hint, column in names.items()}
 
 
 def target_nodes(graph: Data) -> list[int]:
@@ -90,6 +105,7 @@ class Evaluator:
         self.extra_columns = dict(extra_columns or {})
         self.rows_written = 0
         self._prior_cache: dict[tuple, dict] = {}
+        self._prior_outputs: tuple[tuple | None, dict] = (None, {})
 
     def __call__(self, outcome: AttackOutcome) -> list[ResultRow]:
         with one_torch_thread():  # as in a sweep job: the same rows from every entry point
@@ -114,8 +130,10 @@ class Evaluator:
                 row.status, row.message = "error", f"attack returned {len(recs)} graphs for {len(graphs)}"
             # ok rows, and timed-out attacks that returned their best graph so far, are scored
             if row.status == "ok" or (row.status == "timeout" and i < len(recs)):
-                self.score_graph(row, update, i, graph, recs[i])
+                self.score_graph(row, update, i, record.graphs, recs[i])
                 self.drawings.keep(row, graph, recs[i])
+            elif row.status != "not_applicable":  # attempted: failures count 0 beside these priors
+                row.priors = self.prior_scores(update, i, record.graphs)
             rows.append(row)
         return rows
 
@@ -132,7 +150,7 @@ class Evaluator:
             aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
             hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
             hint_features=knowledge.features is not None, hint_per_node_gradients=update.per_node is not None,
-            node_order=config.data.node_order, label_true=graph.y.view(-1)[0].item(),
+            **_reads(outcome.hints_read), node_order=config.data.node_order, label_true=graph.y.view(-1)[0].item(),
             defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
                             if k.startswith("defense-")},
             extra=self.extra_columns)
@@ -150,48 +168,61 @@ class Evaluator:
             aux=knowledge.aux_scenario,
             hint_node_count=config.threat.node_count, hint_label=config.threat.label,
             hint_adjacency=bool(config.threat.adjacency_known), hint_features=bool(config.threat.features_known),
-            hint_per_node_gradients=config.threat.per_node_gradients,
+            hint_per_node_gradients=config.threat.per_node_gradients, **_reads(None),
             node_order=config.data.node_order,
             label_true=None, extra=self.extra_columns)
 
-    def score_graph(self, row: ResultRow, update: ObservedUpdate, index: int, graph: Data,
+    def score_graph(self, row: ResultRow, update: ObservedUpdate, index: int, graphs: list[Data],
                     rec: Reconstruction) -> None:
-        """Every catalogue metric per alignment, with the prior and the gain beside each. A metric
-        whose prior stands for a part the threat model handed over (the features for
-        ``majority_type``'s metrics, the adjacency for ``aux_mean_adjacency``'s) gets no gain: the
-        server knew that part from the grant, not from the update."""
-        priors = self.prior_scores(update, index, graph)
-        granted = {MAJORITY_TYPE: row.hint_features, AUX_MEAN_ADJACENCY: row.hint_adjacency}
+        """Graph ``index`` of the update's batch ``graphs``: every catalogue metric per alignment, with the prior and the gain beside each. A metric
+        of a part the threat model handed over (node features with ``threat.features_known``,
+        structure with ``threat.adjacency_known``) gets no gain: the server knew that part from the
+        grant, not from the update."""
+        row.priors, graph = self.prior_scores(update, index, graphs), graphs[index]
         row.label_guess = rec.label
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
                                             entries=self.config.metrics.entries, target=_target(rec, graph))
         for alignment, scores in by_alignment.items():
-            for name, value in scores.items():
-                column = metric_column(alignment, name)
-                row.scores[column] = value
-                if column in priors:
-                    row.scores[f"prior_{column}"] = priors[column]
-                    if not granted.get(metric(name).prior, False):
-                        row.scores[f"gain_{column}"] = metric(name).gain(value, priors[column])
+            for entry in CATALOGUE:
+                if entry.name not in scores:
+                    continue
+                column = metric_column(alignment, entry.name)
+                row.scores[column] = scores[entry.name]
+                if column in row.priors and not getattr(row, GRANT_OF[entry.part]):
+                    row.scores[f"gain_{column}"] = entry.gain(scores[entry.name], row.priors[column])
+            row.scores[metric_column(alignment, "structure_skipped")] = scores["structure_skipped"]
         row.info = _row_info(rec)
         row.attack_input = str(rec.info.get("attack_input", row.attack_input))
 
-    def prior_scores(self, update: ObservedUpdate, index: int, graph: Data) -> dict[str, float]:
-        """Each metric's prior scored on this very graph (cached across attacks), so every row
-        can carry its information gain. Empty without auxiliary graphs."""
+    def prior_scores(self, update: ObservedUpdate, index: int, graphs: list[Data]) -> dict[str, float]:
+        """Each metric's prior on graph ``index`` of the update, per alignment: the best of the
+        priors, each scored like the attack (cached across attacks), so every row can carry its
+        information gain. Empty without auxiliary graphs."""
         key = (update.round, update.client_key, index)
         if key not in self._prior_cache:
             scores: dict[str, float] = {}
             if self.knowledge.aux_graphs:
-                hinted = self.knowledge.with_hints(node_counts=[graph.num_nodes])
+                graph = graphs[index]
                 by_prior = {name: score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph),
                                                        schema=self.knowledge.schema,
                                                        entries=self.config.metrics.entries,
                                                        target=_prior_target(graph))
-                            for name, rec in ((n, prior(update, hinted)) for n, prior in self.priors.items())}
+                            for name, rec in ((n, recs[index]) for n, recs in self.prior_outputs(update, graphs).items())}
                 for entry in CATALOGUE:
-                    for alignment, values in by_prior[entry.prior].items():
-                        scores[metric_column(alignment, entry.name)] = values[entry.name]
+                    for alignment in ALIGNMENTS:
+                        values = [v for v in (by_prior[p][alignment].get(entry.name) for p in by_prior)
+                                  if v is not None and not math.isnan(v)]
+                        if values:
+                            scores[metric_column(alignment, entry.name)] = entry.best(values)
             self._prior_cache[key] = scores
         return self._prior_cache[key]
 
+    def prior_outputs(self, update: ObservedUpdate, graphs: list[Data]) -> dict[str, list[Reconstruction]]:
+        """Every prior's reconstructions of the update's graphs (the latest update's kept)."""
+        key = (update.round, update.client_key)
+        if self._prior_outputs[0] != key:
+            hinted = self.knowledge.with_hints(node_counts=[g.num_nodes for g in graphs])
+            self._prior_outputs = key, {
+                name: prior(update, hinted, attack_seed(self.config.seed, update.round, update.client_key, name))
+                for name, prior in self.priors.items()}
+        return self._prior_outputs[1]

@@ -14,7 +14,11 @@ class ResultRow:
 
     Unscored rows (``not_applicable``, ``error``, ``nan``, ``failed``, ``invalid_output``,
     ``crashed``, a ``timeout`` that returned nothing) have ``scores`` empty and no ``label_guess``;
-    a ``client_failed`` row has no graph either (``graph_id``, ``num_nodes``, ``label_true`` null).
+    the attempted ones (all but ``not_applicable``) still carry the priors' values on their graph.
+    A ``client_failed`` row has no graph either (``graph_id``, ``num_nodes``, ``label_true`` null).
+
+    ``hint_*`` say what the threat config granted the attack; ``read_*`` what the attack actually
+    read of it (a granted hint the attack never looked at taught it nothing).
     """
 
     run: str
@@ -45,12 +49,17 @@ class ResultRow:
     hint_adjacency: bool
     hint_features: bool
     hint_per_node_gradients: bool  # a leaky client's per-node gradients were observed
+    read_node_count: bool | None  # None: no attack call read anything (a failed client turn)
+    read_label: bool | None
+    read_adjacency: bool | None
+    read_features: bool | None
     node_order: str
     label_true: int | float | None  # a class index, or a regression target (float)
     defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon
     extra: dict[str, Any] = field(default_factory=dict)  # sweep columns, the federation's utility
     label_guess: int | float | None = None
-    scores: dict[str, float] = field(default_factory=dict)  # metric, prior_ and gain_ columns
+    scores: dict[str, float] = field(default_factory=dict)  # metric and gain_ columns
+    priors: dict[str, float] = field(default_factory=dict)  # the prior's value per metric column
     info: dict[str, Any] = field(default_factory=dict)  # the attack's diagnostics
 
     @property
@@ -58,10 +67,11 @@ class ResultRow:
         return bool(self.scores)
 
     def as_dict(self) -> dict[str, Any]:
-        skip = ("defense_report", "extra", "label_guess", "scores", "info")
+        skip = ("defense_report", "extra", "label_guess", "scores", "priors", "info")
         row = {k: v for k, v in vars(self).items() if k not in skip}
         row.update({f"defense_{k}": v for k, v in self.defense_report.items()})
         row.update(self.extra)
+        row.update({f"prior_{k}": v for k, v in self.priors.items()})
         if self.scored:
             row["label_guess"] = self.label_guess
             regression = isinstance(self.label_true, float)

@@ -75,7 +75,8 @@ def _percent(value) -> str:
 def metric_cell(entry: dict, name: str, style: str = "full") -> str:
     """One summary entry's cell for a catalogue metric (see the module docstring)."""
     gain, prior = entry.get(f"gain_{name}_mean"), entry.get(f"prior_{name}_mean")
-    if metric(name).counts_failures:
+    if metric(name).counts_failures:  # the mean over every attacked graph, and its gain over those
+        gain, prior = entry.get(f"gain_{name}_all_mean"), entry.get(f"prior_{name}_all_mean")
         value = entry.get(f"{name}_all_mean")
         if _nan(value):
             return "-"
@@ -149,7 +150,7 @@ def caption(metrics: tuple[str, ...], style: str, with_paper: bool, extras: tupl
     text = f"Cells: {cells}." + (f" Priors: {prior_note(metrics)}. {direction_note(metrics)}" if metrics else "")
     if any(metric(m).counts_failures for m in metrics):
         text += (" GSM and FULL in % over every attacked graph with failures as 0"
-                 + (" [bootstrap 95% CI]" if style == "full" else "") + "; their gain over the scored graphs.")
+                 + (" [bootstrap 95% CI]" if style == "full" else "") + ", their prior and gain over the same graphs.")
     text += " graphs: scored graphs, then the other rows by status."
     if "test acc" in extras:
         text += (" test acc: held-out accuracy of the global model at the end of training (the mean over "

@@ -23,7 +23,7 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.plugins import load_plugins
-from fedgraph_sim.results import library_versions, read_rows, summarize, write_summary
+from fedgraph_sim.results import provenance, read_rows, summarize, write_summary
 from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge
 from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
@@ -64,8 +64,8 @@ def build_priors(config: RunConfig) -> dict[str, Prior]:
     from attacks.base import AttackContext, Budget, build_attack
 
     def prior(attack) -> Prior:
-        return lambda update, knowledge: attack.reconstruct(
-            update, knowledge, AttackContext(seed=0, budget=Budget(config.attack.time_budget)))[0]
+        return lambda update, knowledge, seed: attack.reconstruct(
+            update, knowledge, AttackContext(seed=seed, budget=Budget(config.attack.time_budget)))
 
     return {name: prior(build_attack(name)) for name in PRIORS}
 
@@ -109,8 +109,7 @@ class Session:
     def open(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        versions = {"versions": library_versions()}
-        (self.run_dir / "config.yaml").write_text(to_yaml(self.config, versions))
+        (self.run_dir / "config.yaml").write_text(to_yaml(self.config, provenance()))
         variances = {k: v for k, v in self.defenses.report().items() if "variance" in k}
         if variances:  # the effective noise (DESIGN.md: log the variance)
             log.info("defenses %s: %s", defense_label(self.config.defenses), variances)

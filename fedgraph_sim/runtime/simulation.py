@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, to_yaml
-from fedgraph_sim.results import claim_run_dir, library_versions, new_run_dir, read_rows
+from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows
 from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.utility import final_utility
 
@@ -102,7 +102,7 @@ def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None
     federation's final test accuracy) go to ``out_dir/results.jsonl``."""
     session = Session(config, progress=progress)
     out_dir = claim_run_dir(out_dir)
-    (out_dir / "config.yaml").write_text(to_yaml(config, {"versions": library_versions()}))
+    (out_dir / "config.yaml").write_text(to_yaml(config, provenance()))
     columns = {**final_utility(federation_dir), **(extra_columns or {})}
     runner = attack_pipeline(config, session.attacks, session.knowledge, out_dir, progress,
                              audit_dir=Path(federation_dir), extra_columns=columns)

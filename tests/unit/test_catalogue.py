@@ -16,8 +16,13 @@ def test_every_prior_is_a_registered_attack():
     import attacks  # noqa: F401
     from fedgraph_sim import registry
 
-    assert set(PRIORS) == {"majority_type", "aux_mean_adjacency"}
+    assert set(PRIORS) == {"majority_type", "aux_mean_adjacency", "aux_sample"}
     assert all(p in registry.attacks for p in PRIORS)
+
+
+@pytest.mark.parametrize("m", CATALOGUE, ids=lambda m: m.name)
+def test_the_prior_is_the_best_of_the_priors_values_in_the_metrics_direction(m):
+    assert m.best([0.2, 0.7, 0.5]) == (0.7 if m.better == "higher" else 0.2)
 
 
 @pytest.mark.parametrize("m", CATALOGUE, ids=lambda m: m.name)
@@ -34,7 +39,8 @@ def test_grain_metrics_count_failures_and_the_others_do_not():
 def test_captions_are_derived_from_the_catalogue():
     assert direction_note(["adj_auc", "feature_mse"]) == ("AUC: higher means more leakage; "
                                                           "feat MSE: lower means more leakage.")
-    assert prior_note(["feature_mse", "adj_ap", "node_type_accuracy"]) == (
-        "majority_type for feat MSE, type ACC; aux_mean_adjacency for AP")
+    assert prior_note(["feature_mse", "adj_ap"]) == (
+        "the best of majority_type, aux_mean_adjacency, aux_sample on each graph, scored like the attack "
+        "(same alignment, same node count), for feat MSE, AP")
     with pytest.raises(KeyError):
         metric("nope")

@@ -1,5 +1,7 @@
 """The ``fedgig`` attack (attacks/fedgig/attack.py) on small graphs."""
 
+import dataclasses
+
 import pytest
 import torch
 from torch_geometric.data import Data
@@ -50,7 +52,7 @@ def test_the_auto_encoder_completes_amcs_graph_into_edge_probabilities():
     graph = data.graphs[0]
     update, knowledge = observed(graph, data.schema.width)
     knowledge = knowledge.with_hints(node_counts=[graph.num_nodes], features=[graph.x])
-    knowledge = AttackerKnowledge(**{**knowledge.__dict__, "aux_graphs": list(data.graphs[1:])})
+    knowledge = dataclasses.replace(knowledge, aux_graphs=list(data.graphs[1:]))
     shared = {}
     c = AttackContext(seed=0, budget=Budget(120), shared=shared)
     attack = build_attack("fedgig", {"iterations": 100, "mgae_epochs": 20})
@@ -65,7 +67,7 @@ def test_the_variants_of_sr_reuse_one_amc_fit_per_update():
     data = make_synthetic(num_graphs=24, min_nodes=6, max_nodes=8, seed=2)
     graph = data.graphs[0]
     update, knowledge = observed(graph, data.schema.width)
-    knowledge = AttackerKnowledge(**{**knowledge.__dict__, "aux_graphs": list(data.graphs[1:])})
+    knowledge = dataclasses.replace(knowledge, aux_graphs=list(data.graphs[1:]))
     shared, fits = {}, {}
     c = lambda: AttackContext(seed=0, budget=Budget(120), shared=shared, fits=fits)  # noqa: E731
     params = {"iterations": 60, "mgae_epochs": 20}
@@ -93,7 +95,7 @@ def test_what_it_needs_is_said():
     graph = Data(x=torch.eye(5, 6), edge_index=dense_to_sparse(path())[0], y=torch.tensor([0]))
     update, knowledge = observed(graph, 6)
     bare = knowledge.with_hints(node_counts=[5])
-    bare = AttackerKnowledge(**{**bare.__dict__, "features": None})
+    bare = dataclasses.replace(bare, features=None)
     assert "threat.features_known" in build_attack("fedgig", {"sr": False}).not_applicable(update, bare)
     assert "auxiliary graphs" in build_attack("fedgig").not_applicable(update, knowledge)
     assert build_attack("fedgig", {"features": "joint", "sr": False}).not_applicable(update, bare) is None
@@ -111,7 +113,7 @@ def test_bad_params(params, key):
 def test_joint_mode_fits_the_features_too():
     graph = Data(x=torch.eye(5, 6), edge_index=dense_to_sparse(path())[0], y=torch.tensor([1]))
     update, knowledge = observed(graph, 6)
-    bare = AttackerKnowledge(**{**knowledge.__dict__, "features": None})
+    bare = dataclasses.replace(knowledge, features=None)
     (rec,) = build_attack("fedgig", {"features": "joint", "sr": False, "iterations": 30}).reconstruct(
         update, bare, ctx())
     assert rec.x.shape == (5, 6) and not torch.equal(rec.x, graph.x)

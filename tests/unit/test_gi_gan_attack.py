@@ -1,5 +1,7 @@
 """The ``gi_gan`` attack (attacks/gi_gan/attack.py) on small synthetic graphs."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -52,7 +54,7 @@ def test_what_it_needs_is_said():
     update, knowledge = observed(big, aux=small)
     attack = build_attack("gi_gan", TINY)
     assert "N_max = 7" in attack.not_applicable(update, knowledge)
-    bare = AttackerKnowledge(**{**knowledge.__dict__, "aux_graphs": ()})
+    bare = dataclasses.replace(knowledge, aux_graphs=())
     assert "auxiliary graphs" in attack.not_applicable(update, bare)
 
 

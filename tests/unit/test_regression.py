@@ -96,7 +96,7 @@ def test_attacks_that_recover_classes_are_not_applicable_to_regression():
 
 def test_a_regression_row_reports_the_target_error_not_a_correct_label():
     fields = {f: None for f in ResultRow.__dataclass_fields__ if f not in
-              ("defense_report", "extra", "label_guess", "scores", "info")}
+              ("defense_report", "extra", "label_guess", "scores", "priors", "info")}
     row = ResultRow(**{**fields, "label_true": -3.5}, label_guess=-3.0, scores={"adj_auc": 0.5})
     out = row.as_dict()
     assert out["label_correct"] is None and out["label_error"] == 0.5

@@ -40,3 +40,67 @@ def test_faults_are_one_warning_line():
     assert faults(rows) == ("warning: 3 row(s) record a failure (2 client_failed, 1 crashed); each row's "
                             "message says why (results.jsonl)")
     assert faults([{"status": "ok"}, {"status": "timeout"}]) == ""
+
+
+def _row(status, value=None, prior=0.25, graph_id=0, **extra):
+    """A row of one attacked graph: ``value`` for every GRAIN and identity-AUC column when scored."""
+    from fedgraph_sim.metrics import ALIGNMENTS
+
+    row = {"dataset": "d", "attack": "a", "defense": "none", "status": status, "graph_id": graph_id,
+           "hint_features": False, "hint_adjacency": False, **extra}
+    for alignment in ALIGNMENTS:
+        for name in ("gsm0", "full_iso", "adj_auc"):
+            column = f"{alignment}_{name}"
+            row[f"prior_{column}"] = prior
+            if value is not None:
+                row[column], row[f"gain_{column}"] = value, value - prior
+    return row
+
+
+def test_every_table_cell_shows_a_mean_and_a_gain_over_the_same_graphs():
+    """The cell's mean minus its prior is its gain, for metrics summarised over scored graphs and
+    for those that count failures as 0 (the failed graphs' priors are in the gain too)."""
+    from fedgraph_sim.report.tables import metric_cell
+    from fedgraph_sim.results import summarize
+
+    rows = [_row("ok", 1.0, prior=0.5, graph_id=1), _row("ok", 0.5, prior=0.0, graph_id=2),
+            _row("failed", prior=0.25, graph_id=3), _row("not_applicable", graph_id=4)]
+    (entry, *_) = summarize(rows)
+    # failures as 0 over the three attacked graphs: mean 0.5, prior 0.25, gain 0.25
+    assert entry["full_iso_all_mean"] == pytest.approx(0.5)
+    assert entry["prior_full_iso_all_mean"] == pytest.approx(0.25)
+    assert entry["gain_full_iso_all_mean"] == pytest.approx(0.25)
+    assert metric_cell(entry, "full_iso") == "50.0 [0.0, 100.0] [Δ +25.0 vs 25.0]"
+    # scored graphs only: mean 0.75, prior 0.25, gain 0.5
+    assert (entry["adj_auc_mean"], entry["prior_adj_auc_mean"], entry["gain_adj_auc_mean"]) == \
+        pytest.approx((0.75, 0.25, 0.5))
+    for name in ("gsm0", "full_iso", "adj_auc"):
+        cell = metric_cell(entry, name, style="compact")
+        assert "(" in cell  # every cell here has its gain
+
+
+def test_no_gain_is_shown_when_some_graphs_of_the_mean_have_no_prior():
+    from fedgraph_sim.results import mean_and_gain
+
+    rows = [_row("ok", 1.0, prior=0.5), _row("ok", 0.5, prior=0.0, hint_adjacency=True)]
+    out = mean_and_gain(rows, "adj_auc", "identity")
+    assert out["mean"] == pytest.approx(0.75) and out["count"] == 2
+    assert out["gain"] != out["gain"] and out["prior"] != out["prior"]  # NaN: not over fewer graphs
+
+
+def test_a_run_directory_records_the_projects_commit(tmp_path):
+    from fedgraph_sim.results import project_version, provenance
+
+    import subprocess
+    from pathlib import Path
+
+    import fedgraph_sim
+
+    version = project_version()
+    assert set(version) == {"commit", "dirty"} and provenance()["project"] == version
+    root = Path(fedgraph_sim.__file__).resolve().parent.parent
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # a checkout (as in CI): its HEAD, and whether it differs from it
+        assert version["commit"] == head.stdout.strip() and isinstance(version["dirty"], bool)
+    else:
+        assert version == {"commit": "unknown", "dirty": None}

@@ -40,7 +40,7 @@ def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
     run_dir = Path(runs[label])
     earlier = yaml.safe_load((run_dir / "config.yaml").read_text())
     mine = config.model_dump(mode="json")
-    for key in ("name", "output", "versions"):
+    for key in ("name", "output", "versions", "project"):
         earlier.pop(key, None)
         mine.pop(key, None)
     if earlier != mine:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         spec, cases, reference = load_reproduction(args.config, args.overrides,
                                                    args.cases or None)
         from fedgraph_sim.report.terminal import console, print_grid
-        from fedgraph_sim.results import faults, new_run_dir, read_rows, summarize
+        from fedgraph_sim.results import faults, new_run_dir, provenance_line, read_rows, summarize
         from fedgraph_sim.runtime import Session, resolve, run
 
         reuse = [Path(d) for d in args.reuse]
@@ -80,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         return ConfigError.exit_code
 
     table = out_dir / "table.md"
-    table.write_text(f"# {reference.get('source', Path(args.config).stem)}\n\n")
+    command = " ".join(["fedgraph-sim reproduce", *(argv if argv is not None else sys.argv[1:])])
+    table.write_text(f"# {reference.get('source', Path(args.config).stem)}\n\n"
+                     f"Command: `{command}`; {provenance_line()}.\n\n")
     columns, buckets = table_columns(spec), size_buckets(spec)
     case_runs, pooled = {}, []
 
@@ -101,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"{time.time() - start:.0f} s (attacks {result.timings['attacks']:.0f} s)")
         else:
             summary = summarize(read_rows(run_dir))
-            note = f"{config.federation.rounds} rounds; reused run `{run_dir}`"
+            earlier_version = (yaml.safe_load((run_dir / "config.yaml").read_text()) or {}).get("project", {})
+            note = (f"{config.federation.rounds} rounds; reused run `{run_dir}` "
+                    f"(commit {str(earlier_version.get('commit', 'unknown'))[:12]})")
         case_runs[case.label] = str(run_dir)
         (out_dir / "cases.json").write_text(json.dumps(case_runs, indent=1))
         if buckets:

@@ -9,7 +9,7 @@ Layout of a sweep directory::
     cells/<id>/                     results.jsonl and done for one (federation, attack)
     logs/<id>.log                   each job's worker output (Ray, Flower)
     results.jsonl, summary.csv      every cell's rows in cell order, and their summary
-    timing.json                     one entry per invocation (wall time, cells per minute)
+    timing.json                     one entry per invocation (wall time, cells per minute, the commit)
 
 A job writes into ``<id>.partial`` and renames it to ``<id>`` once its ``done`` marker is written,
 so a job directory is whole or absent: a sweep killed at any point and resumed reruns exactly the
@@ -40,7 +40,7 @@ import yaml
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.processes import die_with_parent
-from fedgraph_sim.results import read_rows, summarize, write_summary
+from fedgraph_sim.results import project_version, read_rows, summarize, write_summary
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 
 DONE = "done"
@@ -301,7 +301,8 @@ class SweepRunner:
         return summary
 
     def _timing(self, wall: float, feds: int, cells: int) -> dict:
-        entry = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "backend": self.backend, "jobs": self.jobs,
+        entry = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "project": project_version(),
+                 "backend": self.backend, "jobs": self.jobs,
                  "wall_seconds": wall,
                  "federations_run": feds, "cells_run": cells,
                  "cells_per_minute": cells / (wall / 60) if wall > 0 else float("nan")}
