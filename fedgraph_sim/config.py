@@ -20,7 +20,12 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.plugins import load_plugins
 
 ATTACK_NAME = re.compile(r"[A-Za-z0-9_]+(@[A-Za-z0-9_.=-]+)?")
-DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.yaml"  # packaged; experiments/configs/default.yaml links here
+# The base every config is laid over (a file's missing keys, every sweep's and reproduction's
+# base): the GraphDLG paper's victim. Packaged; experiments/configs/default.yaml links here.
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.yaml"
+# The default round, what `fedgraph-sim run` runs without --config: a victim the exact attack can
+# attack. Packaged; experiments/configs/default_round.yaml links here.
+DEFAULT_ROUND = Path(__file__).resolve().parent / "default_round.yaml"
 
 
 class Section(BaseModel):

@@ -55,8 +55,12 @@ def _rec_edges(drawing: dict) -> list[tuple[int, int]]:
 
 
 def pick(drawings: list[dict], order: dict[str, tuple]) -> list[dict]:
-    """Up to ``PER_ATTACK`` drawings, one per defense setting first (in defense order)."""
-    ranked = sorted(drawings, key=lambda d: order.get(d.get("defense", "none"), (math.inf,)))
+    """Up to ``PER_ATTACK`` drawings of distinct graphs, one per defense setting first (in defense
+    order), an exact reconstruction first within a setting."""
+    distinct = {(d.get("defense"), d.get("round"), d.get("client"), d.get("graph_id")): d
+                for d in sorted(drawings, key=lambda d: bool(d.get("exact")))}  # the exact copy wins
+    ranked = sorted(distinct.values(), key=lambda d: (order.get(d.get("defense", "none"), (math.inf,)),
+                                                      not d.get("exact")))
     seen: set = set()
     first, rest = [], []
     for drawing in ranked:
@@ -183,10 +187,11 @@ def drawing_figures(drawings: list[dict], order: dict[str, tuple], out: Path) ->
         return
     for attack in _unique(d.get("attack", "?") for d in drawings):
         chosen = pick([d for d in drawings if d.get("attack", "?") == attack], order)
-        yield attempt(f"drawings_{attack}", lambda: _figure(attack, chosen, out / f"drawings_{attack}.png"))
+        yield attempt(f"drawings_{attack}", lambda: drawing_figure(attack, chosen, out / f"drawings_{attack}.png"))
 
 
-def _figure(attack: str, chosen: list[dict], path: Path) -> Saved:
+def drawing_figure(attack: str, chosen: list[dict], path: Path) -> Saved:
+    """One figure of ``chosen`` drawings of ``attack``: each true graph beside its reconstruction."""
     types = sorted({(t, _type_name([str(v) for v in d.get("type_values") or []], t))
                     for d in chosen for t in (d.get("true_types") or []) + (d.get("rec_types") or [])})
     names = _unique(name for _, name in types)
@@ -205,8 +210,12 @@ def _figure(attack: str, chosen: list[dict], path: Path) -> Saved:
     if not all(by_rdkit):  # RDKit colours atoms its own way: the legend is for networkx drawings
         figure.legend(handles=[Patch(facecolor=palette[n], edgecolor="black", label=n) for n in names],
                       title=chosen[0].get("type_block") or "node type", loc="outside right center", fontsize=8)
+    alignments = _unique(d.get("alignment", "identity") for d in chosen)
     caption = (f"{attack}: true graph (left) and reconstruction (right, edges where the predicted "
-               f"probability > {EDGE_THRESHOLD}); scores use identity alignment")
+               f"probability > {EDGE_THRESHOLD}); scores use {' and '.join(alignments)} alignment")
+    if any(d.get("exact") for d in chosen):
+        caption += ("; an exact reconstruction is renumbered by its isomorphism onto the truth (its own node "
+                    "order is arbitrary)")
     if not all(by_rdkit):
         caption += ("; graphs: node colour = node type, the reconstruction drawn at the true graph's node "
                     "positions")

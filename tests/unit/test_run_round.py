@@ -5,7 +5,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fedgraph_sim.config import DEFAULT_CONFIG, DEFAULT_ROUND
+
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_round.py"
+BASE = ["--config", str(DEFAULT_CONFIG)]  # the base config (GraphDLG's victim and attacks)
 spec = importlib.util.spec_from_file_location("run_round", SCRIPT)
 run_round = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run_round)
@@ -18,6 +21,15 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
     resolved = yaml.safe_load(capsys.readouterr().out)
     assert resolved["federation"]["rounds"] == 2 and resolved["data"]["dataset"] == "synthetic"
     assert list(tmp_path.iterdir()) == []  # a dry run writes nothing
+
+
+def test_without_a_config_it_runs_the_default_round_grain_can_attack(capsys):
+    assert run_round.main(["--dry-run", "data.dataset=synthetic"]) == 0
+    resolved = yaml.safe_load(capsys.readouterr().out)
+    assert resolved == yaml.safe_load(yaml.safe_dump(resolved))
+    default_round = yaml.safe_load(DEFAULT_ROUND.read_text())
+    assert resolved["model"] == {**resolved["model"], **default_round["model"]}
+    assert "grain" in resolved["attack"]["names"] and resolved["data"]["degree_feature"] is True
 
 
 @pytest.mark.parametrize("override, expected", [
@@ -44,7 +56,7 @@ def test_dry_run_prints_the_resolved_config(capsys, tmp_path):
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, override, expected):
     overrides = [override] if isinstance(override, str) else list(override)
-    code = run_round.main(["data.dataset=synthetic", *overrides, f"output.dir={tmp_path}"])
+    code = run_round.main([*BASE, "data.dataset=synthetic", *overrides, f"output.dir={tmp_path}"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0]
@@ -61,7 +73,7 @@ def test_an_output_dir_that_cannot_hold_runs_is_one_line(capsys, tmp_path, make)
         base.chmod(0o500)
         if os.access(base, os.W_OK):  # root ignores permissions
             pytest.skip("running as root: a read-only directory is still writable")
-    code = run_round.main(["data.dataset=synthetic", "attack.names=[random]", f"output.dir={base}"])
+    code = run_round.main([*BASE, "data.dataset=synthetic", "attack.names=[random]", f"output.dir={base}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: output.dir: cannot create")
     assert make != "file" or base.read_text() == "keep me"

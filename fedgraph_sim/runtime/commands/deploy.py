@@ -19,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from fedgraph_sim.config import DEFAULT_CONFIG, load_config
+from fedgraph_sim.config import DEFAULT_ROUND, load_config
 from fedgraph_sim.errors import ConfigError
 
 
@@ -33,7 +33,7 @@ def _partitions(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fedgraph-sim deploy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=None, help="YAML file (default experiments/configs/default.yaml)")
+    parser.add_argument("--config", default=None, help="YAML file (default: the default round, experiments/configs/default_round.yaml)")
     parser.add_argument("--role", default="all", help="all (default) | superlink | supernodes")
     parser.add_argument("--superlink", default=None, help="the SuperLink's HOST:PORT (default 127.0.0.1, a free port)")
     parser.add_argument("--partitions", type=_partitions, default=None,
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from fedgraph_sim.runtime.deployment import Launch
 
     try:
-        config_file = Path(args.config or DEFAULT_CONFIG).resolve()
+        config_file = Path(args.config or DEFAULT_ROUND).resolve()
         config = load_config(str(config_file), args.overrides)
         # the apps run elsewhere (a SuperLink's subprocess): every path they get must be absolute
         overrides = [*args.overrides, f"output.dir={Path(config.output.dir).resolve()}"]

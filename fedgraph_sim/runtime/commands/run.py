@@ -3,8 +3,8 @@
     fedgraph-sim run [--config FILE] [--dry-run] [--strict] [key=value ...]
 
 Examples:
-    fedgraph-sim run                                  # the default round
-    fedgraph-sim run data.dataset=synthetic attack.names=[random,idlg]
+    fedgraph-sim run                                  # the default round: does MUTAG leak?
+    fedgraph-sim run --config experiments/configs/default.yaml data.dataset=synthetic attack.names=[random,idlg]
     fedgraph-sim run --dry-run federation.rounds=3     # print the resolved config
 """
 
@@ -15,13 +15,14 @@ import logging
 import sys
 
 
-from fedgraph_sim.config import load_config, to_yaml
+from fedgraph_sim.config import DEFAULT_ROUND, load_config, to_yaml
 from fedgraph_sim.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fedgraph-sim run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=None, help="YAML file (default experiments/configs/default.yaml)")
+    parser.add_argument("--config", default=None,
+                        help="YAML file (default: the default round, experiments/configs/default_round.yaml)")
     parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved config")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when any row records a failure (a failed client turn, a crashed, raising "
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
-        config = load_config(args.config, args.overrides)
+        config = load_config(args.config or DEFAULT_ROUND, args.overrides)
         if not config.attack.names:  # only a captured federation (sweeps) runs without attacks
             raise ConfigError("attack.names: empty, so the run would write nothing; name at least "
                               "one attack or prior, e.g. [random]")
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
 
+    from fedgraph_sim.report.headline import draw_exact, headline
     from fedgraph_sim.report.terminal import print_summary
     from fedgraph_sim.results import faults, read_rows
 
@@ -61,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"wall time {t['total']:.1f} s: setup {t['setup']:.1f} s, Ray start + messaging "
                   f"{t['ray_and_messaging']:.1f} s, client training {t['client_training']:.1f} s, "
                   f"attacks {t['attacks']:.1f} s")
+    rows = read_rows(result.run_dir)
+    console.print(headline(rows), style="bold")
+    for path in draw_exact(result.run_dir):
+        console.print(f"drawn beside the truth: {path}")
     console.print(f"run directory: {result.run_dir}")
-    warning = faults(read_rows(result.run_dir))
+    warning = faults(rows)
     if warning:
         console.print(warning, style="yellow")
     return 1 if warning and args.strict else 0
