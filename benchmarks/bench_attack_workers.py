@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import tempfile
 
-from fedgraph_sim.config import load_config
+from fedgraph_sim.config import DEFAULT_ROUND, load_config
 from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
@@ -24,7 +24,7 @@ def main(overrides: list[str]) -> None:
     seconds, rows = {}, {}
     with tempfile.TemporaryDirectory() as out:
         for workers in (0, 1, 2):
-            config = load_config(None, [f"output.dir={out}", f"attack.workers={workers}", *overrides])
+            config = load_config(DEFAULT_ROUND, [f"output.dir={out}", f"attack.workers={workers}", *overrides])
             result = run(config)
             seconds[workers] = result.timings["attacks"]
             rows[workers] = [{k: v for k, v in r.items() if k != "seconds"} for r in read_rows(result.run_dir)]

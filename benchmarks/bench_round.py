@@ -13,13 +13,13 @@ import sys
 import tempfile
 
 
-from fedgraph_sim.config import load_config
+from fedgraph_sim.config import DEFAULT_ROUND, load_config
 from fedgraph_sim.runtime.simulation import run
 
 
 def main(overrides: list[str]) -> None:
     with tempfile.TemporaryDirectory() as out:
-        config = load_config(None, [f"output.dir={out}", *overrides])
+        config = load_config(DEFAULT_ROUND, [f"output.dir={out}", *overrides])
         result = run(config)
     t = result.timings
     work = t["client_training"] + t["attacks"]
