@@ -1,7 +1,8 @@
 """Gradient-inversion attacks. Importing this package registers every attack by name.
 
-Attacks import ``fedgraph_sim`` only, never ``clients`` or ``fedgraph_sim.audit``: they see what
-the server sees (tests/unit/test_threat_boundary.py).
+Attacks import ``fedgraph_sim`` only, and of it neither the ground truth (``fedgraph_sim.audit``,
+the evaluation), nor the data loaders (``fedgraph_sim.data`` but its ``schema``), nor the scenario;
+never ``clients``: they see what the server sees (tests/unit/test_threat_boundary.py).
 """
 
 from attacks import (dlg, fedgig, gi_gan, glg, gra_gfa, grain, graphdlg, idlg,  # noqa: F401

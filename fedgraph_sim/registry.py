@@ -5,7 +5,8 @@ One :class:`Registry` class; one instance per kind. A pluggable piece is a class
 and registers itself with the class decorator ``@registry.<kind>.register``; the package
 ``__init__`` files import their modules explicitly, so registration never depends on import order
 elsewhere, and a user's plugin module registers its own classes the same way. Datasets are the one
-exception: one loader function serves many names (every TU dataset), so they are added by name.
+exception: one loader function serves many names (every TU dataset), so they are added by name
+(in :mod:`fedgraph_sim.data.loaders`, beside ``load_dataset``).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class OtherDataset(AuxScenario):
         return bool(argument.strip())
 
     def graphs(self, victim, *, seed, max_nodes, node_order, **_) -> list[Data]:
-        from fedgraph_sim.data import load_dataset  # local: the package imports this module
+        from fedgraph_sim.data.loaders import load_dataset  # local: only this scenario loads a dataset
         from fedgraph_sim.data.order import reorder
 
         other = load_dataset(self.argument, max_nodes=max_nodes)

@@ -1,26 +1,238 @@
-"""Every registered attack keeps the interface's contract; the list of attacks comes from the
-registry, so a new attack (a plugin's too) is checked without editing this file."""
+"""Every registered attack keeps the interface's contract. The list of attacks comes from the
+registry; each of the package's attacks runs in settings of its own (SETTINGS below: the victim,
+the grants and small parameters) where it applies, one per model task it declares and one for
+regression if it declares that, so none is skipped as ``not_applicable``. An attack registered
+without a setting fails ``test_every_registered_attack_has_its_settings``. A plugin's attack gets
+the declaration checks only."""
+
+from __future__ import annotations
 
 import inspect
+import math
+import pickle
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Callable
 
 import pytest
 import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import dense_to_sparse
 
 import attacks
 from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget, Reconstruction
-from clients.training import fedsgd_gradient
+from clients.training import fedsgd_gradient, per_node_gradients
 from fedgraph_sim import registry
-from fedgraph_sim.data import make_synthetic
-from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
+from fedgraph_sim.data import load_dataset, make_synthetic
+from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, output_problem
 
-DATA = make_synthetic(num_graphs=40, min_nodes=6, max_nodes=8, seed=1)
 NAMES = registry.attacks.names()
+BUILTIN = [n for n in NAMES if registry.attacks.get(n).__module__.split(".")[0] == "attacks"]
+BUDGET = 120.0  # seconds: far above what any setting takes, so running out of it is a failure
+Case = tuple[ObservedUpdate, AttackerKnowledge]
 
 
+# -- the victims ---------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def synthetic():
+    return make_synthetic(num_graphs=40, min_nodes=6, max_nodes=8, seed=1)
+
+
+def observe(model_kwargs: dict, graph: Data, *, num_features: int, num_classes: int, schema: FeatureSchema,
+            aux=(), loss: str = "cross_entropy", task_type: str = "classification", per_node: bool = False) -> Case:
+    """One FedSGD step of the victim on ``graph`` as the server observes it, and the knowledge of
+    an attacker granted the node count and ``aux`` (nothing else)."""
+    knowledge = AttackerKnowledge(model=model_kwargs, num_features=num_features, num_classes=num_classes,
+                                  schema=schema, loss=loss, task_type=task_type, aux_graphs=tuple(aux),
+                                  aux_scenario="same" if aux else "none")
+    torch.manual_seed(0)
+    model = knowledge.build_model()
+    grad, _ = fedsgd_gradient(model, [graph], loss=loss)
+    update = ObservedUpdate.fedsgd(model, grad)
+    if per_node:  # a leaky client's per-node gradients (threat.per_node_gradients)
+        leaked = per_node_gradients(model, graph, loss)
+        update = replace(update, per_node={k: v.numpy() for k, v in leaked.items()})
+    return update, knowledge.with_hints(node_counts=[graph.num_nodes])
+
+
+def graph_case() -> Case:
+    """A 2-layer GCN graph classifier (the default model) on one synthetic molecule; the auxiliary
+    set is another half of the same dataset."""
+    data = synthetic()
+    return observe({}, data.graphs[0], num_features=data.schema.width, num_classes=2,
+                   schema=data.schema, aux=data.graphs[20:])
+
+
+def features_granted(case: Case) -> Case:
+    """``case`` with the victim's features granted (threat.features_known)."""
+    update, knowledge = case
+    return update, knowledge.with_hints(node_counts=knowledge.node_counts, features=[synthetic().graphs[0].x])
+
+
+def regression_case() -> Case:
+    """The same molecule with a real target; the model regresses it under MSE."""
+    data = synthetic()
+    graph = data.graphs[0].clone()
+    graph.y = torch.tensor([-1.5])
+    return observe({}, graph, num_features=data.schema.width, num_classes=1, schema=data.schema,
+                   aux=data.graphs[20:], loss="mse", task_type="regression")
+
+
+@lru_cache(maxsize=2)
+def balls(labelled: str):
+    return load_dataset("random_graph_balls", num_subgraphs=6, graph_nodes=200, subgraph_nodes=6, features=8,
+                        labelled=labelled, seed=0)
+
+
+def node_case(per_node: bool = False) -> Case:
+    """A node classifier (GCN, ``task: node``) on one client's 6-node subgraph: only its centre
+    labelled (GLG's Node-1), or every node with a leaky client's per-node gradients (Node-2)."""
+    data = balls("all" if per_node else "center")
+    return observe(dict(task="node"), data.graphs[0], num_features=data.schema.width, num_classes=2,
+                   schema=data.schema, aux=data.graphs[1:], per_node=per_node)
+
+
+GRAIN_SCHEMA = FeatureSchema((FeatureBlock("atom_type", ("C", "N", "O")), FeatureBlock("degree", (0, 1, 2, 3))),
+                             type_block="atom_type", degree_block="degree")
+# GRAIN's architecture (experiments/configs/reproduce/grain_mutag.yaml) at a smaller width.
+GRAIN_MODEL = dict(conv="gcn", hidden=64, conv_bias=False, last_activation=False, readout="mlp",
+                   readout_hidden=[64, 16], readout_input="concat_input", readout_placement="per_node")
+
+
+def grain_case() -> Case:
+    """A 4-node molecule (C-C(-N)-O) whose features carry its degrees, under GRAIN's victim: a GCN
+    without conv bias, a per-node readout MLP on [X0 || H2], BCE."""
+    types, edges = [0, 0, 1, 2], [(0, 1), (1, 2), (1, 3)]
+    adj = torch.zeros(4, 4)
+    for i, j in edges:
+        adj[i, j] = adj[j, i] = 1
+    x = GRAIN_SCHEMA.onehot(torch.stack([torch.tensor(types), adj.sum(1).long()], dim=1))
+    graph = Data(x=x, edge_index=dense_to_sparse(adj)[0], y=torch.tensor([0]), num_nodes=4)
+    return observe(GRAIN_MODEL, graph, num_features=GRAIN_SCHEMA.width, num_classes=2, schema=GRAIN_SCHEMA,
+                   loss="bce")
+
+
+# -- each attack's settings ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setting:
+    """``kind``: graph or node (the model's task) or regression; ``case`` builds the update and
+    the knowledge; ``params`` keep the attack fast (fewer iterations and epochs)."""
+
+    kind: str
+    case: Callable[[], Case]
+    params: dict = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.label or self.kind
+
+
+FAST_MATCHING = {"iterations": 3, "max_iter": 5}  # DLG-family fits: 3 L-BFGS steps of 5 evaluations
+FAST_FEDGIG = {"iterations": 20, "mgae_epochs": 3}
+SETTINGS: dict[str, list[Setting]] = {
+    "random": [Setting("graph", graph_case), Setting("node", node_case), Setting("regression", regression_case)],
+    "majority_type": [Setting("graph", graph_case), Setting("node", node_case),
+                      Setting("regression", regression_case)],
+    "aux_mean_adjacency": [Setting("graph", graph_case), Setting("node", node_case),
+                           Setting("regression", regression_case)],
+    "dlg": [Setting("graph", graph_case, FAST_MATCHING), Setting("regression", regression_case, FAST_MATCHING)],
+    "idlg": [Setting("graph", graph_case, FAST_MATCHING), Setting("regression", regression_case, FAST_MATCHING)],
+    "tableak": [Setting("graph", graph_case, {**FAST_MATCHING, "ensemble": 2})],
+    "inverting_gradients": [Setting("graph", graph_case, {"iterations": 10})],
+    # Paper mode needs the default victim: GCN, mean pooling, one linear classifier after it.
+    "graphdlg": [Setting("graph", graph_case, {"epochs": 3, "warm_epochs": 2, "patience": 2})],
+    "gi_gan": [Setting("graph", graph_case, {"gan_steps": 5, "n_critic": 2, "gan_batch": 8, "iterations": 10})],
+    "gra_gfa": [Setting("graph", graph_case, {"generator_epochs": 5, "iterations": 10})],
+    # features: known (the paper's mode) needs the feature grant; SR trains on the auxiliary set.
+    "fedgig": [Setting("graph", lambda: features_granted(graph_case()), FAST_FEDGIG),
+               Setting("regression", lambda: features_granted(regression_case()), FAST_FEDGIG)],
+    "glg": [Setting("graph", graph_case, {"iterations": 20}, "graph_c"),
+            Setting("node", node_case, {"iterations": 20, "d_tree": 2}, "node_1"),
+            Setting("node", lambda: node_case(per_node=True), {"iterations": 20}, "node_2c")],
+    "grain": [Setting("graph", grain_case)],
+}
+
+
+def missing_settings(names) -> list[str]:
+    """What is wrong with SETTINGS for the attacks ``names``, one line each."""
+    problems = [f"attack '{n}' has no contract setting: add its settings to SETTINGS in "
+                f"tests/unit/test_attack_contract.py (a case where it applies, small params)"
+                for n in names if n not in SETTINGS]
+    for name in names:
+        if name in SETTINGS:
+            req = registry.attacks.get(name).requires
+            needed = set(req.tasks) | ({"regression"} if req.regression else set())
+            for kind in sorted(needed - {s.kind for s in SETTINGS[name]}):
+                problems.append(f"attack '{name}' declares {kind} but SETTINGS has no {kind} setting for it")
+    problems += [f"SETTINGS names '{n}', which is not a registered attack" for n in SETTINGS if n not in names]
+    return problems
+
+
+CASES = [pytest.param(name, setting, id=f"{name}-{setting.id}")
+         for name in BUILTIN for setting in SETTINGS.get(name, ())]
+
+
+def run(attack: Attack, case: Case, budget: float = BUDGET) -> list[Reconstruction]:
+    """One call as the attack worker makes it: on its own copy of the update and the knowledge,
+    torch's RNG seeded with the call's seed, a fresh context, ``prepare`` first when the attack
+    keeps state."""
+    update, knowledge = pickle.loads(pickle.dumps(case))
+    ctx = AttackContext(seed=0, budget=Budget(budget))
+    torch.manual_seed(ctx.seed)
+    if attack.keeps_state:
+        attack.prepare([update], knowledge, ctx)
+    return attack.reconstruct(update, knowledge, ctx)
+
+
+def assert_valid(recs, update: ObservedUpdate, knowledge: AttackerKnowledge, batch_output: str) -> None:
+    """One graph per batch entry (one for the batch if it says so), each with features of the
+    model's width, finite symmetric [0, 1] edge scores with a zero diagonal and a label of the
+    label set (a real under regression)."""
+    problem = output_problem(recs, knowledge, update.num_graphs)  # the runner's invalid_output check
+    assert problem is None, problem
+    assert len(recs) == (update.num_graphs if batch_output == "per_graph" else 1)
+    for rec in recs:
+        n = rec.num_nodes
+        assert n >= 1 and rec.x.shape == (n, knowledge.num_features) and rec.adj.shape == (n, n)
+        assert torch.isfinite(rec.x).all() and torch.isfinite(rec.adj).all()
+        assert torch.allclose(rec.adj, rec.adj.t()) and (rec.adj >= 0).all() and (rec.adj <= 1).all()
+        assert float(rec.adj.diagonal().abs().sum()) == 0
+        if knowledge.task_type == "regression":
+            assert rec.label is None or (isinstance(rec.label, float) and math.isfinite(rec.label))
+        else:
+            assert rec.label is None or rec.label in range(knowledge.num_classes)
+        assert isinstance(rec.info, dict)
+
+
+@pytest.fixture
+def sealed(tmp_path, monkeypatch, offline):
+    """Nothing to read beyond the call's arguments: an empty working directory, no data root, an
+    empty cache, no network; and one torch thread, as in an attack worker."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FEDGRAPH_DATA_ROOT", str(tmp_path / "no-data"))
+    monkeypatch.setenv("FEDGRAPH_CACHE", str(tmp_path / "empty-cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# -- the tests -----------------------------------------------------------------------------------
 def test_every_attack_in_the_package_is_registered():
-    assert {"random", "dlg", "idlg", "inverting_gradients", "graphdlg", "grain", "tableak",
-            "majority_type", "aux_mean_adjacency"} <= set(NAMES)
+    assert {"random", "dlg", "idlg", "inverting_gradients", "graphdlg", "grain", "tableak", "majority_type",
+            "aux_mean_adjacency", "fedgig", "gi_gan", "gra_gfa", "glg"} <= set(BUILTIN)
+
+
+def test_every_registered_attack_has_its_settings():
+    assert missing_settings(BUILTIN) == []
+
+
+def test_an_attack_registered_without_a_setting_is_reported():
+    assert missing_settings(list(SETTINGS) + ["newcomer"]) == [
+        "attack 'newcomer' has no contract setting: add its settings to SETTINGS in "
+        "tests/unit/test_attack_contract.py (a case where it applies, small params)"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -33,37 +245,35 @@ def test_the_attack_declares_its_paper_threat_model_and_defaults(name):
     cls()  # its defaults build
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_attack_returns_valid_graphs_or_says_why_not(name):
-    """On one synthetic FedSGD update: ``not_applicable`` with a reason, or one valid graph per
-    batch entry (features of the model's width, symmetric [0, 1] scores with a zero diagonal, a
-    label of the label set), or a failure or timeout it raised itself."""
-    torch.manual_seed(0)
-    model = GraphClassifier(4, 2)
-    graph = DATA.graphs[0]
-    grad, _ = fedsgd_gradient(model, [graph])
-    update = ObservedUpdate.fedsgd(model, grad)
-    knowledge = AttackerKnowledge(model={}, num_features=4, num_classes=2, schema=DATA.schema,
-                                  aux_graphs=tuple(DATA.graphs[20:]), aux_scenario="same").with_hints(
-                                      node_counts=[graph.num_nodes])
-    attack = registry.attacks.get(name)()
-    reason = attack.not_applicable(update, knowledge)
-    if reason is not None:
-        assert isinstance(reason, str) and reason
-        return
+@pytest.mark.parametrize("name, setting", CASES)
+def test_the_attack_applies_in_its_setting_and_returns_valid_graphs_deterministically(name, setting, sealed):
+    """Applicable (no ``not_applicable``, no failure, no timeout), valid graphs, the same ones
+    again from the same seed, with nothing to read beyond the update and the knowledge."""
+    case = setting.case()
+    update, knowledge = case
+    cls = registry.attacks.get(name)
+    reason = cls(**setting.params).not_applicable(update, knowledge)
+    assert reason is None, f"{name} is not applicable in its {setting.id} setting: {reason}"
+    first = run(cls(**setting.params), case)
+    assert_valid(first, update, knowledge, cls.batch_output)
+    again = run(cls(**setting.params), case)
+    assert [(r.num_nodes, r.label) for r in again] == [(r.num_nodes, r.label) for r in first]
+    assert all(torch.equal(a.x, b.x) and torch.equal(a.adj, b.adj) for a, b in zip(first, again)), \
+        f"{name}: another output from the same seed"
+
+
+@pytest.mark.parametrize("name, setting", CASES)
+def test_a_spent_budget_stops_the_attack_with_a_reason_or_it_returns_valid_graphs(name, setting, sealed):
+    """With no time left an attack raises its own timeout or failure, with a message, or returns
+    valid graphs (those that check their budget only between stages)."""
+    case = setting.case()
+    cls = registry.attacks.get(name)
     try:
-        recs = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(3.0)))
+        recs = run(cls(**setting.params), case, budget=0.0)
     except (AttackFailed, AttackTimeout) as exc:
         assert str(exc)
         return
-    assert isinstance(recs, list) and len(recs) == 1 and isinstance(recs[0], Reconstruction)
-    rec = recs[0]
-    n = rec.num_nodes
-    assert rec.x.shape == (n, 4) and rec.adj.shape == (n, n)
-    assert torch.allclose(rec.adj, rec.adj.t()) and (rec.adj >= 0).all() and (rec.adj <= 1).all()
-    assert float(rec.adj.diagonal().abs().sum()) == 0
-    assert rec.label in (None, 0, 1)
-    assert attacks  # the package import registered them
+    assert_valid(recs, *case, cls.batch_output)
 
 
 @pytest.mark.parametrize("name", NAMES)

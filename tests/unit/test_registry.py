@@ -43,7 +43,7 @@ def test_every_kind_registers_classes_by_their_name():
     """Attacks, defenses, conv types and auxiliary scenarios: one style, the name read from the class."""
     import attacks  # noqa: F401
     import clients.defenses  # noqa: F401  (registers the defenses)
-    import fedgraph_sim.data  # noqa: F401
+    import fedgraph_sim.data.auxiliary  # noqa: F401  (registers the auxiliary scenarios)
     import fedgraph_sim.models  # noqa: F401
     from fedgraph_sim import registry
 
