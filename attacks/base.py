@@ -1,7 +1,7 @@
 """The attack interface: what an attack receives, what it returns, what it requires.
 
 An attack sees exactly an :class:`~fedgraph_sim.threat.ObservedUpdate` and an
-:class:`~fedgraph_sim.threat.AttackerKnowledge` (DESIGN.md "Threat boundary"), plus an
+:class:`~fedgraph_sim.threat.AttackerKnowledge` (docs/architecture.md, "Threat model"), plus an
 :class:`AttackContext` with its seeded RNG, its time budget, a progress callback and a
 run-scoped ``shared`` store. It returns one :class:`~fedgraph_sim.threat.Reconstruction` per graph
 it claims to recover (or one for the whole batch, when it declares ``batch_output =

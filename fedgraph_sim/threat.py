@@ -1,4 +1,4 @@
-"""The types that cross the threat boundary (DESIGN.md "Threat boundary").
+"""The types that cross the threat boundary (docs/architecture.md, "Threat model").
 
 An attack receives exactly an :class:`ObservedUpdate` and an :class:`AttackerKnowledge` and
 returns :class:`Reconstruction` objects; the attack runner records what came back as an

@@ -1,5 +1,5 @@
 """Client-side defenses, registered by name in ``fedgraph_sim.registry.defenses`` and composed as
-an ordered stack from the config (DESIGN.md "Defenses"):
+an ordered stack from the config (docs/configuration.md, "Defenses"):
 
     defenses: [{name: prune, p: 0.9}, {name: dp_gradients, sigma: 0.1}]
 

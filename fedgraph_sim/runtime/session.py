@@ -111,7 +111,7 @@ class Session:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(to_yaml(self.config, provenance()))
         variances = {k: v for k, v in self.defenses.report().items() if "variance" in k}
-        if variances:  # the effective noise (DESIGN.md: log the variance)
+        if variances:  # the effective noise (a noise scale means little without its variance)
             log.info("defenses %s: %s", defense_label(self.config.defenses), variances)
         self.runner = attack_pipeline(self.config, self.attacks, self.knowledge, self.run_dir, self.progress)
         if self.progress is not None:

@@ -137,6 +137,7 @@ SETTINGS: dict[str, list[Setting]] = {
                       Setting("regression", regression_case)],
     "aux_mean_adjacency": [Setting("graph", graph_case), Setting("node", node_case),
                            Setting("regression", regression_case)],
+    "aux_sample": [Setting("graph", graph_case), Setting("node", node_case), Setting("regression", regression_case)],
     "dlg": [Setting("graph", graph_case, FAST_MATCHING), Setting("regression", regression_case, FAST_MATCHING)],
     "idlg": [Setting("graph", graph_case, FAST_MATCHING), Setting("regression", regression_case, FAST_MATCHING)],
     "tableak": [Setting("graph", graph_case, {**FAST_MATCHING, "ensemble": 2})],
@@ -222,7 +223,7 @@ def sealed(tmp_path, monkeypatch, offline):
 # -- the tests -----------------------------------------------------------------------------------
 def test_every_attack_in_the_package_is_registered():
     assert {"random", "dlg", "idlg", "inverting_gradients", "graphdlg", "grain", "tableak", "majority_type",
-            "aux_mean_adjacency", "fedgig", "gi_gan", "gra_gfa", "glg"} <= set(BUILTIN)
+            "aux_mean_adjacency", "aux_sample", "fedgig", "gi_gan", "gra_gfa", "glg"} <= set(BUILTIN)
 
 
 def test_every_registered_attack_has_its_settings():
