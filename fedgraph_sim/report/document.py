@@ -18,7 +18,7 @@ from fedgraph_sim.report.groups import Group, defense_labels, defense_order, gro
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
 from fedgraph_sim.report.pareto import pareto_figures
 from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table
-from fedgraph_sim.report.tables import REPORT_METRICS, markdown, summary_grid
+from fedgraph_sim.report.tables import markdown, summary_grid
 from fedgraph_sim.results import federation_key, summarize
 
 REPORT = "report.md"
@@ -64,7 +64,8 @@ def _overview(data: ReportInput, groups: list[Group]) -> list[str]:
 
 def markdown_tables(data: ReportInput, groups: list[Group]) -> str:
     """Per dataset: an identity-alignment table (with utility and the paper's rows) and a
-    matched-alignment table, attack-major, defenses by family then strength."""
+    matched-alignment table, attack-major, defenses by family then strength; the metric columns
+    are ``data.metrics`` (a sweep spec's ``metrics``, else the report's default)."""
     rank = {(g.dataset, g.attack, g.setting, g.defense): i for i, g in enumerate(groups)}
     entries = sorted(summarize(data.rows), key=lambda e: rank[e["dataset"], e["attack"], e["setting"], e["defense"]])
     labels = ("attack", "setting", "defense") if any(g.setting for g in groups) else ("attack", "defense")
@@ -74,7 +75,7 @@ def markdown_tables(data: ReportInput, groups: list[Group]) -> str:
         for alignment in ("identity", "matched"):
             mine = [e for e in entries if e["dataset"] == dataset and e["alignment"] == alignment]
             identity = alignment == "identity"  # utility and the paper's rows do not depend on it
-            grid = summary_grid(mine, REPORT_METRICS, labels, utility=identity,
+            grid = summary_grid(mine, data.metrics, labels, utility=identity,
                                 paper=lambda e: paper_row(data.reference, e["dataset"], e["defense"], e["attack"])
                                 if identity else {})
             how = ("reconstructed node i is scored against true node i, the papers' convention" if identity

@@ -5,6 +5,8 @@ run directory has ``config.yaml``, ``drawings/*.json`` and ``utility.jsonl``. Ro
 here so that everything downstream can rely on columns a single run does not write:
 ``defense_family``, ``defense_param``, ``defense_strength`` (NaN unless the stack has exactly one
 numeric parameter) and ``test_accuracy`` (from the federation's ``utility.jsonl`` if missing).
+A sweep's tables show the columns its spec's ``metrics`` names (a run's ``config.yaml`` has a
+``metrics`` section of its own, the scoring's ``entries``, so only ``sweep.yaml`` is read for them).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import yaml
 
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.report.tables import REPORT_METRICS, table_metrics
 from fedgraph_sim.utility import final_utility, read_utility
 
 RESULTS = "results.jsonl"
@@ -33,6 +36,7 @@ class ReportInput:
     drawings: list[dict] = field(default_factory=list)
     reference: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # problems met while reading, for report.md
+    metrics: tuple[str, ...] = REPORT_METRICS  # the tables' metric columns
     # per federation, (dataset, setting, defense) -> its utility.jsonl rows (round by round)
     utility: dict[tuple, list[list[dict]]] = field(default_factory=dict)
 
@@ -66,6 +70,18 @@ def paper_row(reference: dict, dataset: str, defense: str, attack: str) -> dict[
     if not isinstance(numbers, list):
         return {}
     return {m: float(v) for m, v in zip(reference.get("metrics") or [], numbers) if _numeric(v)}
+
+
+def _table_metrics(spec: dict, notes: list[str]) -> tuple[str, ...]:
+    """The sweep spec's ``metrics``, else the report's default columns (also, with a note, when the
+    stored list is not valid: the report is still written)."""
+    if "metrics" not in spec:
+        return REPORT_METRICS
+    try:
+        return table_metrics(spec["metrics"])
+    except ConfigError as exc:
+        notes.append(f"sweep.yaml: {exc}; the default columns are shown")
+        return REPORT_METRICS
 
 
 def _read_jsonl(path: Path, notes: list[str]) -> list[dict]:
@@ -168,4 +184,5 @@ def load(directory: str | Path) -> ReportInput:
     return ReportInput(directory=directory, name=str(spec.get("name") or directory.name), kind=kind,
                        rows=rows, drawings=_drawings(directory, notes),
                        reference=_read_yaml(directory / REFERENCE, notes), notes=notes,
+                       metrics=_table_metrics(spec, notes) if kind == "sweep" else REPORT_METRICS,
                        utility=_utility_curves(rows, directory, kind))

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
-from fedgraph_sim.metrics import direction_note, metric, prior_note
+from fedgraph_sim.errors import require
+from fedgraph_sim.metrics import METRICS, direction_note, metric, prior_note
 
 #: The terminal summary's metric columns (every metric is in summary.csv).
 TERMINAL_METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "gsm0", "gsm2", "full_iso")
@@ -25,6 +26,18 @@ TERMINAL_METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "g
 REPORT_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse", "edge_accuracy")
 #: The label columns a summary entry can be told apart by.
 SUMMARY_LABELS = ("dataset", "attack", "setting", "defense", "alignment")
+
+
+def table_metrics(names: Any, key: str = "metrics") -> tuple[str, ...]:
+    """A spec's ``metrics``: the catalogue metrics its tables show as columns, in its order. The one
+    check of the key for sweeps and reproductions alike; the run config's own ``metrics`` section
+    (``entries``) is another thing and lives under their ``base``."""
+    require(isinstance(names, list) and len(names) > 0 and all(isinstance(n, str) for n in names), key,
+            f"a non-empty list of metric names, the tables' columns (got {names!r}); the run config's "
+            "metrics section goes under base")
+    for name in names:
+        require(name in METRICS, key, f"unknown metric '{name}'; valid: {', '.join(METRICS)}")
+    return tuple(names)
 
 
 @dataclass

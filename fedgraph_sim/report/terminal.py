@@ -92,7 +92,9 @@ def print_grid(grid: Grid, out: Console | None = None) -> None:
     out.print(caption, style="dim")
 
 
-def print_summary(summary: list[dict], title: str, out: Console | None = None) -> None:
-    """A run's or sweep's ``summarize`` entries: every label that varies, the terminal metrics."""
-    print_grid(summary_grid(summary, TERMINAL_METRICS, SUMMARY_LABELS, style="compact", utility=True,
+def print_summary(summary: list[dict], title: str, out: Console | None = None,
+                  metrics: tuple[str, ...] | None = None) -> None:
+    """A run's or sweep's ``summarize`` entries: every label that varies; the ``metrics`` columns
+    (a sweep spec's), else the terminal metrics."""
+    print_grid(summary_grid(summary, metrics or TERMINAL_METRICS, SUMMARY_LABELS, style="compact", utility=True,
                             title=title), out)

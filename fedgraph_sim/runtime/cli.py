@@ -3,7 +3,7 @@ inspect datasets before running anything, report on results after.
 
     fedgraph-sim run [--config FILE] [--dry-run] [key=value ...]   one federation, its attacks scored
     fedgraph-sim sweep --config SPEC [--jobs N] | --resume DIR   defense-vs-attack sweeps
-    fedgraph-sim reproduce --config FILE [--cases ...] [--reuse DIR ...]   a paper table
+    fedgraph-sim reproduce --config FILE [--cases ...] [--reuse DIR ...] [--dry-run]   a paper table
     fedgraph-sim deploy [--config FILE] [key=value ...]   one federation on the Deployment Engine
     fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
     fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)

@@ -26,7 +26,7 @@ from fedgraph_sim.config import (RunConfig, default_tree, merge_tree, parse_over
                                  validate_config)
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, METRICS
-from fedgraph_sim.report.tables import Grid, markdown as grid_markdown, summary_grid
+from fedgraph_sim.report.tables import Grid, markdown as grid_markdown, summary_grid, table_metrics
 
 #: The columns of a reproduction table unless its config names others: every metric but those
 #: GRAIN reports over all attacked graphs (GSM, FULL), which its configs name explicitly.
@@ -110,9 +110,11 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: str | l
             raise ConfigError(f"{path.name}: a reproduction config needs '{key}'")
     default = default_tree()
     extra = parse_overrides(overrides)
-    for metric in spec.get("metrics", ()):
-        if metric not in METRICS:
-            raise ConfigError(f"{path.name}: metrics: unknown metric '{metric}'; valid: {', '.join(METRICS)}")
+    if "metrics" in spec:
+        try:
+            table_metrics(spec["metrics"])
+        except ConfigError as exc:
+            raise ConfigError(f"{path.name}: {exc}") from None
     for alignment in spec.get("alignments", ()):
         if alignment not in ALIGNMENTS:
             raise ConfigError(f"{path.name}: alignments: unknown '{alignment}'; valid: {', '.join(ALIGNMENTS)}")

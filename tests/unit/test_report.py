@@ -8,8 +8,10 @@ import yaml
 
 from fedgraph_sim.runtime.cli import main
 from fedgraph_sim.report import render, write_report
+from fedgraph_sim.report.document import markdown_tables
 from fedgraph_sim.report.drawings import pick
-from fedgraph_sim.report.inputs import defense_setting
+from fedgraph_sim.report.groups import group_rows
+from fedgraph_sim.report.inputs import defense_setting, load
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STACKS = {"none": [], "dp_gradients(sigma=0.1)": [{"name": "dp_gradients", "sigma": 0.1}],
@@ -218,3 +220,20 @@ def test_the_utility_table_sets_the_federation_beside_its_centralised_baseline(s
     md = sweep_report.path.read_text()
     # dp_gradients(sigma=1.0): the federation reaches 0.6 by round 2, the baseline 0.9
     assert "| toy | - | dp_gradients(sigma=1.0) | 2 | 0.600 | 0.900 | -0.300 |" in md
+
+
+@pytest.mark.parametrize("metrics, header, note", [
+    (["adj_auc", "node_type_accuracy"], "| attack | defense | graphs | AUC | type ACC | test acc |", None),
+    (None, "| attack | defense | graphs | type ACC | AUC | AP | feat MSE | edge ACC | test acc |", None),
+    (["nope"], "| attack | defense | graphs | type ACC | AUC | AP | feat MSE | edge ACC | test acc |",
+     "sweep.yaml: metrics: unknown metric 'nope'"),
+])
+def test_a_sweep_specs_metrics_are_its_tables_columns(tmp_path, metrics, header, note):
+    _write_rows(tmp_path, [_row("graphdlg", "none", 0, 0, 0.6, 0.9)])
+    spec = {"name": "s", **({"metrics": metrics} if metrics else {})}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(spec))
+    data = load(tmp_path)
+    assert header in markdown_tables(data, group_rows(data.rows))
+    notes = [n for n in data.notes if n.startswith("sweep.yaml")]
+    assert notes == [] if note is None else (len(notes) == 1 and notes[0].startswith(note)
+                                             and notes[0].endswith("; the default columns are shown"))

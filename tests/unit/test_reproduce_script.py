@@ -57,3 +57,25 @@ def test_a_malformed_reproduction_is_one_line_and_exit_2(tmp_path, capsys, text,
     assert reproduce.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {expected}")
+
+
+def test_dry_run_validates_every_case_lists_them_and_writes_nothing(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    config_file = tmp_path / "tiny.yaml"
+    config_file.write_text(yaml.safe_dump({
+        "victim_graphs": 3, "metrics": ["adj_auc"],
+        "base": {"name": "tiny", "data": {"dataset": "synthetic", "options": {"num_graphs": 40}},
+                 "federation": {"num_clients": 2}, "attack": {"names": ["random"]}, "output": {"dir": str(runs)}},
+        "cases": [{"label": "a", "set": {}}, {"label": "b", "set": {"seed": 1}}]}))
+    assert reproduce.main(["--config", str(config_file), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "case a: 3 rounds, attacks random", "case b: 3 rounds, attacks random", "2 cases"]
+    assert not runs.exists()
+    # what only the data shows (the flatten readout's rows against the largest graph) fails the dry run
+    spec = yaml.safe_load(config_file.read_text())
+    spec["cases"][1]["set"] = {"model.pool": "flatten", "model.flatten_nodes": 3}
+    config_file.write_text(yaml.safe_dump(spec))
+    assert reproduce.main(["--config", str(config_file), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: model.flatten_nodes: 3 rows cannot hold synthetic's largest graph")
+    assert not runs.exists()

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attacks.base import build_attack
 
@@ -140,3 +141,15 @@ def test_paper_tables_come_from_beside_the_spec_else_from_the_package(tmp_path):
         load_reference(tmp_path, "graphdlg_table99")
     with pytest.raises(ConfigError, match="reference: no file reference_nopaper.yaml beside the spec"):
         load_reference(tmp_path, "nopaper_table1")
+
+
+@pytest.mark.parametrize("metrics, message", [
+    (["adj_auc", "nope"], "bad.yaml: metrics: unknown metric 'nope'; valid: feature_mse"),
+    ("adj_auc", "bad.yaml: metrics: a non-empty list of metric names"),  # not read letter by letter
+])
+def test_table_columns_are_catalogue_metrics(tmp_path, metrics, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"metrics": metrics, "base": {}, "cases": [{"label": "a"}]}))
+    with pytest.raises(ConfigError) as info:
+        load_reproduction(bad)
+    assert str(info.value).startswith(message)

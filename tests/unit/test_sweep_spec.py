@@ -64,6 +64,8 @@ def test_victim_graphs_sets_the_rounds_from_client_zero():
     ({"base": [BASE]}, "base: must be a mapping of run-config keys"),
     ({"victim_graphs": "100"}, "victim_graphs: must be an integer >= 1 (got '100')"),
     ({"victim_graphs": 0}, "victim_graphs: must be an integer >= 1 (got 0)"),
+    ({"metrics": ["adj_auc", "nope"]}, "metrics: unknown metric 'nope'; valid: feature_mse"),
+    ({"metrics": {"entries": "full"}}, "metrics: a non-empty list of metric names, the tables' columns"),
 ])
 def test_bad_specs_name_the_key(spec, message):
     with pytest.raises(ConfigError) as info:
@@ -102,3 +104,11 @@ def test_fedgig_fig2_varies_one_amc_setting_at_a_time_around_the_defaults():
         for key in changed:
             seen[key].add(getattr(params, key))
     assert seen == {"n_max": {2, 3, 5, 6, 7}, "alpha": {0.05, 0.1, 0.13, 0.2, 0.3}, "beta": {0.3, 0.4, 0.6, 0.7}}
+
+
+def test_metrics_are_the_tables_columns_and_change_no_job():
+    spec = {"name": "s", "base": BASE, "axes": {"attacks": ["random"]}}
+    plain = build_sweep(spec, Path("."))
+    listed = build_sweep({**spec, "metrics": ["adj_auc", "node_type_accuracy"]}, Path("."))
+    assert plain.metrics is None and listed.metrics == ("adj_auc", "node_type_accuracy")
+    assert [c.id for c in listed.cells] == [c.id for c in plain.cells]

@@ -1,14 +1,15 @@
 """Run a reproduction config through the real federation; write our table beside the paper's.
 
     fedgraph-sim reproduce --config experiments/configs/reproduce/graphdlg_table1.yaml \\
-        [--cases MUTAG,PTC_MR] [--reuse runs/<stamp>-graphdlg_table1 ...] [key=value ...]
+        [--cases MUTAG,PTC_MR] [--reuse runs/<stamp>-graphdlg_table1 ...] [--dry-run] [key=value ...]
 
 Each case is one federation (``fedgraph-sim run`` semantics); the markdown table goes to
 ``<output.dir>/<timestamp>-<name>/table.md``, the same table to the terminal (rich, sized to it),
 and ``cases.json`` there maps each case to its run directory. ``--reuse DIR`` takes the rows of a case from an earlier
 reproduction's run instead of running it again, when that run's configuration is this case's
 (e.g. GRAIN's Table 3 regroups the GCN runs of its Table 2 by graph size); give several
-directories when the cases ran separately.
+directories when the cases ran separately. ``--dry-run`` validates and builds every case as a run
+would (data, partitions, attacks, defenses, ``--reuse`` matches), lists the cases and writes nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all); a label with a comma in it is given as it is")
     parser.add_argument("--reuse", nargs="+", default=[], help="earlier reproductions' directories to take runs from")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any row records a failure")
+    parser.add_argument("--dry-run", action="store_true", help="validate every case and list them; run and write nothing")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -74,6 +76,12 @@ def main(argv: list[str] | None = None) -> int:
             configs.append(config)
             earlier.append(reusable_run(reuse, case.label, config))
             sessions.append(None if earlier[-1] else Session(config, scenario=scenario))
+        if args.dry_run:
+            for case, config, run_dir in zip(cases, configs, earlier):
+                print(f"case {case.label}: {config.federation.rounds} rounds"
+                      + (f", reusing {run_dir}" if run_dir else f", attacks {', '.join(config.attack.names)}"))
+            print(f"{len(cases)} cases")
+            return 0
         out_dir = new_run_dir(configs[0].output.dir, Path(args.config).stem)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"fedgraph-sim sweep --resume {sweep_dir}")
         return 130
     print_summary([e for e in result.summary if e["alignment"] == "identity"],
-                  f"sweep {sweep.name}: {len(sweep.cells)} cells (matched alignment in summary.csv)", console)
+                  f"sweep {sweep.name}: {len(sweep.cells)} cells (matched alignment in summary.csv)", console,
+                  metrics=sweep.metrics)
     for failure in result.failures:
         console.print(f"[red]failed[/red] {failure}")
     t = result.timing

@@ -3,6 +3,7 @@
     name: graphdlg_table9
     reference: graphdlg_table9          # optional: a paper table (beside the spec, else packaged)
     victim_graphs: 100                  # optional: rounds = min(this, client 0's partition)
+    metrics: [node_type_accuracy, adj_auc]   # optional: the tables' columns (report, terminal)
     base: {...}                         # run-config keys over default.yaml
     axes:
       datasets: [MUTAG, {dataset: PROTEINS, max_nodes: 126}]   # names or data-section mappings
@@ -18,7 +19,8 @@
 
 One federation runs per (dataset, setting, defense setting, seed), capturing what the server
 observes; one cell per (federation, attack) replays the capture to that attack. Everything is
-validated here, before anything is written.
+validated here, before anything is written. ``metrics`` means what it means in a reproduction
+config: the metric columns of the sweep's tables, checked by the same function; it changes no job.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ import yaml
 from fedgraph_sim.config import (ATTACK_GRANTS, DefenseSetting, RunConfig, default_tree, merge_tree, set_dotted,
                                  validate_config)
 from fedgraph_sim.errors import ConfigError, require
+from fedgraph_sim.report.tables import table_metrics
 from fedgraph_sim.runtime.reproduction import load_reference
 
-SPEC_KEYS = ("name", "reference", "victim_graphs", "base", "axes")
+SPEC_KEYS = ("name", "reference", "victim_graphs", "metrics", "base", "axes")
 AXES = ("datasets", "seeds", "attacks", "defenses", "settings")
 
 
@@ -72,6 +75,7 @@ class Sweep:
     federations: list[Federation] = field(default_factory=list)
     cells: list[Cell] = field(default_factory=list)
     reference: dict = field(default_factory=dict)
+    metrics: tuple[str, ...] | None = None  # the spec's table columns; None: the report's and terminal's own
 
 
 def _slug(text: str) -> str:
@@ -175,7 +179,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     base = merge_tree(default_tree(), spec.get("base") or {})
     name = spec.get("name", "sweep")
     sweep = Sweep(name=name, spec=spec, folder=Path(folder),
-                  reference=load_reference(Path(folder), spec.get("reference")))
+                  reference=load_reference(Path(folder), spec.get("reference")),
+                  metrics=table_metrics(spec["metrics"]) if "metrics" in spec else None)
     if isinstance(axes.get("attacks"), list):  # per-attack settings in base refer to these
         base.setdefault("attack", {})["names"] = axes["attacks"]
     base_config = validate_config(copy.deepcopy(base))
