@@ -212,8 +212,8 @@ class Evaluator:
                     for alignment in ALIGNMENTS:
                         values = [v for v in (by_prior[p][alignment].get(entry.name) for p in by_prior)
                                   if v is not None and not math.isnan(v)]
-                        if values:
-                            scores[metric_column(alignment, entry.name)] = entry.best(values)
+                        # NaN where the metric is undefined on this graph (AUC without an edge)
+                        scores[metric_column(alignment, entry.name)] = entry.best(values) if values else math.nan
             self._prior_cache[key] = scores
         return self._prior_cache[key]
 
