@@ -174,10 +174,10 @@ class Evaluator:
 
     def score_graph(self, row: ResultRow, update: ObservedUpdate, index: int, graphs: list[Data],
                     rec: Reconstruction) -> None:
-        """Graph ``index`` of the update's batch ``graphs``: every catalogue metric per alignment, with the prior and the gain beside each. A metric
-        of a part the threat model handed over (node features with ``threat.features_known``,
-        structure with ``threat.adjacency_known``) gets no gain: the server knew that part from the
-        grant, not from the update."""
+        """Graph ``index`` of the update's batch ``graphs``: every catalogue metric per alignment,
+        with the prior and the gain beside each. A metric of a part the threat model handed over
+        (node features with ``threat.features_known``, structure with ``threat.adjacency_known``)
+        gets no gain: the server knew that part from the grant, not from the update."""
         row.priors, graph = self.prior_scores(update, index, graphs), graphs[index]
         row.label_guess = rec.label
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
@@ -207,7 +207,8 @@ class Evaluator:
                                                        schema=self.knowledge.schema,
                                                        entries=self.config.metrics.entries,
                                                        target=_prior_target(graph))
-                            for name, rec in ((n, recs[index]) for n, recs in self.prior_outputs(update, graphs).items())}
+                            for name, rec in ((n, recs[index])
+                                              for n, recs in self.prior_outputs(update, graphs).items())}
                 for entry in CATALOGUE:
                     for alignment in ALIGNMENTS:
                         values = [v for v in (by_prior[p][alignment].get(entry.name) for p in by_prior)
