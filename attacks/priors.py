@@ -33,6 +33,10 @@ from attacks.base import Attack, AttackContext, Reconstruction, Requirements, re
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 
+#: What every prior reads: the auxiliary graphs and the node count, on any task.
+PRIOR_NEEDS = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
+
+
 def type_frequencies(knowledge: AttackerKnowledge) -> torch.Tensor:
     """The auxiliary nodes' mean one-hot row (value frequencies per block), in one-hot space."""
     x = torch.cat([g.x.float() for g in knowledge.aux_graphs])
@@ -68,7 +72,7 @@ def _crop(matrix: torch.Tensor, n: int) -> torch.Tensor:
 class MajorityType(Attack):
     name = "majority_type"
     paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
-    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
+    requires = PRIOR_NEEDS
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
@@ -81,7 +85,7 @@ class MajorityType(Attack):
 class AuxMeanAdjacency(Attack):
     name = "aux_mean_adjacency"
     paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
-    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
+    requires = PRIOR_NEEDS
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
@@ -95,7 +99,7 @@ class AuxMeanAdjacency(Attack):
 class AuxSample(Attack):
     name = "aux_sample"
     paper = "gradient-free prior: a random auxiliary graph of the victim's size"
-    requires = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
+    requires = PRIOR_NEEDS
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

@@ -182,19 +182,20 @@ def mean_and_gain(rows: list[dict], name: str, alignment: str, *, failures_as_ze
             continue
         values.append(value)
         priors.append(None if row.get(GRANT_OF[m.part]) else _number(row.get(f"prior_{column}")))
-    nan = float("nan")
-    out = {"mean": nan, "std": nan, "count": len(values), "prior": nan, "gain": nan, "gain_std": nan}
-    if not values:
-        return out
-    out["mean"] = sum(values) / len(values)
-    out["std"] = math.sqrt(sum((v - out["mean"]) ** 2 for v in values) / len(values))
-    if all(p is not None for p in priors):
-        gains = [m.gain(v, p) for v, p in zip(values, priors)]
+    out = {"count": len(values), "values": values, "prior": math.nan, "gain": math.nan, "gain_std": math.nan}
+    out["mean"], out["std"] = _mean_std(values)
+    if values and all(p is not None for p in priors):
+        out["gain"], out["gain_std"] = _mean_std([m.gain(v, p) for v, p in zip(values, priors)])
         out["prior"] = sum(priors) / len(priors)
-        out["gain"] = sum(gains) / len(gains)
-        out["gain_std"] = math.sqrt(sum((g - out["gain"]) ** 2 for g in gains) / len(gains))
-    out["values"] = values
     return out
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and population standard deviation (NaN for no values), as ``aggregate`` gives them."""
+    if not values:
+        return math.nan, math.nan
+    mean = sum(values) / len(values)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
 def summarize(rows: Iterable[dict]) -> list[dict]:
@@ -236,7 +237,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                     entry[f"{m.name}_all_mean"] = every_graph["mean"]
                     entry[f"gain_{m.name}_all_mean"] = every_graph["gain"]
                     entry[f"prior_{m.name}_all_mean"] = every_graph["prior"]
-                    entry[f"{m.name}_ci_low"], entry[f"{m.name}_ci_high"] = bootstrap_ci(every_graph.get("values", []))
+                    entry[f"{m.name}_ci_low"], entry[f"{m.name}_ci_high"] = bootstrap_ci(every_graph["values"])
             entry.update(run_columns(every[key]))  # a federation's numbers, whatever its rows' status
             out.append(entry)
     return out
