@@ -25,6 +25,13 @@ per-tensor L2 distance), T0 groups of 1e4 partial rows (abort above 2e6), 1-hop 
 when ``|T0|^k > 1e8`` and 600 s for 1-hop generation, DFS from the top 3 blocks with 6 seeds
 each, depth ``clamp(r // 3, 7, 20)``, at most ``3 r`` nodes, 500 gradient evaluations per seed,
 900 s per pass, 1800 s in all, 60 s per ring-closure enumeration, rings of >= 5 atoms.
+Batches ([ext] ``batches``, off in paper mode, where an update of several graphs is not
+applicable): a FedSGD step on ``B`` graphs (``B`` = the examples the client reports). The span
+checks run on the batch's union unchanged; the search builds complete graphs, in searches of
+``batch_search_share`` of the budget each, every one started from blocks no search has started from
+and that the best batch so far leaves unexplained; the batch is read from the candidates'
+gradients (``batch.py``) and is exact when its replayed mean gradient is; one reconstruction per
+member. A batch whose layer-1 gradient has full rank is not applicable.
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -40,6 +47,7 @@ import torch
 
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
                           Requirements, register)
+from attacks.grain.batch import BatchAssembler, neighbourhood, unexplained_first
 from attacks.grain.blocks import Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
 from attacks.grain.build import PartialGraph, SearchBudget, preference, search
 from attacks.grain.embed import SUPPORTED, StarLayer
@@ -54,7 +62,7 @@ class GRAIN(Attack):
     name = "grain"
     paper = ("Drencheva, Petrov, Baader, Dimitrov, Vechev. GRAIN: Exact Graph Reconstruction from "
              "Gradients. ICLR 2025 (arXiv 2503.01838)")
-    requires = Requirements(exact_gradient=True, single_graph=True)
+    requires = Requirements(exact_gradient=True)
 
     @dataclass
     class Params:
@@ -85,11 +93,25 @@ class GRAIN(Attack):
         # [ext] an exact graph that may be a k-fold cover of a smaller one (same gradient under
         # mean pooling) does not end the search: the smallest exact graph found is returned
         prefer_smaller: bool = False
+        # [ext] batches of several graphs (FedSGD): the search builds complete graphs and the
+        # batch is read from their gradients (batch.py); off, as in the paper, a batch is not
+        # applicable
+        batches: bool = False
+        batch_coordinates: int = 4096  # gradient coordinates the batch fit uses
+        batch_search_share: float = 0.1  # each search of a batch gets this share of the budget
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
+        if update.num_examples != 1:
+            if not self.params.batches:
+                return (f"needs one graph; the update was computed on {update.num_examples} "
+                        "(attack.params.<name>.batches=true extends GRAIN to batches)")
+            first = update.gradient.get("convs.0.lin.weight")
+            if first is not None and RowSpace(first, self.params.tol_node).rank >= min(first.shape):
+                return (f"the batch's layer-1 gradient has full rank {min(first.shape)}: its "
+                        f"{update.num_examples} graphs may hold as many nodes as the layer is wide")
         m = knowledge.model
         if m.get("conv", "gcn") not in SUPPORTED:
             return f"needs GCN or GAT layers (model.conv is {m.get('conv')})"
@@ -105,8 +127,7 @@ class GRAIN(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
-        run = _Run(self.params, update, knowledge, ctx)
-        return [run()]
+        return _Run(self.params, update, knowledge, ctx)()
 
 
 class _Run:
@@ -122,6 +143,9 @@ class _Run:
         self.info: dict = {}
         self.best: tuple[float, PartialGraph | None, int] = (float("inf"), None, 0)
         self.scorer: GradientScorer | None = None
+        self.batch_size = update.num_examples
+        self.batch: BatchAssembler | None = None
+        self.deg: list[int] = []
 
     def expired(self) -> bool:
         return self.ctx.budget.expired()
@@ -135,12 +159,14 @@ class _Run:
         return out
 
     def score(self, graph: PartialGraph) -> float:
+        if self.batch is not None:  # a batch: complete graphs are candidate members
+            return self.batch.add(graph) if not graph.dangling(self.deg) else float("inf")
         d, label = self.scorer.distance(graph.types, graph.edges())
         if preference(d, graph, self.p.exact_tol) < preference(self.best[0], self.best[1], self.p.exact_tol):
             self.best = (d, graph, label)
         return d
 
-    def __call__(self) -> Reconstruction:
+    def __call__(self) -> list[Reconstruction]:
         p, schema = self.p, self.knowledge.schema
         spaces = [RowSpace(self.grad[n], tol) for n, tol in
                   zip(self.names, (p.tol_node, p.tol_one_hop, p.tol_two_hop))]
@@ -160,8 +186,12 @@ class _Run:
             raise AttackFailed("no node feature vector passed the layer-1 span check")
         self.ctx.progress(1, 5)
         deg = schema.degrees(nodes.x.float())
+        self.deg = [int(d) for d in deg]
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
                                      self.knowledge.num_classes)
+        if self.batch_size > 1:
+            self.batch = BatchAssembler(self.scorer, self.batch_size, coordinates=p.batch_coordinates,
+                                        exact_tol=p.exact_tol, seed=self.ctx.seed)
         for t in torch.nonzero(deg == 0).flatten().tolist():  # a single isolated node
             if self.score(PartialGraph((t,), (frozenset(),))) < p.exact_tol:
                 return self.finish("single_node")
@@ -207,13 +237,42 @@ class _Run:
                               total_seconds=p.dfs_total_seconds, overlap_seconds=p.overlap_seconds,
                               score_complete=p.score_complete, prefer_smaller=p.prefer_smaller)
         passes = [passing] + ([backup] if p.backup_pass and backup != passing else [])
-        result = self.stage("dfs", search, passes, [int(d) for d in deg], self.score, budget=budget,
-                            exact_tol=p.exact_tol, min_ring=p.min_ring, expired=self.expired)
-        self.info.update(dfs_steps=result.steps, dfs_evaluations=result.evaluations)
+        if self.batch is None:
+            result = self.stage("dfs", search, passes, self.deg, self.score, budget=budget,
+                                exact_tol=p.exact_tol, min_ring=p.min_ring, expired=self.expired)
+            steps, evaluations, exact, timed_out = result.steps, result.evaluations, result.exact, result.timed_out
+        else:
+            steps, evaluations, exact = self.stage("dfs", self.search_batch, passes, budget)
+            timed_out = self.expired()
+        self.info.update(dfs_steps=steps, dfs_evaluations=evaluations)
         self.ctx.progress(5, 5)
-        return self.finish("dfs" if result.exact else ("timeout" if result.timed_out else "best"))
+        return self.finish("dfs" if exact else ("timeout" if timed_out else "best"))
 
-    def finish(self, found: str, failure: str | None = None) -> Reconstruction:
+    def search_batch(self, passes: list[list[Block]], budget: SearchBudget) -> tuple[int, int, bool]:
+        """Searches of ``batch_search_share`` of the time budget each, every one started from the
+        blocks that the best batch so far leaves unexplained, until the batch is exact or the
+        budget is spent: one search would spend it all around its first blocks, which belong to
+        one graph of the batch."""
+        steps = evaluations = 0
+        started: set = set()
+        while not (self.batch.exact or self.expired()):
+            members = [g for g, _ in self.batch.best[1]]
+            ordered = [unexplained_first(b, members, started) for b in passes]
+            starts = [b for b in ordered[0] if PartialGraph.from_block(b).dangling(self.deg)
+                      and neighbourhood(b) not in started][: budget.start_blocks]
+            if not starts:
+                break  # every block has started a search
+            started |= {neighbourhood(b) for b in starts}
+            deadline = time.monotonic() + self.p.batch_search_share * self.ctx.budget.seconds
+            result = search(ordered, self.deg, self.score,
+                            budget=budget, exact_tol=self.p.exact_tol, min_ring=self.p.min_ring,
+                            expired=lambda: self.expired() or time.monotonic() > deadline)
+            steps, evaluations = steps + result.steps, evaluations + result.evaluations
+        return steps, evaluations, self.batch.exact
+
+    def finish(self, found: str, failure: str | None = None) -> list[Reconstruction]:
+        if self.batch is not None:
+            return self.finish_batch(found, failure)
         distance, graph, label = self.best
         if graph is None:
             if self.expired():
@@ -223,9 +282,28 @@ class _Run:
         self.info.update(found=found if exact else f"{found}:best_partial", exact=int(exact),
                          gradient_distance=distance, num_nodes_found=graph.num_nodes,
                          gradient_evaluations=self.scorer.evaluations)
+        return [self.reconstruction(graph, label)]
+
+    def finish_batch(self, found: str, failure: str | None) -> list[Reconstruction]:
+        """One reconstruction per member of the best batch (the bench assigns them to the true
+        graphs); every member carries the whole batch's distance and exactness."""
+        distance, members = self.batch.best
+        if not members:
+            if self.expired():
+                raise AttackTimeout(f"time budget of {self.ctx.budget.seconds:g} s spent, no batch yet")
+            raise AttackFailed(failure or f"no batch of {self.batch_size} graphs among "
+                                          f"{len(self.batch.graphs)} complete graphs built")
+        exact = distance < self.p.exact_tol
+        self.info.update(found=found if exact else f"{found}:best_partial", exact=int(exact),
+                         gradient_distance=distance, batch_size=self.batch_size,
+                         batch_candidates=len(self.batch.graphs), batch_candidates_dropped=self.batch.dropped,
+                         gradient_evaluations=self.scorer.evaluations)
+        return [self.reconstruction(graph, label, num_nodes_found=graph.num_nodes) for graph, label in members]
+
+    def reconstruction(self, graph: PartialGraph, label: int, **info) -> Reconstruction:
         x = self.scorer.type_rows[list(graph.types)].float()
         adj = torch.zeros(graph.num_nodes, graph.num_nodes)
         for u, w in graph.edges():
             adj[u, w] = adj[w, u] = 1.0
-        return Reconstruction(x=x, adj=adj, num_nodes=graph.num_nodes, label=label, info=dict(self.info))
+        return Reconstruction(x=x, adj=adj, num_nodes=graph.num_nodes, label=label, info={**self.info, **info})
 

@@ -62,7 +62,7 @@ def test_requirements_name_their_reason():
     assert "GCN or GAT" in attack.not_applicable(update, sage)
     plain = dataclasses.replace(knowledge, schema=dataclasses.replace(knowledge.schema, degree_block=None))
     assert "degree as a feature" in attack.not_applicable(update, plain)
-    batch = dataclasses.replace(update, batch_size=2)
+    batch = dataclasses.replace(update, batch_size=2, num_examples=2)
     assert "needs one graph; the update was computed on 2" in attack.not_applicable(batch, knowledge)
 
 

@@ -1,0 +1,108 @@
+import dataclasses
+
+import pytest
+import torch
+
+from attacks.base import AttackContext, Budget
+from attacks.grain import GRAIN
+from attacks.grain.batch import BatchAssembler, canonical, unexplained_first
+from attacks.grain.blocks import Block
+from attacks.grain.build import PartialGraph
+from attacks.grain.scorer import GradientScorer
+from clients.training import mean_gradient
+from fedgraph_sim.evaluation.batch import batch_assignment
+from fedgraph_sim.metrics import gsm
+from tests.unit.grain_cases import dense_adj, molecule, observed, victim
+
+
+def batch_update(smiles: list[str], kind: str = "gcn"):
+    """What the server sees when a client trains one FedSGD step on the batch ``smiles``."""
+    graphs = [molecule(s)[0] for s in smiles]
+    grads, _ = mean_gradient(victim(kind), graphs, "bce")
+    update, knowledge = observed(smiles[0], kind)
+    update = dataclasses.replace(update, returned={k: v.numpy() for k, v in grads.items()},
+                                 num_examples=len(graphs), batch_size=len(graphs))
+    return update, knowledge, graphs
+
+
+def attack(smiles: list[str], **params):
+    update, knowledge, graphs = batch_update(smiles)
+    recs = GRAIN(batches=True, **params).reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    schema = knowledge.schema
+    order = batch_assignment(recs, graphs, schema)
+    scores = [gsm(recs[j].x, recs[j].adj, g.x, dense_adj(g), schema) for j, g in zip(order, graphs)]
+    return recs, [recs[j] for j in order], scores, graphs
+
+
+@pytest.mark.parametrize("smiles", [["CCO", "Cc1ccccc1"], ["CCO", "OCC(O)CO", "Cc1ccccc1", "C1CCNCC1"]])
+def test_batches_of_small_molecules_are_recovered_exactly(smiles):
+    recs, assigned, scores, graphs = attack(smiles)
+    assert len(recs) == len(smiles)
+    assert all(r.info["exact"] == 1 and r.info["gradient_distance"] < 1e-6 for r in recs)
+    assert [s["full_iso"] for s in scores] == [1.0] * len(smiles)
+    assert [r.label for r in assigned] == [int(g.y) for g in graphs]
+
+
+def test_a_batch_of_two_equal_molecules_is_one_graph_twice():
+    recs, _, scores, _ = attack(["OCC(O)CO", "OCC(O)CO"])
+    assert len(recs) == 2 and recs[0].info["exact"] == 1
+    assert [s["full_iso"] for s in scores] == [1.0, 1.0]
+
+
+def test_batches_are_not_applicable_in_paper_mode_and_at_the_width():
+    update, knowledge, _ = batch_update(["CCO", "c1ccncc1"])
+    assert "needs one graph; the update was computed on 2" in GRAIN().not_applicable(update, knowledge)
+    assert GRAIN(batches=True).not_applicable(update, knowledge) is None
+    # layers 8 wide, and 13 + 11 atoms of many kinds: the layer-1 gradient has full rank
+    narrow = dataclasses.replace(knowledge, model=dict(knowledge.model, hidden=8, readout_hidden=[8, 8]))
+    torch.manual_seed(0)
+    model = narrow.build_model()
+    graphs = [molecule(s)[0] for s in ("CC(=O)Oc1ccccc1C(=O)O", "Cc1ccc(cc1)S(=O)(=O)N")]
+    grads, _ = mean_gradient(model, graphs, "bce")
+    wide = dataclasses.replace(update, global_weights={k: v.detach().numpy() for k, v in model.state_dict().items()},
+                               returned={k: v.numpy() for k, v in grads.items()})
+    reason = GRAIN(batches=True).not_applicable(wide, narrow)
+    assert reason == ("the batch's layer-1 gradient has full rank 8: its 2 graphs may hold as many nodes "
+                      "as the layer is wide")
+
+
+def test_the_fit_picks_the_batch_among_distractors():
+    """Candidates: the two members and two graphs outside the batch; the fit puts weight one on
+    each member, with its label, and the replayed batch is exact."""
+    update, knowledge, graphs = batch_update(["CCO", "OCC(O)CO"])
+    rows = torch.cat([g.x for g in graphs] + [molecule("C1CCNCC1")[0].x])
+    model = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    scorer = GradientScorer(model, update.gradient, rows, "bce", 2)
+
+    def as_partial(g, offset):
+        adj = [set() for _ in range(g.num_nodes)]
+        for u, w in g.edge_index.T.tolist():
+            adj[u].add(w)
+        return PartialGraph(tuple(range(offset, offset + g.num_nodes)), tuple(frozenset(a) for a in adj))
+
+    ethanol, glycerol = as_partial(graphs[0], 0), as_partial(graphs[1], 3)
+    piperidine = as_partial(molecule("C1CCNCC1")[0], 9)
+    fit = BatchAssembler(scorer, 2, exact_tol=1e-6)
+    for g in (piperidine, ethanol, PartialGraph(ethanol.types[:2], (frozenset({1}), frozenset({0})))):
+        fit.add(g)
+    assert not fit.exact
+    fit.add(glycerol)
+    distance, members = fit.best
+    assert fit.exact and distance < 1e-6
+    assert sorted((g.num_nodes, y) for g, y in members) == sorted((g.num_nodes, int(g.y)) for g in graphs)
+    assert len(fit.graphs) == 4 and fit.add(ethanol) == distance  # seen: nothing recomputed
+
+
+def test_canonical_keys_ignore_node_order_and_tell_molecules_apart():
+    path = PartialGraph((0, 1, 2), (frozenset({1}), frozenset({0, 2}), frozenset({1})))
+    relabelled = PartialGraph((2, 1, 0), (frozenset({1}), frozenset({0, 2}), frozenset({1})))
+    other = PartialGraph((1, 0, 2), (frozenset({1}), frozenset({0, 2}), frozenset({1})))
+    assert canonical(path) == canonical(relabelled) != canonical(other)
+
+
+def test_the_next_search_starts_where_the_batch_is_unexplained():
+    built = PartialGraph((0, 1, 2), (frozenset({1}), frozenset({0, 2}), frozenset({1})))
+    explained = Block(1, ((0, ()), (2, ())))
+    same_centre = Block(1, ((0, ()), (0, ())))
+    new_type = Block(5, ((1, (0,)),))
+    assert unexplained_first([explained, same_centre, new_type], [built]) == [new_type, same_centre, explained]
