@@ -58,14 +58,7 @@ class GradientScorer:
         return self.gap(mean)
 
     def distance(self, types, edges) -> tuple[float, int]:
-        self.evaluations += 1
-        x, adj = self.dense(types, edges)
-        logits = self.model.forward_dense(x, adj)
-        best, label = float("inf"), 0
-        for c in range(self.num_classes):
-            loss = classification_loss(logits, torch.tensor([c]), self.loss)
-            grads = torch.autograd.grad(loss, self.params, retain_graph=c < self.num_classes - 1)
-            d = float(torch.stack([(g - t).norm() for g, t in zip(grads, self.target)]).mean())
-            if d < best:
-                best, label = d, c
-        return best, label
+        """The smallest distance over the labels, and the label that attains it."""
+        gaps = [self.gap(grads) for grads in self.label_gradients(types, edges)]
+        label = min(range(len(gaps)), key=gaps.__getitem__)
+        return gaps[label], label
