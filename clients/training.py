@@ -41,6 +41,18 @@ def epoch_batches(indices: np.ndarray, batch_size: int, steps: int, round: int, 
     return out
 
 
+def round_batches(sampling: str, indices: np.ndarray, batch_size: int, steps: int, round: int,
+                  seed: int, client_key: int) -> list[np.ndarray]:
+    """The batches of one round's local steps under ``train.sampling``: ``random`` draws each
+    afresh, ``epoch`` walks the partition, ``repeat`` takes one batch as ``epoch`` would (one per
+    round) and trains on it at every step."""
+    if sampling == "epoch":
+        return epoch_batches(indices, batch_size, steps, round, seed, client_key)
+    if sampling == "repeat":
+        return epoch_batches(indices, batch_size, 1, round, seed, client_key) * steps
+    return sample_batches(indices, batch_size, steps, batch_rng(seed, round, client_key))
+
+
 def loss_on(model: GraphClassifier, graphs: Sequence[Data], loss: str = "cross_entropy") -> torch.Tensor:
     """The mean loss over the batch's graphs, or over its labelled nodes (``train_mask``) when
     the model classifies nodes."""

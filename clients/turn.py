@@ -12,8 +12,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from clients.defenses import ClientTurn, build_defenses
-from clients.training import (batch_rng, epoch_batches, fedavg_weights, fedsgd_gradient, per_node_gradients,
-                              sample_batches)
+from clients.training import fedavg_weights, fedsgd_gradient, per_node_gradients, round_batches
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import GraphClassifier
@@ -64,10 +63,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
     model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
     sent = msg.content["arrays"].to_torch_state_dict()  # load_state_dict copies: stays the sent weights
     model.load_state_dict(sent)
-    if config.train.sampling == "epoch":
-        chosen = epoch_batches(indices, batch_size, steps, round_, config.seed, partition_id)
-    else:
-        chosen = sample_batches(indices, batch_size, steps, batch_rng(config.seed, round_, partition_id))
+    chosen = round_batches(config.train.sampling, indices, batch_size, steps, round_, config.seed, partition_id)
     batches = [[ds.graphs[i] for i in b] for b in chosen]
 
     # The leaky client's extra channel (threat.per_node_gradients), at the sent weights, undefended.

@@ -77,8 +77,9 @@ class TrainConfig(Section):
     loss: Literal["cross_entropy", "bce", "mse"] = "cross_entropy"
     # random: each batch drawn afresh from a seeded RNG per (seed, round, client);
     # epoch: a seeded permutation per (seed, client, epoch) walked round by round, so successive
-    # rounds use different graphs until the partition is exhausted
-    sampling: Literal["random", "epoch"] = "random"
+    # rounds use different graphs until the partition is exhausted; repeat: one batch per round,
+    # taken as epoch takes it, trained on at every local step (local epochs over the round's batch)
+    sampling: Literal["random", "epoch", "repeat"] = "random"
 
     @property
     def mode(self) -> Literal["fedsgd", "fedavg"]:

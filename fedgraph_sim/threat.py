@@ -33,7 +33,8 @@ class ObservedUpdate:
     in FedSGD (``kind="gradient"``), new weights in FedAvg (``kind="weights"``). ``gradient`` is
     derived once, in float64: the returned gradient itself, or ``(W_sent - W_back) / (lr *
     local_steps)`` for weights, which is exact only for one plain SGD step (``exact`` says which).
-    ``lr``, ``local_steps`` and ``batch_size`` are the training settings the server configured.
+    ``lr``, ``local_steps`` and ``batch_size`` are the training settings the server configured;
+    ``same_batch`` says every local step trains the same batch (``train.sampling: repeat``).
     Under secure aggregation ``client_key`` is :data:`AGGREGATE` and ``returned`` is the
     example-weighted mean of all replies (what the server can compute from the revealed sum).
     ``per_node`` holds a leaky client's per-node gradients (``threat.per_node_gradients``): each
@@ -51,6 +52,7 @@ class ObservedUpdate:
     local_steps: int
     batch_size: int
     per_node: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    same_batch: bool = False
     gradient: dict[str, torch.Tensor] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -85,8 +87,8 @@ class ObservedUpdate:
 
     @property
     def num_graphs(self) -> int:
-        """How many graphs the update was computed on: a batch per local step."""
-        return self.batch_size * self.local_steps
+        """How many graphs the update was computed on: a batch per local step, or one batch."""
+        return self.batch_size * (1 if self.same_batch else self.local_steps)
 
     @property
     def exact(self) -> bool:

@@ -50,7 +50,7 @@ def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
     return ObservedUpdate(round=first.round, client_key=AGGREGATE, global_weights=first.global_weights,
                           returned=returned, kind=first.kind, num_examples=total, metrics=metrics,
                           lr=first.lr, local_steps=first.local_steps,
-                          batch_size=sum(u.batch_size for u in updates))
+                          batch_size=sum(u.batch_size for u in updates), same_batch=first.same_batch)
 
 
 def failed(reply: Message) -> bool:
@@ -65,12 +65,13 @@ class Curious:
     #: a server optimiser instead aggregates the weights each client's step gives.
     averages_gradients: bool = False
 
-    def __init__(self, *, lr: float, local_steps: int, batch_size: int, run_dir: str = "",
+    def __init__(self, *, lr: float, local_steps: int, batch_size: int, same_batch: bool = False, run_dir: str = "",
                  observer: Observer | None = None, secure_aggregation: bool = False,
                  audits: Callable[[int], bool] = lambda server_round: True, **strategy_kwargs) -> None:
         strategy_kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**strategy_kwargs)
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
+        self.same_batch = same_batch  # every local step trains the round's one batch
         self.run_dir = str(run_dir)  # clients write their audit records under it
         self.observer, self.secure_aggregation = observer, secure_aggregation
         self.audits = audits  # whether a round's ground truth is read (its clients write audit records)
@@ -111,7 +112,8 @@ class Curious:
                 round=server_round, client_key=int(metrics["partition-id"]), global_weights=sent,
                 returned={k: v for k, v in arrays.items() if not k.startswith(PER_NODE_PREFIX)}, kind=kind,
                 num_examples=int(metrics["num-examples"]), metrics=metrics, lr=self.lr,
-                local_steps=self.local_steps, batch_size=self.batch_size, per_node=per_node or None))
+                local_steps=self.local_steps, batch_size=self.batch_size, per_node=per_node or None,
+                same_batch=self.same_batch))
         updates = sorted(updates, key=lambda u: u.client_key)
         if self.secure_aggregation and updates:
             updates = [secure_aggregate(updates)]
@@ -196,6 +198,6 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
     fed = config.federation
     available = fed.min_available or fed.num_clients
     return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
-               run_dir=str(run_dir), observer=observer, secure_aggregation=config.threat.secure_aggregation,
+               same_batch=config.train.sampling == "repeat", run_dir=str(run_dir), observer=observer, secure_aggregation=config.threat.secure_aggregation,
                audits=audits, fraction_train=fed.fraction_train,
                min_train_nodes=available if fed.fraction_train == 1 else 1, min_available_nodes=available, **chosen)

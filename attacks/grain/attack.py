@@ -32,6 +32,11 @@ checks run on the batch's union unchanged; the search builds complete graphs, in
 and that the best batch so far leaves unexplained; the batch is read from the candidates'
 gradients (``batch.py``) and is exact when its replayed mean gradient is; one reconstruction per
 member. A batch whose layer-1 gradient has full rank is not applicable.
+FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
+(``train.sampling: repeat``), read as the pseudo-gradient. The rank cutoffs and residual
+thresholds widen by what the server can bound from the update (the client's float32 rounding, the
+drift of deeper layers' inputs; ``local_training.py``), and the exactness test replays the ``K``
+steps, within the rounding's expected distance.
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -51,6 +56,7 @@ from attacks.grain.batch import BatchAssembler, neighbourhood, unexplained_first
 from attacks.grain.blocks import Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
 from attacks.grain.build import PartialGraph, SearchBudget, preference, search
 from attacks.grain.embed import SUPPORTED, StarLayer
+from attacks.grain.local_training import LocalTraining
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
@@ -99,11 +105,25 @@ class GRAIN(Attack):
         batches: bool = False
         batch_coordinates: int = 4096  # gradient coordinates the batch fit uses
         batch_search_share: float = 0.1  # each search of a batch gets this share of the budget
+        # [ext] FedAvg updates of several local steps on one batch: tolerances bounded from the
+        # update (local_training.py), the exactness test replays the local training
+        local_steps: bool = False
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        if self.params.local_steps:  # a pseudo-gradient will do
+            self.requires = Requirements()
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
+        if not update.exact:
+            if not self.params.local_steps:  # unreachable through the base check; kept explicit
+                return "needs the exact gradient (attack.params.<name>.local_steps=true reads FedAvg updates)"
+            if not update.same_batch:
+                return (f"{update.local_steps} local steps on different batches: GRAIN replays local "
+                        "steps on one batch (train.sampling=repeat)")
         if update.num_examples != 1:
             if not self.params.batches:
                 return (f"needs one graph; the update was computed on {update.num_examples} "
@@ -141,6 +161,14 @@ class _Run:
         self.names = ("convs.0.lin.weight", "convs.1.lin.weight",
                       f"{self.model.first_readout_name}.weight" if layers == 2 else "convs.2.lin.weight")
         self.info: dict = {}
+        # the client's local training, whose perturbations the checks allow for ([ext] local_steps)
+        self.training = LocalTraining.of(update) if p.local_steps else LocalTraining(update.lr, 1)
+        order = [n for n, _ in self.model.named_parameters()]
+        self.noise = [self.training.noise.get(n, 0.0) for n in self.names]
+        self.drift = [self.training.drift(n, order) for n in self.names]
+        self.exact_tol = p.exact_tol + self.training.exact_slack(order)
+        if self.training.steps > 1:
+            self.info.update(attack_input="simulated_local_training", local_steps=self.training.steps)
         self.best: tuple[float, PartialGraph | None, int] = (float("inf"), None, 0)
         self.scorer: GradientScorer | None = None
         self.batch_size = update.num_examples
@@ -162,14 +190,14 @@ class _Run:
         if self.batch is not None:  # a batch: complete graphs are candidate members
             return self.batch.add(graph) if not graph.dangling(self.deg) else float("inf")
         d, label = self.scorer.distance(graph.types, graph.edges())
-        if preference(d, graph, self.p.exact_tol) < preference(self.best[0], self.best[1], self.p.exact_tol):
+        if preference(d, graph, self.exact_tol) < preference(self.best[0], self.best[1], self.exact_tol):
             self.best = (d, graph, label)
         return d
 
     def __call__(self) -> list[Reconstruction]:
         p, schema = self.p, self.knowledge.schema
-        spaces = [RowSpace(self.grad[n], tol) for n, tol in
-                  zip(self.names, (p.tol_node, p.tol_one_hop, p.tol_two_hop))]
+        spaces = [RowSpace(self.grad[n], tol, noise, drift) for n, tol, noise, drift in
+                  zip(self.names, (p.tol_node, p.tol_one_hop, p.tol_two_hop), self.noise, self.drift)]
         for k, space in enumerate(spaces, 1):
             self.info[f"rank_{k}"] = space.rank
         for name, space in zip(self.names, spaces):
@@ -178,7 +206,8 @@ class _Run:
                                    "as many nodes as the layer is wide (n >= d), out of GRAIN's scope")
         try:
             nodes = self.stage("t0", propose_nodes, schema, self.grad[self.names[0]], tol=p.tol_node,
-                               tau=p.tau_node, group_size=p.group_size, abort_size=p.abort_size)
+                               tau=p.tau_node, group_size=p.group_size, abort_size=p.abort_size,
+                               noise=self.noise[0])
         except NodeSearchAborted as exc:
             raise AttackFailed(f"node filtering aborted: {exc}") from None
         self.info.update(t0_nodes=nodes.categories.size(0), t0_checked=nodes.checked)
@@ -188,12 +217,12 @@ class _Run:
         deg = schema.degrees(nodes.x.float())
         self.deg = [int(d) for d in deg]
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
-                                     self.knowledge.num_classes)
+                                     self.knowledge.num_classes, self.training.steps, self.training.lr)
         if self.batch_size > 1:
             self.batch = BatchAssembler(self.scorer, self.batch_size, coordinates=p.batch_coordinates,
-                                        exact_tol=p.exact_tol, seed=self.ctx.seed)
+                                        exact_tol=self.exact_tol, seed=self.ctx.seed)
         for t in torch.nonzero(deg == 0).flatten().tolist():  # a single isolated node
-            if self.score(PartialGraph((t,), (frozenset(),))) < p.exact_tol:
+            if self.score(PartialGraph((t,), (frozenset(),))) < self.exact_tol:
                 return self.finish("single_node")
 
         layer1 = StarLayer(self.model, 0, nodes.x)
@@ -207,7 +236,7 @@ class _Run:
             nbrs = one_hop.neighbours(i)
             if all(deg[t] <= 1 for t in nbrs):
                 star = PartialGraph.from_block(Block(int(one_hop.centre[i]), tuple((t, ()) for t in nbrs)))
-                if self.score(star) < p.exact_tol:
+                if self.score(star) < self.exact_tol:
                     return self.finish("star")
         if len(one_hop) == 0:
             return self.finish("none", failure="no 1-hop block passed the layer-2 span check")
@@ -218,7 +247,7 @@ class _Run:
         self.info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=int(truncated))
         self.ctx.progress(3, 5)
         for block in blocks:  # the whole graph within two hops of one node
-            if is_complete(block, deg) and self.score(PartialGraph.from_block(block)) < p.exact_tol:
+            if is_complete(block, deg) and self.score(PartialGraph.from_block(block)) < self.exact_tol:
                 return self.finish("two_hop")
         if not blocks:
             return self.finish("none", failure="no 2-hop block passed the readout span check")
@@ -239,7 +268,7 @@ class _Run:
         passes = [passing] + ([backup] if p.backup_pass and backup != passing else [])
         if self.batch is None:
             result = self.stage("dfs", search, passes, self.deg, self.score, budget=budget,
-                                exact_tol=p.exact_tol, min_ring=p.min_ring, expired=self.expired)
+                                exact_tol=self.exact_tol, min_ring=p.min_ring, expired=self.expired)
             steps, evaluations, exact, timed_out = result.steps, result.evaluations, result.exact, result.timed_out
         else:
             steps, evaluations, exact = self.stage("dfs", self.search_batch, passes, budget)
@@ -265,7 +294,7 @@ class _Run:
             started |= {neighbourhood(b) for b in starts}
             deadline = time.monotonic() + self.p.batch_search_share * self.ctx.budget.seconds
             result = search(ordered, self.deg, self.score,
-                            budget=budget, exact_tol=self.p.exact_tol, min_ring=self.p.min_ring,
+                            budget=budget, exact_tol=self.exact_tol, min_ring=self.p.min_ring,
                             expired=lambda: self.expired() or time.monotonic() > deadline)
             steps, evaluations = steps + result.steps, evaluations + result.evaluations
         return steps, evaluations, self.batch.exact
@@ -278,7 +307,7 @@ class _Run:
             if self.expired():
                 raise AttackTimeout(f"time budget of {self.ctx.budget.seconds:g} s spent, no graph yet")
             raise AttackFailed(failure or "the search evaluated no graph")
-        exact = distance < self.p.exact_tol
+        exact = distance < self.exact_tol
         self.info.update(found=found if exact else f"{found}:best_partial", exact=int(exact),
                          gradient_distance=distance, num_nodes_found=graph.num_nodes,
                          gradient_evaluations=self.scorer.evaluations)
@@ -293,7 +322,7 @@ class _Run:
                 raise AttackTimeout(f"time budget of {self.ctx.budget.seconds:g} s spent, no batch yet")
             raise AttackFailed(failure or f"no batch of {self.batch_size} graphs among "
                                           f"{len(self.batch.graphs)} complete graphs built")
-        exact = distance < self.p.exact_tol
+        exact = distance < self.exact_tol
         self.info.update(found=found if exact else f"{found}:best_partial", exact=int(exact),
                          gradient_distance=distance, batch_size=self.batch_size,
                          batch_candidates=len(self.batch.graphs), batch_candidates_dropped=self.batch.dropped,

@@ -96,8 +96,7 @@ class BatchAssembler:
         key = tuple(sorted((id(g), y, k) for g, y, k in members))
         if members and key not in self.tried:
             self.tried.add(key)
-            grads = {id(g): self.scorer.label_gradients(g.types, g.edges()) for g, _, _ in members}
-            d = self.scorer.batch_distance([(grads[id(g)][y], k) for g, y, k in members])
+            d = self.scorer.batch_distance([(g.types, g.edges(), y, k) for g, y, k in members])
             if d < self.best[0]:
                 self.best = (d, [(g, y) for g, y, k in members for _ in range(k)])
 

@@ -42,9 +42,10 @@ def _block_columns(schema: FeatureSchema) -> list[slice]:
 
 
 def propose_nodes(schema: FeatureSchema, grad_w1: Tensor, *, tol: float, tau: float,
-                  group_size: int, abort_size: int) -> NodeProposal:
+                  group_size: int, abort_size: int, noise: float = 0.0) -> NodeProposal:
     """Grow partial rows from the last block backwards; keep those within ``tau`` (L1 residual)
-    of the row space of ``grad_w1`` restricted to their columns."""
+    of the row space of ``grad_w1`` restricted to their columns (``noise``: the per-entry noise
+    of ``grad_w1``, see ``RowSpace``)."""
     cols = _block_columns(schema)
     widths = [b.width for b in schema.blocks]
     survivors = torch.zeros(1, 0, dtype=torch.long)  # partial rows: value indices of a block suffix
@@ -65,7 +66,7 @@ def propose_nodes(schema: FeatureSchema, grad_w1: Tensor, *, tol: float, tau: fl
         onehot = torch.cat([torch.nn.functional.one_hot(rows[:, k], widths[j])
                             for k, j in enumerate(range(group[0], len(widths)))], 1).to(torch.float64)
         z = schema.standardize(onehot, slice(first, None)) if schema.standardized else onehot
-        space = RowSpace(grad_w1[:, first:], tol)
+        space = RowSpace(grad_w1[:, first:], tol, noise)
         keep, _ = space.passing(z, tau)
         checked += rows.size(0)
         survivors = rows[keep]

@@ -6,7 +6,10 @@ candidate, takes the parameter gradient of the configured loss for every possibl
 returns the smallest mean over parameter tensors of ``||grad_candidate - grad_client||_F`` (the
 official code's distance; the paper writes the Frobenius norm), with the label that attains it.
 ``label_gradients`` and ``batch_distance`` do the same for the members of a batch, whose mean
-gradient the client sent (``batch.py``).
+gradient the client sent (``batch.py``). A FedAvg update (``steps`` > 1) is matched by replaying
+the client's local training: ``steps`` plain SGD steps of ``lr`` on the candidate from the round's
+weights, compared as the pseudo-gradient ``(W_0 - W_K) / (lr * steps)``
+(``local_training.py``).
 """
 
 from __future__ import annotations
@@ -14,13 +17,25 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fedgraph_sim.models import GraphClassifier, classification_loss
+from torch.func import functional_call
+
+from fedgraph_sim.models import DenseForward, GraphClassifier, classification_loss
 
 
 class GradientScorer:
+    """Args:
+        model: the attacked model at the round's weights (float64).
+        observed: the client's gradient (or pseudo-gradient), by parameter name.
+        type_rows: the node feature rows that candidates index (T0).
+        loss: the training loss; num_classes: the labels a candidate may carry.
+        steps, lr: the client's local training (1 step: a gradient).
+    """
+
     def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], type_rows: Tensor,
-                 loss: str, num_classes: int) -> None:
+                 loss: str, num_classes: int, steps: int = 1, lr: float = 1.0) -> None:
         self.model, self.loss, self.num_classes = model, loss, num_classes
+        self.steps, self.lr = steps, lr
+        self.names = [n for n, _ in model.named_parameters()]
         self.params = [p for _, p in model.named_parameters()]
         self.target = [observed[name].to(torch.float64) for name, _ in model.named_parameters()]
         self.type_rows = type_rows.to(torch.float64)
@@ -39,6 +54,8 @@ class GradientScorer:
         """The candidate's parameter gradients for each possible label: ``[label][tensor]``."""
         self.evaluations += 1
         x, adj = self.dense(types, edges)
+        if self.steps > 1:
+            return [self.replay(x, adj, torch.tensor([c])) for c in range(self.num_classes)]
         logits = self.model.forward_dense(x, adj)
         out = []
         for c in range(self.num_classes):
@@ -46,16 +63,41 @@ class GradientScorer:
             out.append([g.detach() for g in torch.autograd.grad(loss, self.params, retain_graph=c < self.num_classes - 1)])
         return out
 
+    def replay(self, x: Tensor, adj: Tensor, labels: Tensor, mask: Tensor | None = None) -> list[Tensor]:
+        """The pseudo-gradient of ``steps`` SGD steps on one batch (``x [B, N, F]``, or one graph
+        ``[N, F]``), as the client trains."""
+        dense = DenseForward(self.model)
+        weights = {f"model.{n}": p.detach() for n, p in zip(self.names, self.params)}
+        for _ in range(self.steps):
+            weights = {k: w.requires_grad_() for k, w in weights.items()}
+            logits = functional_call(dense, weights, (x, adj, mask))
+            grads = torch.autograd.grad(classification_loss(logits, labels, self.loss), list(weights.values()))
+            weights = {k: (w - self.lr * g).detach() for (k, w), g in zip(weights.items(), grads)}
+        scale = self.lr * self.steps
+        return [(p.detach() - weights[f"model.{n}"]) / scale for n, p in zip(self.names, self.params)]
+
     def gap(self, grads: list[Tensor]) -> float:
         """The official distance between ``grads`` and the client's gradient."""
         return float(torch.stack([(g - t).norm() for g, t in zip(grads, self.target)]).mean())
 
-    def batch_distance(self, members: list[tuple[list[Tensor], int]]) -> float:
-        """The distance of the mean gradient of a batch, each member given as its per-tensor
-        gradients and a multiplicity, to the client's gradient."""
-        total = sum(k for _, k in members)
-        mean = [sum(g[i] * k for g, k in members) / total for i in range(len(self.target))]
-        return self.gap(mean)
+    def batch_distance(self, members: list[tuple[tuple, list, int, int]]) -> float:
+        """The distance to the client's update of a batch, each member given as ``(types, edges,
+        label, multiplicity)``: the mean of the members' gradients, or, after several local steps
+        (which couple the members through the weights), the replayed training of the whole batch."""
+        total = sum(k for *_, k in members)
+        if self.steps == 1:
+            grads = [(self.label_gradients(types, edges)[y], k) for types, edges, y, k in members]
+            return self.gap([sum(g[i] * k for g, k in grads) / total for i in range(len(self.target))])
+        self.evaluations += 1
+        graphs = [self.dense(types, edges) for types, edges, _, k in members for _ in range(k)]
+        n = max(x.size(0) for x, _ in graphs)
+        x = torch.zeros(len(graphs), n, self.type_rows.size(1), dtype=torch.float64)
+        adj = torch.zeros(len(graphs), n, n, dtype=torch.float64)
+        mask = torch.zeros(len(graphs), n, dtype=torch.bool)
+        for b, (xb, ab) in enumerate(graphs):
+            x[b, : xb.size(0)], adj[b, : ab.size(0), : ab.size(0)], mask[b, : xb.size(0)] = xb, ab, True
+        labels = torch.tensor([y for _, _, y, k in members for _ in range(k)])
+        return self.gap(self.replay(x, adj, labels, mask))
 
     def distance(self, types, edges) -> tuple[float, int]:
         """The smallest distance over the labels, and the label that attains it."""

@@ -6,6 +6,25 @@ its rows in the span of the rows of ``X``; when ``dL/dY`` has rank ``n`` the two
 true row passes whenever its own row of ``dL/dY`` is not a combination of the others. A candidate
 ``z`` is scored by the residual of ``z / ||z||_2`` after projection on that span, in the L1 norm as
 GRAIN's official code does; everything is float64 and the basis comes from an exact SVD.
+
+A FedAvg update read as a gradient carries a perturbation the server can bound
+(``local_training.py``): noise ``E`` of per-entry standard deviation ``noise`` (the client's float32
+rounding), whose spectral norm is about ``noise (sqrt(m) + sqrt(n))`` for an ``m x n`` matrix, and a
+relative ``drift`` of the layer's input rows over the local steps. Singular values under twice
+that norm are not counted (``floor``). The noise turns each kept direction ``v_i`` out of the
+clean span by about ``noise sqrt(m) / sigma_i`` (first-order perturbation of the SVD), so a true
+row whose unit vector has coordinates ``a_i`` on the kept basis is expected to leave a residual of
+L2 norm
+
+.. math::
+    \rho(z) = \Big(\sum_i a_i^2 \, \frac{\mathrm{noise}^2 \, m}{\sigma_i^2}\Big)^{1/2};
+
+its distance is the L1 residual less ``sqrt(d_in) (drift + 2 rho(z))`` (the L1 norm of a
+``d_in``-vector is at most ``sqrt(d_in)`` times its L2 norm), compared with the paper's threshold.
+Measured on a 13-atom molecule after 5 SGD steps of lr 0.01, true 1-hop blocks leave
+``0.96-1.03 rho`` and false ones over ``4 rho``; Wedin's worst-case bound ``||E|| / sigma_r`` would
+pass almost every candidate. With neither perturbation (a FedSGD gradient) the checks are the
+paper's.
 """
 
 from __future__ import annotations
@@ -17,15 +36,34 @@ from torch import Tensor
 class RowSpace:
     """The row space of a gradient matrix: an orthonormal basis ``Q [r, d_in]`` of its top-``r``
     right singular vectors, ``r`` = the number of singular values above ``tol`` (absolute, as the
-    official code counts them)."""
+    official code counts them) and above the perturbation's floor.
 
-    def __init__(self, grad: Tensor, tol: float) -> None:
+    Args:
+        grad: the weight gradient ``[d_out, d_in]``.
+        tol: the rank tolerance (absolute).
+        noise: per-entry standard deviation of additive noise in ``grad`` (0 for a gradient).
+        drift: relative change of the layer's input rows while the update was made.
+    """
+
+    def __init__(self, grad: Tensor, tol: float, noise: float = 0.0, drift: float = 0.0) -> None:
         g = grad.detach().to(torch.float64)
         _, s, vh = torch.linalg.svd(g, full_matrices=False)
         self.singular_values = s
-        self.rank = int((s > tol).sum())
+        self.floor = 2 * noise * (g.size(0) ** 0.5 + g.size(1) ** 0.5)
+        self.rank = int((s > max(tol, self.floor)).sum())
         self.basis = vh[: self.rank]
         self.dim = g.size(1)
+        self.drift = drift
+        # each kept direction's expected turn out of the clean span, per unit of its coordinate
+        self.turn = noise * g.size(0) ** 0.5 / s[: self.rank] if noise > 0 else None
+
+    def slack(self, coords: Tensor) -> Tensor | float:
+        """What the perturbations may add to the L1 residual of unit rows with ``coords`` on the
+        basis: ``sqrt(d_in) (drift + 2 rho)``; 0 for an unperturbed gradient."""
+        if self.turn is None and self.drift == 0:
+            return 0.0
+        rho = 0.0 if self.turn is None else (coords * self.turn.to(coords.dtype)).norm(dim=1)
+        return self.dim ** 0.5 * (self.drift + 2 * rho)
 
     @property
     def saturated(self) -> bool:
@@ -34,15 +72,15 @@ class RowSpace:
         return self.rank >= self.dim
 
     def distance(self, z: Tensor, chunk: int = 16384) -> Tensor:
-        """L1 norm of the residual of each unit-normalised row of ``z [B, d_in]`` (zero rows get
-        +inf: no input row of a real graph is zero)."""
+        """L1 norm of the residual of each unit-normalised row of ``z [B, d_in]``, less its
+        :meth:`slack` (zero rows get +inf: no input row of a real graph is zero)."""
         out = []
         q = self.basis
         for part in torch.split(z.to(torch.float64), chunk):
             norm = part.norm(dim=1, keepdim=True)
             unit = part / norm.clamp(min=1e-300)
-            residual = unit - (unit @ q.T) @ q
-            d = residual.abs().sum(1)
+            coords = unit @ q.T
+            d = (unit - coords @ q).abs().sum(1) - self.slack(coords)
             out.append(torch.where(norm[:, 0] > 0, d, torch.full_like(d, float("inf"))))
         return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
@@ -54,8 +92,9 @@ class RowSpace:
         q32 = self.basis.to(torch.float32)
         part = z.to(torch.float32)
         unit = part / part.norm(dim=1, keepdim=True).clamp(min=1e-30)
-        l2_sq = (1 - (unit @ q32.T).pow(2).sum(1)).clamp(min=0)
-        return torch.nonzero(l2_sq < (2 * tau) ** 2 + 1e-4).flatten()
+        coords = unit @ q32.T
+        l2_sq = (1 - coords.pow(2).sum(1)).clamp(min=0)
+        return torch.nonzero(l2_sq < (2 * (tau + self.slack(coords))) ** 2 + 1e-4).flatten()
 
     def passing(self, z: Tensor, tau: float, chunk: int = 65536) -> tuple[Tensor, Tensor]:
         """``(indices, distances)`` of the rows of ``z`` whose :meth:`distance` is below ``tau``:

@@ -117,6 +117,16 @@ def test_epoch_sampling_covers_the_partition_before_repeating():
     assert len(batches) == 2 and all(len(b) == 4 for b in batches)
 
 
+def test_repeat_sampling_trains_one_batch_per_round_at_every_step():
+    from clients.training import round_batches
+
+    idx = np.arange(10, 20)
+    rounds = [round_batches("repeat", idx, 2, 3, r, seed=0, client_key=0) for r in range(1, 6)]
+    assert all(len(b) == 3 and all((s == b[0]).all() for s in b) for b in rounds)
+    assert sorted(int(v) for b in rounds for v in b[0]) == list(range(10, 20))  # the partition, walked
+    assert all((round_batches("epoch", idx, 2, 1, r, 0, 0)[0] == b[0]).all() for r, b in enumerate(rounds, 1))
+
+
 def test_dp_sgd_epsilon_accumulates_in_the_node_state_across_rounds(tmp_path):
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2", "federation.rounds=2",
                                 "defenses=[{name: dp_sgd, noise_multiplier: 1.0, clip: 1.0}]"])

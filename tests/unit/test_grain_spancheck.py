@@ -23,3 +23,24 @@ def test_residual_is_l1_of_the_unit_candidate_and_zero_rows_fail():
     assert torch.isinf(d[3])
     assert space.rank == 2 and not space.saturated
     assert RowSpace(torch.eye(3), tol=1e-9).saturated
+
+
+def test_noisy_gradients_leave_true_rows_the_predicted_residual():
+    """A rank-6 gradient plus Gaussian noise: singular values of noise alone are not counted, and
+    a true row's residual is what the first-order turn of the kept directions predicts."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 40, generator=gen, dtype=torch.float64)  # the input rows
+    d = torch.randn(6, 80, generator=gen, dtype=torch.float64) * torch.logspace(0, -3, 6, dtype=torch.float64)[:, None]
+    noise = 1e-6
+    grad = d.T @ x + noise * torch.randn(80, 40, generator=gen, dtype=torch.float64)
+    space = RowSpace(grad, tol=1e-12, noise=noise)
+    assert RowSpace(grad, tol=1e-12).rank == 40 and space.rank == 6
+    unit = x / x.norm(dim=1, keepdim=True)
+    coords = unit @ space.basis.T
+    residual = (unit - coords @ space.basis).norm(dim=1)
+    rho = (space.slack(coords) / 40 ** 0.5) / 2  # slack = sqrt(d_in) (drift + 2 rho), drift 0
+    assert ((residual / rho > 0.3) & (residual / rho < 2.0)).all()
+    assert (space.distance(x) < 0).all()  # within their slack
+    others = torch.randn(100, 40, generator=gen, dtype=torch.float64)
+    assert (space.distance(others) > 1.0).all()
+    assert RowSpace(d.T @ x, tol=1e-12).slack(coords) == 0.0  # a clean gradient: the paper's check

@@ -128,6 +128,8 @@ def test_make_strategy_builds_the_configured_flower_strategy():
     strategy = make_strategy(config, None)
     assert isinstance(strategy, CuriousFedAvgM)
     assert (strategy.server_learning_rate, strategy.server_momentum) == (0.5, 0.9)
+    assert not strategy.same_batch
+    assert make_strategy(load_config(None, ["train.sampling=repeat"]), None).same_batch  # the server's own setting
 
 
 def test_keys_a_strategy_does_not_take_are_refused():

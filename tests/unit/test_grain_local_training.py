@@ -1,0 +1,78 @@
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from attacks.base import AttackContext, Budget
+from attacks.grain import GRAIN
+from attacks.grain.local_training import LocalTraining
+from attacks.grain.scorer import GradientScorer
+from clients.training import fedavg_weights
+from fedgraph_sim.metrics import gsm
+from tests.unit.grain_cases import dense_adj, molecule, observed, victim
+
+
+def fedavg_update(smiles: str, steps: int = 5, lr: float = 0.01, dtype=torch.float32):
+    """What the server sees when a client trains ``steps`` SGD steps on one molecule."""
+    g, _ = molecule(smiles)
+    graph = g.clone()
+    graph.x = graph.x.to(dtype)
+    model = copy.deepcopy(victim("gcn")).to(dtype)
+    weights, _ = fedavg_weights(model, [[graph]] * steps, lr, loss="bce")
+    update, knowledge = observed(smiles)
+    update = dataclasses.replace(update, returned={k: v.numpy() for k, v in weights.items()},
+                                 kind="weights", local_steps=steps, lr=lr, same_batch=True)
+    return update, knowledge, g
+
+
+def test_a_gradient_has_no_perturbation_and_weights_have_their_rounding():
+    update, _ = observed("CCO")
+    assert LocalTraining.of(update) == LocalTraining(0.01, 1)
+    fedavg, _, _ = fedavg_update("CC(=O)Oc1ccccc1C(=O)O")
+    exact, _, _ = fedavg_update("CC(=O)Oc1ccccc1C(=O)O", dtype=torch.float64)  # the same training, unrounded
+    training = LocalTraining.of(fedavg)
+    name = "convs.0.lin.weight"
+    error = fedavg.gradient[name] - exact.gradient[name]
+    moved = torch.from_numpy(fedavg.returned[name] != fedavg.global_weights[name])
+    assert training.changed[name] == moved.sum() < 0.5 * moved.numel()  # the features aspirin has
+    assert error[~moved].std() < 0.05 * training.noise[name]  # entries never moved: almost no rounding
+    assert 0.8 < error[moved].std().item() / training.noise[name] < 1.25  # the model predicts the rest
+    assert training.replays and training.change[name] > 0
+    order = ["convs.0.lin.weight", "convs.1.lin.weight", "classifier.0.weight", "classifier.0.bias"]
+    assert training.drift("convs.0.lin.weight", order) == 0.0  # layer 1 sees the data itself
+    assert training.drift("classifier.0.weight", order) == pytest.approx(
+        training.change["convs.0.lin.weight"] + training.change["convs.1.lin.weight"])
+
+
+def test_the_replayed_local_training_matches_at_the_truth():
+    """Replayed in float64, five steps on the true molecule give the client's pseudo-gradient up to
+    the client's rounding, and within the exactness slack; one step of the wrong label does not."""
+    update, knowledge, g = fedavg_update("CC(=O)Oc1ccccc1C(=O)O")
+    model = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    scorer = GradientScorer(model, update.gradient, g.x.double(), "bce", 2, steps=5, lr=0.01)
+    edges = [tuple(e) for e in torch.nonzero(torch.triu(dense_adj(g))).tolist()]
+    by_label = [scorer.gap(grads) for grads in scorer.label_gradients(list(range(g.num_nodes)), edges)]
+    slack = LocalTraining.of(update).exact_slack([n for n, _ in model.named_parameters()])
+    assert by_label[int(g.y)] < 1e-6 + slack < by_label[1 - int(g.y)]
+
+
+@pytest.mark.parametrize("smiles", ["OCC(O)CO", "CC(=O)Oc1ccccc1C(=O)O", "CC(C)Cc1ccc(cc1)C(C)C(=O)O"])
+def test_a_five_step_fedavg_update_of_one_molecule_is_recovered_exactly(smiles):
+    update, knowledge, g = fedavg_update(smiles)
+    assert "needs the exact gradient" in GRAIN().not_applicable(update, knowledge)
+    attack = GRAIN(local_steps=True)
+    assert attack.not_applicable(update, knowledge) is None
+    rec, = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    assert rec.info["exact"] == 1 and rec.info["attack_input"] == "simulated_local_training"
+    assert gsm(rec.x, rec.adj, g.x, dense_adj(g), knowledge.schema)["full_iso"] == 1.0
+    assert rec.label == int(g.y)
+
+
+def test_local_steps_on_different_batches_are_not_applicable():
+    update, knowledge, _ = fedavg_update("CCO")
+    walked = dataclasses.replace(update, same_batch=False)
+    assert GRAIN(local_steps=True).not_applicable(walked, knowledge) == (
+        "5 local steps on different batches: GRAIN replays local steps on one batch (train.sampling=repeat)")
+    assert np.isclose(LocalTraining.of(update).lr, 0.01)
