@@ -80,7 +80,8 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
         else:
             update, loss = fedavg_weights(model, batches, lr, gradient_fn, config.train.loss)
     if bool(settings.get("audit", True)) and config.attack.selects_client(partition_id):
-        AuditStore(run_dir).write(AuditRecord(round_, partition_id, [g for b in batches for g in b], steps))
+        trained = batches[:1] if config.train.sampling == "repeat" else batches  # the graphs behind the update
+        AuditStore(run_dir).write(AuditRecord(round_, partition_id, [g for b in trained for g in b], steps))
     # The defended quantity is the update itself: the gradient, or the weight delta in FedAvg.
     if steps == 1:
         update = defenses.apply(update, defense_rng)

@@ -26,7 +26,8 @@ OPTIONAL = ("smiles", "node_y", "train_mask", "center")
 class AuditRecord:
     round: int
     client_key: int
-    graphs: list[Data]  # in batch order; for FedAvg, the batches of all local steps in order
+    graphs: list[Data]  # in batch order; for FedAvg, the batches of all local steps in order (one
+    # batch when every step trains the same one, train.sampling: repeat)
     steps: int
 
 
