@@ -31,7 +31,9 @@ checks run on the batch's union unchanged; the search builds complete graphs, in
 ``batch_search_share`` of the budget each, every one started from blocks no search has started from
 and that the best batch so far leaves unexplained; the batch is read from the candidates'
 gradients (``batch.py``) and is exact when its replayed mean gradient is; one reconstruction per
-member. A batch whose layer-1 gradient has full rank is not applicable.
+member. 1-hop blocks of degree >= 3 take only neighbour types witnessed by other blocks
+(``blocks.witnessed_one_hop_blocks``): a batch's T0 holds every degree for many types. A batch
+whose layer-1 gradient has full rank is not applicable.
 FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
 (``train.sampling: repeat``), read as the pseudo-gradient. The rank cutoffs and residual
 thresholds widen by what the server can bound from the update (the client's float32 rounding, the
@@ -53,7 +55,8 @@ import torch
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
                           Requirements, register)
 from attacks.grain.batch import BatchAssembler, neighbourhood, unexplained_first
-from attacks.grain.blocks import Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
+from attacks.grain.blocks import (Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks,
+                                  witnessed_one_hop_blocks)
 from attacks.grain.build import PartialGraph, SearchBudget, preference, search
 from attacks.grain.embed import SUPPORTED, StarLayer
 from attacks.grain.local_training import LocalTraining
@@ -227,7 +230,8 @@ class _Run:
 
         layer1 = StarLayer(self.model, 0, nodes.x)
         one_hop_deadline = time.monotonic() + p.one_hop_seconds
-        one_hop = self.stage("one_hop", one_hop_blocks, layer1, deg, spaces[1], tau=p.tau_one_hop,
+        enumerate_one_hop = one_hop_blocks if self.batch is None else witnessed_one_hop_blocks
+        one_hop = self.stage("one_hop", enumerate_one_hop, layer1, deg, spaces[1], tau=p.tau_one_hop,
                              max_combinations=p.max_one_hop_combinations,
                              expired=lambda: self.expired() or time.monotonic() > one_hop_deadline)
         self.info.update(one_hop_candidates=one_hop.candidates, one_hop_kept=len(one_hop))

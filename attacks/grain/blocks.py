@@ -106,37 +106,55 @@ def _gcn_sums(layer1: StarLayer, deg: Tensor) -> Tensor:
 
 
 def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
-                   max_combinations: float, expired: Callable[[], bool], screen: bool = True) -> OneHopBlocks:
+                   max_combinations: float, expired: Callable[[], bool], screen: bool = True,
+                   centres_together: bool = True, degrees: set[int] | None = None, centres: set[int] | None = None,
+                   neighbours: set[int] | None = None, including: set[int] | None = None) -> OneHopBlocks:
     """Every centre type with every multiset of ``deg[c]`` neighbour types (neighbours of degree
     0 excluded), span-checked at layer 2. A degree whose ``|T0|^k`` exceeds ``max_combinations``
     is skipped, as the official code does. For GCN, candidates are screened in float32 from
     shared neighbour sums (``RowSpace.plausible``) and the survivors checked exactly (``screen``
-    off: every candidate checked exactly, the same result, slower; for benchmarks)."""
-    types = deg.numel()
+    off: every candidate checked exactly, the same result, slower; for benchmarks), all centres of
+    a degree at once on each chunk of neighbour multisets (``centres_together`` off: one centre
+    at a time, the same result; for benchmarks).
+    ``degrees``, ``centres`` and ``neighbours`` restrict the enumeration to those centre degrees,
+    centre types and neighbour types (``|T0|`` then counts the neighbour types allowed);
+    ``including`` to the multisets holding at least one of those types."""
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
+    if neighbours is not None:
+        allowed = allowed[torch.tensor([int(t) in neighbours for t in allowed], dtype=torch.bool)]
+    types = deg.numel() if neighbours is None else allowed.numel()
     q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" and screen else None
     bias = None if layer1.conv.bias is None else layer1.conv.bias.detach().float()
     kept_c, kept_n, kept_s, kept_d, total = [], [], [], [], 0
-    for k in sorted({int(d) for d in deg.tolist() if d > 0}):
-        if types ** k > max_combinations:
+    for k in sorted({int(d) for d in deg.tolist() if d > 0 and (degrees is None or d in degrees)}):
+        if types ** k > max_combinations or allowed.numel() == 0:
             continue
-        centres = torch.nonzero(deg == k).flatten().tolist()
+        of_degree = [c for c in torch.nonzero(deg == k).flatten().tolist() if centres is None or c in centres]
+        if not of_degree:
+            continue
         for combos in _multisets(allowed, k):
             if expired():
                 break
-            sums = q[combos].sum(1) if q is not None else None
-            for c in centres:
-                total += combos.size(0)
-                if sums is not None:  # GCN: a cheap float32 screen first
-                    pre = (q[c] + sums) / float(deg[c] + 1) ** 0.5
-                    candidates = space.plausible(layer1.act(pre if bias is None else pre + bias), tau)
-                else:
-                    candidates = torch.arange(combos.size(0))
-                if candidates.numel() == 0:
+            if including is not None:
+                combos = combos[torch.isin(combos, torch.tensor(sorted(including))).any(1)]
+                if combos.numel() == 0:
                     continue
-                nbrs = combos[candidates]
-                centre = torch.full((nbrs.size(0),), c, dtype=torch.long)
+            sums = q[combos].sum(1) if q is not None else None
+            step = max(1, 65536 // combos.size(0)) if centres_together else 1  # centres screened together
+            for first in range(0, len(of_degree), step):
+                group = torch.tensor(of_degree[first:first + step])
+                total += group.numel() * combos.size(0)
+                if sums is not None:  # GCN: a cheap float32 screen first, every centre at once
+                    pre = (q[group][:, None] + sums[None]) / (deg[group].float() + 1).sqrt()[:, None, None]
+                    pre = pre if bias is None else pre + bias
+                    hits = space.plausible(layer1.act(pre).reshape(-1, pre.size(-1)), tau)
+                    centre, nbrs = group[hits // combos.size(0)], combos[hits % combos.size(0)]
+                else:
+                    centre = group.repeat_interleave(combos.size(0))
+                    nbrs = combos.repeat(group.numel(), 1)
+                if centre.numel() == 0:
+                    continue
                 states = layer1(centre, nbrs, torch.ones_like(nbrs, dtype=torch.bool), deg[centre], deg[nbrs])
                 keep, dist = space.passing(states, tau)
                 kept_c.append(centre[keep])
@@ -151,6 +169,48 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     rows = [tuple(r) for n in kept_n for r in n.tolist()]
     nbrs, mask = _padded(rows, width)
     return OneHopBlocks(torch.cat(kept_c), nbrs, mask, torch.cat(kept_s), torch.cat(kept_d), total)
+
+
+def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
+                             max_combinations: float, expired: Callable[[], bool],
+                             screen: bool = True) -> OneHopBlocks:
+    """T1* for a batch (our extension, with GRAIN's ``batches``): the union of several graphs'
+    node rows spans one-hot combinations no graph has, so T0 holds every value of a block (the
+    degree above all) for many types, and ``|T0|^3`` or ``|T0|^4`` neighbour multisets are out of
+    reach. Centres of degree 1 and 2 take every neighbour type; every type in a passing block is
+    then *witnessed*, and centres of degree 3 and more take neighbours among the witnessed types
+    only, until no new type is witnessed. A true centre is found whenever its neighbours' types are
+    witnessed, which holds for every atom next to an atom of degree <= 2, and then for theirs (a
+    graph with no node of degree <= 2 is missed)."""
+    def types_in(blocks: OneHopBlocks) -> set[int]:
+        return set(blocks.centre.tolist()) | set(blocks.nbrs[blocks.mask].tolist())
+
+    low = {d for d in deg.unique().tolist() if 0 < d <= 2}
+    high = {d for d in deg.unique().tolist() if d > 2}
+    blocks = one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=float("inf"), expired=expired,
+                            screen=screen, degrees=low)
+    witnessed, new = types_in(blocks), None
+    while high and not expired():  # each round only the multisets with a newly witnessed type
+        more = one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=max_combinations,
+                              expired=expired, screen=screen, degrees=high, neighbours=witnessed,
+                              including=new)
+        blocks = _concat(blocks, more)
+        new = types_in(more) - witnessed
+        if not new:
+            break
+        witnessed |= new
+    return blocks
+
+
+def _concat(a: OneHopBlocks, b: OneHopBlocks) -> OneHopBlocks:
+    width = max(a.nbrs.size(1), b.nbrs.size(1))
+
+    def pad(t: Tensor, fill) -> Tensor:
+        return torch.nn.functional.pad(t, (0, width - t.size(1)), value=fill)
+
+    return OneHopBlocks(torch.cat([a.centre, b.centre]), torch.cat([pad(a.nbrs, 0), pad(b.nbrs, 0)]),
+                        torch.cat([pad(a.mask, False), pad(b.mask, False)]), torch.cat([a.states, b.states]),
+                        torch.cat([a.distance, b.distance]), a.candidates + b.candidates)
 
 
 def _gluings(one_hop: OneHopBlocks, i: int, deg: Tensor, by_centre: dict[int, list[int]],

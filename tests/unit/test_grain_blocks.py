@@ -71,3 +71,55 @@ def test_structure_filter_drops_a_block_nothing_covers():
     assert everything[-1].slots == orphan.slots and everything[-1].score == float("inf")
     scores = {b.slots: b.score for b in passing}
     assert scores[inner.slots] == pytest.approx(0.2 + 0.1 + 0.1)  # itself, then the leaf block twice
+
+
+def test_a_batch_finds_its_high_degree_blocks_among_witnessed_neighbours():
+    """Three molecules in one gradient: T0 holds types of every degree that no molecule has. The
+    witnessed enumeration finds the full one's blocks of degree <= 2, and of its blocks of higher
+    degree those whose neighbours are all witnessed, every true block among them, checking a
+    fraction of the candidates."""
+    from clients.training import mean_gradient
+    from attacks.grain.blocks import witnessed_one_hop_blocks
+
+    smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "C1CCNCC1"]
+    graphs = [molecule(s)[0] for s in smiles]
+    schema = molecule(smiles[0])[1]
+    grads, _ = mean_gradient(victim("gcn"), graphs, "bce")
+    grads = {k: v.double() for k, v in grads.items()}
+    nodes = propose_nodes(schema, grads["convs.0.lin.weight"], tol=1e-7, tau=1e-3, group_size=10_000,
+                          abort_size=2_000_000)
+    deg = schema.degrees(nodes.x.float())
+    index = {tuple(r): i for i, r in enumerate(nodes.categories.tolist())}
+    layer1 = StarLayer(copy.deepcopy(victim("gcn")).double(), 0, nodes.x)
+    space = RowSpace(grads["convs.1.lin.weight"], 1e-7)
+    full = one_hop_blocks(layer1, deg, space, tau=1e-2, max_combinations=float("inf"), expired=NEVER)
+    witnessed = witnessed_one_hop_blocks(layer1, deg, space, tau=1e-2, max_combinations=1e8, expired=NEVER)
+    as_set = lambda t1: {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}  # noqa: E731
+    low = lambda blocks: {b for b in blocks if int(deg[b[0]]) <= 2}  # noqa: E731
+    assert low(as_set(witnessed)) == low(as_set(full)) and as_set(witnessed) < as_set(full)
+    assert witnessed.candidates < full.candidates / 3
+    order = lambda ts: tuple(sorted(ts, key=lambda t: (-int(deg[t]), t)))  # noqa: E731
+    for g in graphs:
+        types = [index[tuple(r)] for r in schema.decode(g.x).tolist()]
+        nbrs = neighbours(g)
+        assert {(types[v], order(types[u] for u in nbrs[v])) for v in range(g.num_nodes)} <= as_set(witnessed)
+    true_types = {index[tuple(r)] for g in graphs for r in schema.decode(g.x).tolist()}
+    assert len(nodes.x) > len(true_types)  # the union's span admits types no molecule has
+
+
+def test_restricted_enumerations_take_only_what_they_are_given():
+    deg, t1, _, _, _ = true_blocks("CC(=O)Oc1ccccc1C(=O)O")
+    update, knowledge = observed("CC(=O)Oc1ccccc1C(=O)O")
+    g, schema = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    nodes = propose_nodes(schema, update.gradient["convs.0.lin.weight"], tol=1e-7, tau=1e-3,
+                          group_size=10_000, abort_size=2_000_000)
+    layer1 = StarLayer(copy.deepcopy(victim("gcn")).double(), 0, nodes.x)
+    space = RowSpace(update.gradient["convs.1.lin.weight"], 1e-7)
+    some = {int(t) for t in t1.nbrs[0][t1.mask[0]]}
+    kw = dict(tau=1e-2, max_combinations=1e8, expired=NEVER)
+    only = one_hop_blocks(layer1, deg, space, degrees={2}, neighbours=some, including={min(some)}, **kw)
+    assert all(int(deg[c]) == 2 for c in only.centre)
+    assert all(set(only.neighbours(i)) <= some and min(some) in only.neighbours(i) for i in range(len(only)))
+    everything = {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}
+    assert {(int(only.centre[i]), only.neighbours(i)) for i in range(len(only))} == {
+        b for b in everything if int(deg[b[0]]) == 2 and set(b[1]) <= some and min(some) in b[1]}
