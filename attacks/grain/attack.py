@@ -38,7 +38,9 @@ FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps
 (``train.sampling: repeat``), read as the pseudo-gradient. The rank cutoffs and residual
 thresholds widen by what the server can bound from the update (the client's float32 rounding, the
 drift of deeper layers' inputs; ``local_training.py``), and the exactness test replays the ``K``
-steps, within the rounding's expected distance.
+steps, within the rounding's expected distance. An update that does not stand clear of its
+rounding (a layer with no direction above it, or a rounding distance over a tenth of the update)
+fails with the reason: matching it would match noise.
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -204,9 +206,16 @@ class _Run:
         for k, space in enumerate(spaces, 1):
             self.info[f"rank_{k}"] = space.rank
         for name, space in zip(self.names, spaces):
+            if space.rank == 0 and space.floor > 0:
+                raise AttackFailed(f"the update of {name} lies within the client's float32 rounding (no "
+                                   f"singular value above {space.floor:.1e}): it tells nothing exactly")
             if space.rank >= min(self.grad[name].shape):
                 raise AttackFailed(f"gradient of {name} has full rank {space.rank}: the graph may have "
                                    "as many nodes as the layer is wide (n >= d), out of GRAIN's scope")
+        signal = float(torch.stack([g.norm() for g in self.grad.values()]).mean())  # a zero gradient's distance
+        if self.exact_tol > 0.1 * signal:
+            raise AttackFailed(f"the update stands within 10x of its float32 rounding (expected rounding "
+                               f"distance {self.exact_tol:.1e}, update {signal:.1e}): no replay can be told exact")
         try:
             nodes = self.stage("t0", propose_nodes, schema, self.grad[self.names[0]], tol=p.tol_node,
                                tau=p.tau_node, group_size=p.group_size, abort_size=p.abort_size,

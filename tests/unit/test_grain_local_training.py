@@ -76,3 +76,13 @@ def test_local_steps_on_different_batches_are_not_applicable():
     assert GRAIN(local_steps=True).not_applicable(walked, knowledge) == (
         "5 local steps on different batches: GRAIN replays local steps on one batch (train.sampling=repeat)")
     assert np.isclose(LocalTraining.of(update).lr, 0.01)
+
+
+def test_an_update_lost_in_its_rounding_fails_with_the_reason():
+    """At lr 1e-6 five steps move each float32 weight by less than its rounding: nothing in the
+    update can be matched, and the attack says so instead of matching noise."""
+    from attacks.base import AttackFailed
+
+    update, knowledge, _ = fedavg_update("CC(=O)Oc1ccccc1C(=O)O", lr=1e-6)
+    with pytest.raises(AttackFailed, match="within the client's float32 rounding"):
+        GRAIN(local_steps=True).reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(30)))
