@@ -1,0 +1,109 @@
+"""GRAIN where federations train: seconds per molecule by batch size and local steps, with the
+quality each bought.
+
+    python benchmarks/bench_grain_training.py [--graphs 40] [--budget 120] [--settings 1x1 4x1 1x5]
+
+Victims: the first ``--graphs`` molecules of the seed-42 shuffle of Tox21 (grain_training.yaml's),
+GRAIN's GCN at its initial weights. A setting ``BxK`` attacks one update per ``B`` consecutive
+molecules: a FedSGD step on the batch (``K`` = 1, the [ext] ``batches`` option when ``B`` > 1) or
+``K`` local SGD steps of lr 0.01 on one molecule (the [ext] ``local_steps`` option). The budget is
+``--budget`` seconds per molecule (``B`` times that per update). Printed per setting: seconds per
+molecule (an update's time over its molecules; median and p90), the molecules matched exactly, and
+the ratio of each setting's median seconds per molecule to ``1x1``'s (a batch of 4 in at most 4x
+the time of one molecule is a ratio of at most 1). Without FEDGRAPH_DATA_ROOT it runs on
+``synthetic`` with a degree block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+import torch
+
+import attacks  # noqa: F401
+from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
+from attacks.grain import GRAIN
+from clients.training import fedavg_weights, mean_gradient
+from fedgraph_sim.config import load_config
+from fedgraph_sim.data import available_datasets
+from fedgraph_sim.evaluation.batch import batch_assignment
+from fedgraph_sim.metrics import gsm
+from fedgraph_sim.models import GraphClassifier, to_dense
+from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.threat import ObservedUpdate
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def update_of(model, graphs, steps: int) -> ObservedUpdate:
+    """What the server receives: the batch's gradient, or the weights after ``steps`` SGD steps."""
+    weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    if steps == 1:
+        grad, _ = mean_gradient(model, graphs, "bce")
+        returned, kind = {k: v.numpy() for k, v in grad.items()}, "gradient"
+    else:
+        back, _ = fedavg_weights(copy.deepcopy(model), [graphs] * steps, 0.01, loss="bce")
+        returned, kind = {k: v.numpy() for k, v in back.items()}, "weights"
+    return ObservedUpdate(round=1, client_key=0, global_weights=weights, returned=returned, kind=kind,
+                          num_examples=len(graphs), metrics={}, lr=0.01, local_steps=steps,
+                          batch_size=len(graphs), same_batch=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--graphs", type=int, default=40)
+    parser.add_argument("--budget", type=float, default=120.0, help="seconds per molecule")
+    parser.add_argument("--settings", nargs="+", default=["1x1", "2x1", "4x1", "1x2", "1x5"],
+                        help="BxK: batch size B, local steps K")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    dataset = "Tox21" if "Tox21" in available_datasets() else "synthetic"
+    data = (["data.features=grain", "data.task=SR-p53"] if dataset == "Tox21" else
+            ["data.degree_feature=true", "data.options={num_graphs: 200}"])
+    config = load_config(None, [
+        f"data.dataset={dataset}", *data, f"data.subset={args.graphs}", "data.subset_seed=42",
+        "federation.num_clients=1", "partition.min_partition_size=1", "train.loss=bce",
+        "model={conv: gcn, hidden: 300, conv_bias: false, last_activation: false, readout: mlp, "
+        "readout_hidden: [300, 64], readout_input: concat_input, readout_placement: per_node}"])
+    scenario = build_scenario(config)
+    knowledge = attacker_knowledge(config, scenario)
+    ds = scenario.dataset
+    torch.manual_seed(config.seed)
+    model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+    victims = [ds.graphs[int(i)] for i in scenario.clients[0]]
+
+    medians = {}
+    for setting in args.settings:
+        b, k = (int(v) for v in setting.split("x"))
+        attack = GRAIN(batches=b > 1, local_steps=k > 1)
+        per_graph, exact = [], 0
+        for first in range(0, len(victims) - b + 1, b):
+            graphs = victims[first:first + b]
+            update = update_of(model, graphs, k)
+            start = time.perf_counter()
+            try:
+                recs = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(args.budget * b)))
+            except (AttackFailed, AttackTimeout):
+                recs = []
+            per_graph.append((time.perf_counter() - start) / b)
+            if recs:
+                order = batch_assignment(recs, graphs, ds.schema)
+                for j, g in zip(order, graphs):
+                    _, adj, _ = to_dense(g)
+                    exact += int(gsm(recs[j].x, recs[j].adj, g.x, adj[0], ds.schema)["full_iso"] == 1.0)
+        medians[setting] = statistics.median(per_graph)
+        print(f"{setting}: {len(per_graph)} updates, seconds per molecule median {medians[setting]:.2f}, "
+              f"p90 {percentile(per_graph, 0.9):.1f}; exact {exact} of {len(per_graph) * b}", flush=True)
+    if "1x1" in medians:
+        print("median seconds per molecule against 1x1: " + ", ".join(
+            f"{s} {m / medians['1x1']:.1f}x" for s, m in medians.items() if s != "1x1"))
+
+
+if __name__ == "__main__":
+    main()
