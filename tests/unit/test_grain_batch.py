@@ -106,3 +106,21 @@ def test_the_next_search_starts_where_the_batch_is_unexplained():
     same_centre = Block(1, ((0, ()), (0, ())))
     new_type = Block(5, ((1, (0,)),))
     assert unexplained_first([explained, same_centre, new_type], [built]) == [new_type, same_centre, explained]
+
+
+def test_the_secure_aggregate_of_two_clients_is_a_batch_of_two():
+    """Behind secure aggregation the server sees the example-weighted mean of the clients' FedSGD
+    gradients: for GRAIN, one batch of every client's graphs."""
+    from server.strategy import secure_aggregate
+
+    smiles = ["CCO", "Cc1ccccc1"]
+    updates = [dataclasses.replace(observed(s)[0], client_key=k) for k, s in enumerate(smiles)]
+    aggregate = secure_aggregate(updates)
+    assert aggregate.observed == "secure_aggregate" and aggregate.num_examples == 2
+    knowledge = observed(smiles[0])[1]
+    recs = GRAIN(batches=True).reconstruct(aggregate, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    graphs = [molecule(s)[0] for s in smiles]
+    order = batch_assignment(recs, graphs, knowledge.schema)
+    assert all(r.info["exact"] == 1 for r in recs)
+    assert [gsm(recs[j].x, recs[j].adj, g.x, dense_adj(g), knowledge.schema)["full_iso"]
+            for j, g in zip(order, graphs)] == [1.0, 1.0]
