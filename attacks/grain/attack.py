@@ -40,7 +40,8 @@ thresholds widen by what the server can bound from the update (the client's floa
 drift of deeper layers' inputs; ``local_training.py``), and the exactness test replays the ``K``
 steps, within the rounding's expected distance. An update that does not stand clear of its
 rounding (a layer with no direction above it, or a rounding distance over a tenth of the update)
-fails with the reason: matching it would match noise.
+fails with the reason: matching it would match noise (a molecule the model already fits, late in
+training, can give such an update).
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of

@@ -10,11 +10,10 @@ GRAIN's official code does; everything is float64 and the basis comes from an ex
 A FedAvg update read as a gradient carries a perturbation the server can bound
 (``local_training.py``): noise ``E`` of per-entry standard deviation ``noise`` (the client's float32
 rounding), whose spectral norm is about ``noise (sqrt(m) + sqrt(n))`` for an ``m x n`` matrix, and a
-relative ``drift`` of the layer's input rows over the local steps. The noise turns each
-direction ``v_i`` out of the clean span by about ``noise sqrt(m) / sigma_i`` (first-order
-perturbation of the SVD); a direction is kept only while that turn is at most 0.1 (where the first
-order holds) and its singular value is above twice the noise's spectral norm (``floor``). A true
-row whose unit vector has coordinates ``a_i`` on the kept basis is then expected to leave a
+relative ``drift`` of the layer's input rows over the local steps. Singular values under twice
+the noise's spectral norm are not counted (``floor``). The noise turns each kept direction ``v_i``
+out of the clean span by about ``noise sqrt(m) / sigma_i`` (first-order perturbation of the SVD),
+so a true row whose unit vector has coordinates ``a_i`` on the kept basis is expected to leave a
 residual of L2 norm
 
 .. math::
@@ -50,7 +49,7 @@ class RowSpace:
         g = grad.detach().to(torch.float64)
         _, s, vh = torch.linalg.svd(g, full_matrices=False)
         self.singular_values = s
-        self.floor = noise * max(2 * (g.size(0) ** 0.5 + g.size(1) ** 0.5), 10 * g.size(0) ** 0.5)
+        self.floor = 2 * noise * (g.size(0) ** 0.5 + g.size(1) ** 0.5)
         self.rank = int((s > max(tol, self.floor)).sum())
         self.basis = vh[: self.rank]
         self.dim = g.size(1)

@@ -79,10 +79,14 @@ def test_local_steps_on_different_batches_are_not_applicable():
 
 
 def test_an_update_lost_in_its_rounding_fails_with_the_reason():
-    """At lr 1e-6 five steps move each float32 weight by less than its rounding: nothing in the
-    update can be matched, and the attack says so instead of matching noise."""
+    """At lr 1e-7 five steps move each float32 weight by less than its rounding: nothing in the
+    update can be matched, and the attack says so instead of matching noise. At lr 1e-6 the
+    update stands clear of its rounding but its weak directions drown: no graph is called exact."""
     from attacks.base import AttackFailed
 
-    update, knowledge, _ = fedavg_update("CC(=O)Oc1ccccc1C(=O)O", lr=1e-6)
+    update, knowledge, _ = fedavg_update("CC(=O)Oc1ccccc1C(=O)O", lr=1e-7)
     with pytest.raises(AttackFailed, match="within the client's float32 rounding"):
         GRAIN(local_steps=True).reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(30)))
+    update, knowledge, _ = fedavg_update("CC(=O)Oc1ccccc1C(=O)O", lr=1e-6)
+    rec, = GRAIN(local_steps=True).reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(30)))
+    assert rec.info["exact"] == 0
