@@ -35,7 +35,9 @@ member. 1-hop blocks of degree >= 3 take only neighbour types witnessed by other
 (``blocks.witnessed_one_hop_blocks``): a batch's T0 holds every degree for many types. A batch
 whose layer-1 gradient has full rank is not applicable.
 FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
-(``train.sampling: repeat``), read as the pseudo-gradient. The rank cutoffs and residual
+(``train.sampling: repeat``), read as the pseudo-gradient; steps on different batches are, with
+``batches``, one batch of all their graphs, read from one-step gradients and replayed in every
+order over the steps. The rank cutoffs and residual
 thresholds widen by what the server can bound from the update (the client's float32 rounding, the
 drift of deeper layers' inputs; ``local_training.py``), and the exactness test replays the ``K``
 steps, within the rounding's expected distance. An update that does not stand clear of its
@@ -124,20 +126,21 @@ class GRAIN(Attack):
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
+        graphs = update.num_graphs
         if not update.exact:
             if not self.params.local_steps:  # unreachable through the base check; kept explicit
                 return "needs the exact gradient (attack.params.<name>.local_steps=true reads FedAvg updates)"
-            if not update.same_batch:
-                return (f"{update.local_steps} local steps on different batches: GRAIN replays local "
-                        "steps on one batch (train.sampling=repeat)")
-        if update.num_examples != 1:
+            if update.observed == "secure_aggregate":
+                return "behind secure aggregation the server sees the mean of several clients' local training"
+        if graphs != 1:
             if not self.params.batches:
-                return (f"needs one graph; the update was computed on {update.num_examples} "
+                return (f"needs one graph; the update was computed on {graphs} "
                         "(attack.params.<name>.batches=true extends GRAIN to batches)")
             first = update.gradient.get("convs.0.lin.weight")
-            if first is not None and RowSpace(first, self.params.tol_node).rank >= min(first.shape):
+            noise = LocalTraining.of(update).noise.get("convs.0.lin.weight", 0.0) if self.params.local_steps else 0.0
+            if first is not None and RowSpace(first, self.params.tol_node, noise).rank >= min(first.shape):
                 return (f"the batch's layer-1 gradient has full rank {min(first.shape)}: its "
-                        f"{update.num_examples} graphs may hold as many nodes as the layer is wide")
+                        f"{graphs} graphs may hold as many nodes as the layer is wide")
         m = knowledge.model
         if m.get("conv", "gcn") not in SUPPORTED:
             return f"needs GCN or GAT layers (model.conv is {m.get('conv')})"
@@ -177,7 +180,8 @@ class _Run:
             self.info.update(attack_input="simulated_local_training", local_steps=self.training.steps)
         self.best: tuple[float, PartialGraph | None, int] = (float("inf"), None, 0)
         self.scorer: GradientScorer | None = None
-        self.batch_size = update.num_examples
+        self.batch_size = update.num_graphs  # a batch per local step, unless every step trained one
+        self.per_step = 0 if update.exact or update.same_batch else update.batch_size
         self.batch: BatchAssembler | None = None
         self.deg: list[int] = []
 
@@ -230,7 +234,8 @@ class _Run:
         deg = schema.degrees(nodes.x.float())
         self.deg = [int(d) for d in deg]
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
-                                     self.knowledge.num_classes, self.training.steps, self.training.lr)
+                                     self.knowledge.num_classes, self.training.steps, self.training.lr,
+                                     per_step=self.per_step)
         if self.batch_size > 1:
             self.batch = BatchAssembler(self.scorer, self.batch_size, coordinates=p.batch_coordinates,
                                         exact_tol=self.exact_tol, seed=self.ctx.seed)

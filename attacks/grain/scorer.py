@@ -9,10 +9,15 @@ official code's distance; the paper writes the Frobenius norm), with the label t
 gradient the client sent (``batch.py``). A FedAvg update (``steps`` > 1) is matched by replaying
 the client's local training: ``steps`` plain SGD steps of ``lr`` on the candidate from the round's
 weights, compared as the pseudo-gradient ``(W_0 - W_K) / (lr * steps)``
-(``local_training.py``).
+(``local_training.py``). When each step trained a different batch of ``per_step`` graphs
+(``train.sampling`` random or epoch), a candidate graph's column is its one-step gradient (the
+batch fit is then first-order in the weights' drift) and a batch is replayed in every order of its
+members over the steps (at most ``max_orders``), the closest order counting.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import torch
 from torch import Tensor
@@ -29,12 +34,16 @@ class GradientScorer:
         type_rows: the node feature rows that candidates index (T0).
         loss: the training loss; num_classes: the labels a candidate may carry.
         steps, lr: the client's local training (1 step: a gradient).
+        per_step: the graphs each step trained when the steps trained different batches (0: every
+            step trained the whole batch).
+        max_orders: the most orders of a batch's members over the steps a replay tries.
     """
 
     def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], type_rows: Tensor,
-                 loss: str, num_classes: int, steps: int = 1, lr: float = 1.0) -> None:
+                 loss: str, num_classes: int, steps: int = 1, lr: float = 1.0, per_step: int = 0,
+                 max_orders: int = 720) -> None:
         self.model, self.loss, self.num_classes = model, loss, num_classes
-        self.steps, self.lr = steps, lr
+        self.steps, self.lr, self.per_step, self.max_orders = steps, lr, per_step, max_orders
         self.names = [n for n, _ in model.named_parameters()]
         self.params = [p for _, p in model.named_parameters()]
         self.target = [observed[name].to(torch.float64) for name, _ in model.named_parameters()]
@@ -54,8 +63,8 @@ class GradientScorer:
         """The candidate's parameter gradients for each possible label: ``[label][tensor]``."""
         self.evaluations += 1
         x, adj = self.dense(types, edges)
-        if self.steps > 1:
-            return [self.replay(x, adj, torch.tensor([c])) for c in range(self.num_classes)]
+        if self.steps > 1 and not self.per_step:
+            return [self.replay([(x, adj, torch.tensor([c]), None)] * self.steps) for c in range(self.num_classes)]
         logits = self.model.forward_dense(x, adj)
         out = []
         for c in range(self.num_classes):
@@ -63,17 +72,17 @@ class GradientScorer:
             out.append([g.detach() for g in torch.autograd.grad(loss, self.params, retain_graph=c < self.num_classes - 1)])
         return out
 
-    def replay(self, x: Tensor, adj: Tensor, labels: Tensor, mask: Tensor | None = None) -> list[Tensor]:
-        """The pseudo-gradient of ``steps`` SGD steps on one batch (``x [B, N, F]``, or one graph
-        ``[N, F]``), as the client trains."""
+    def replay(self, batches: list[tuple[Tensor, Tensor, Tensor, Tensor | None]]) -> list[Tensor]:
+        """The pseudo-gradient of one SGD step on each of ``batches`` in turn (``(x [B, N, F], adj,
+        labels, mask)``, or one graph ``x [N, F]`` without mask), as the client trains."""
         dense = DenseForward(self.model)
         weights = {f"model.{n}": p.detach() for n, p in zip(self.names, self.params)}
-        for _ in range(self.steps):
+        for x, adj, labels, mask in batches:
             weights = {k: w.requires_grad_() for k, w in weights.items()}
             logits = functional_call(dense, weights, (x, adj, mask))
             grads = torch.autograd.grad(classification_loss(logits, labels, self.loss), list(weights.values()))
             weights = {k: (w - self.lr * g).detach() for (k, w), g in zip(weights.items(), grads)}
-        scale = self.lr * self.steps
+        scale = self.lr * len(batches)
         return [(p.detach() - weights[f"model.{n}"]) / scale for n, p in zip(self.names, self.params)]
 
     def gap(self, grads: list[Tensor]) -> float:
@@ -89,15 +98,29 @@ class GradientScorer:
             grads = [(self.label_gradients(types, edges)[y], k) for types, edges, y, k in members]
             return self.gap([sum(g[i] * k for g, k in grads) / total for i in range(len(self.target))])
         self.evaluations += 1
-        graphs = [self.dense(types, edges) for types, edges, _, k in members for _ in range(k)]
-        n = max(x.size(0) for x, _ in graphs)
+        graphs = [(self.dense(types, edges), y) for types, edges, y, k in members for _ in range(k)]
+        if not self.per_step:
+            return self.gap(self.replay([self.padded(graphs)] * self.steps))
+        owner = [m for m, (*_, k) in enumerate(members) for _ in range(k)]
+        best, seen = float("inf"), set()
+        for order in itertools.islice(itertools.permutations(range(len(graphs))), self.max_orders):
+            chunks = [order[t:t + self.per_step] for t in range(0, len(order), self.per_step)]
+            key = tuple(tuple(sorted(owner[i] for i in chunk)) for chunk in chunks)
+            if key in seen:  # the same batches in the same order of steps
+                continue
+            seen.add(key)
+            best = min(best, self.gap(self.replay([self.padded([graphs[i] for i in chunk]) for chunk in chunks])))
+        return best
+
+    def padded(self, graphs: list[tuple[tuple[Tensor, Tensor], int]]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``((x, adj), label)`` pairs as one padded dense batch ``(x, adj, labels, mask)``."""
+        n = max(x.size(0) for (x, _), _ in graphs)
         x = torch.zeros(len(graphs), n, self.type_rows.size(1), dtype=torch.float64)
         adj = torch.zeros(len(graphs), n, n, dtype=torch.float64)
         mask = torch.zeros(len(graphs), n, dtype=torch.bool)
-        for b, (xb, ab) in enumerate(graphs):
+        for b, ((xb, ab), _) in enumerate(graphs):
             x[b, : xb.size(0)], adj[b, : ab.size(0), : ab.size(0)], mask[b, : xb.size(0)] = xb, ab, True
-        labels = torch.tensor([y for _, _, y, k in members for _ in range(k)])
-        return self.gap(self.replay(x, adj, labels, mask))
+        return x, adj, torch.tensor([y for _, y in graphs]), mask
 
     def distance(self, types, edges) -> tuple[float, int]:
         """The smallest distance over the labels, and the label that attains it."""
