@@ -23,7 +23,7 @@ from torch import Tensor
 from torch.func import functional_call
 
 from attacks.common.distances import DISTANCES
-from fedgraph_sim.models import GraphClassifier, classification_loss
+from fedgraph_sim.models import DenseForward, GraphClassifier, classification_loss
 from fedgraph_sim.threat import ObservedUpdate
 
 
@@ -32,17 +32,6 @@ def simulation_problem(update: ObservedUpdate) -> str | None:
     if update.observed == "secure_aggregate" and not update.exact:
         return "behind secure aggregation the server sees the mean of several clients' local training"
     return None
-
-
-class _Dense(torch.nn.Module):
-    """The model's dense forward as ``forward``, for ``functional_call`` with stepped weights."""
-
-    def __init__(self, model: GraphClassifier) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
-        return self.model.forward_dense(x, adj, mask)
 
 
 class GradientMatcher:
@@ -60,7 +49,7 @@ class GradientMatcher:
         self.target = [observed[n].to(dtype) for n, _ in named]
         self.distance: Callable[[Sequence[Tensor], Sequence[Tensor]], Tensor] = DISTANCES[distance]
         self.local_steps, self.lr, self.batch_size = local_steps, lr, batch_size
-        self._dense = _Dense(model)
+        self._dense = DenseForward(model)
 
     @classmethod
     def for_update(cls, model: GraphClassifier, update: ObservedUpdate, distance: str = "l2",

@@ -107,7 +107,7 @@ def _gcn_sums(layer1: StarLayer, deg: Tensor) -> Tensor:
 
 def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
                    max_combinations: float, expired: Callable[[], bool], screen: bool = True,
-                   centres_together: bool = True, degrees: set[int] | None = None, centres: set[int] | None = None,
+                   centres_together: bool = True, degrees: set[int] | None = None,
                    neighbours: set[int] | None = None, including: set[int] | None = None) -> OneHopBlocks:
     """Every centre type with every multiset of ``deg[c]`` neighbour types (neighbours of degree
     0 excluded), span-checked at layer 2. A degree whose ``|T0|^k`` exceeds ``max_combinations``
@@ -116,8 +116,8 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     off: every candidate checked exactly, the same result, slower; for benchmarks), all centres of
     a degree at once on each chunk of neighbour multisets (``centres_together`` off: one centre
     at a time, the same result; for benchmarks).
-    ``degrees``, ``centres`` and ``neighbours`` restrict the enumeration to those centre degrees,
-    centre types and neighbour types (``|T0|`` then counts the neighbour types allowed);
+    ``degrees`` and ``neighbours`` restrict the enumeration to those centre degrees and neighbour
+    types (``|T0|`` then counts the neighbour types allowed);
     ``including`` to the multisets holding at least one of those types."""
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
@@ -130,9 +130,7 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     for k in sorted({int(d) for d in deg.tolist() if d > 0 and (degrees is None or d in degrees)}):
         if types ** k > max_combinations or allowed.numel() == 0:
             continue
-        of_degree = [c for c in torch.nonzero(deg == k).flatten().tolist() if centres is None or c in centres]
-        if not of_degree:
-            continue
+        of_degree = torch.nonzero(deg == k).flatten().tolist()
         for combos in _multisets(allowed, k):
             if expired():
                 break
