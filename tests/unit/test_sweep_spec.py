@@ -87,6 +87,19 @@ def test_a_settings_axis_is_a_grid_of_run_config_keys():
         build_sweep({**spec, "axes": {"settings": ["batch_size=4"]}}, Path("."))
 
 
+def test_a_labelled_setting_names_its_fixed_keys_and_shows_the_swept_ones():
+    from fedgraph_sim.runtime.sweeps.spec import expand_settings
+
+    item = {"label": "wide", "model.hidden": 300, "train.lr": [0.1, 0.3]}
+    assert expand_settings(item, 0) == [("wide,lr=0.1", {"model.hidden": 300, "train.lr": 0.1}),
+                                        ("wide,lr=0.3", {"model.hidden": 300, "train.lr": 0.3})]
+    assert expand_settings({"label": "wide", "model.hidden": 300}, 0) == [("wide", {"model.hidden": 300})]
+    for bad, message in [({"label": "a b", "model.hidden": 300}, "axes.settings.2.label"),
+                         ({"label": "wide"}, "a label needs run-config keys")]:
+        with pytest.raises(ConfigError, match=message):
+            expand_settings(bad, 2)
+
+
 def test_fedgig_fig2_varies_one_amc_setting_at_a_time_around_the_defaults():
     from attacks.base import build_attack
     from fedgraph_sim.runtime.sweeps.spec import load_sweep

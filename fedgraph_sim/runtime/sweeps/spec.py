@@ -16,6 +16,7 @@
       settings:                          # each item: dotted run-config keys; list values are grids
         - {train.batch_size: [1, 4, 16]}
         - {train.local_steps: 5, train.batch_size: 4}
+        - {label: wide, model.hidden: 300, train.lr: [0.1, 0.3]}   # "wide,lr=0.1", "wide,lr=0.3"
 
 One federation runs per (dataset, setting, defense setting, seed), capturing what the server
 observes; one cell per (federation, attack) replays the capture to that attack. Everything is
@@ -111,16 +112,24 @@ def expand_defenses(item: Any, index: int) -> list[DefenseSetting]:
 
 
 def expand_settings(item: Any, index: int) -> list[tuple[str, dict]]:
-    """One settings-axis item (dotted keys, list values as grids) -> ``(label, overrides)`` each."""
+    """One settings-axis item (dotted keys, list values as grids) -> ``(label, overrides)`` each.
+    An item's ``label`` names it in place of its fixed keys (a model, say); the swept keys follow."""
     require(isinstance(item, dict) and item and all(isinstance(k, str) for k in item), f"axes.settings.{index}",
             "each item is a mapping of dotted run-config keys, e.g. {train.batch_size: [1, 4]}")
+    item = dict(item)
+    name = item.pop("label", None)
+    require(name is None or (isinstance(name, str) and re.fullmatch(r"[\w.-]+", name)),
+            f"axes.settings.{index}.label", f"a name of letters, digits, '_', '.' or '-' (got {name!r})")
+    require(bool(item), f"axes.settings.{index}", "a label needs run-config keys to name")
     grid = [(k, v if isinstance(v, list) else [v]) for k, v in item.items()]
     for key, values in grid:
         require(len(values) > 0, f"axes.settings.{index}.{key}", "an empty grid")
+    shown = [k for k, values in grid if name is None or len(values) > 1]
     out = []
     for combo in itertools.product(*[values for _, values in grid]):
         overrides = dict(zip((k for k, _ in grid), combo))
-        out.append((",".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in overrides.items()), overrides))
+        label = ",".join([name] * (name is not None) + [f"{k.rsplit('.', 1)[-1]}={overrides[k]}" for k in shown])
+        out.append((label, overrides))
     return out
 
 
