@@ -1,8 +1,10 @@
-"""The one error type users see.
+"""The error types users see.
 
 Anything a user can get wrong (a name, a number, a missing data folder) raises
 :class:`ConfigError` with a single line that names the key, says why, and lists the valid choices.
-Entry points print that line and exit with code 2; they never show a traceback for it.
+Entry points print that line and exit with code 2; they never show a traceback for it. A run whose
+results would mean nothing (no client turn of a round succeeded) raises :class:`RunFailed`: one
+line, exit code 1, the rows written so far kept.
 """
 
 
@@ -10,6 +12,12 @@ class ConfigError(ValueError):
     """Bad input, reported as one line and exit code 2 by every entry point."""
 
     exit_code = 2
+
+
+class RunFailed(RuntimeError):
+    """A run that cannot stand as a result, reported as one line and exit code 1."""
+
+    exit_code = 1
 
 
 def require(condition: bool, key: str, reason: str) -> None:

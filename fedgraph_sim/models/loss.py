@@ -23,7 +23,10 @@ LOSSES = ("cross_entropy", "bce", "mse")
 
 def _probabilities(target: Tensor, num_classes: int) -> Tensor:
     if target.dtype == torch.long:
-        return torch.nn.functional.one_hot(target, num_classes).to(torch.get_default_dtype())
+        # a comparison, not F.one_hot, whose range check reads the labels' values: DP-SGD takes
+        # per-graph gradients of this loss under torch.func.vmap, where that cannot run
+        classes = torch.arange(num_classes, device=target.device)
+        return (target.unsqueeze(-1) == classes).to(torch.get_default_dtype())
     return target
 
 

@@ -20,7 +20,7 @@ import logging
 import sys
 import warnings
 
-from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.errors import ConfigError, RunFailed
 
 STAT_COLUMNS = ("name", "source", "graphs", "classes", "feature_width", "mean_nodes", "max_nodes")
 
@@ -183,6 +183,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as exc:
+    except (ConfigError, RunFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return ConfigError.exit_code
+        return exc.exit_code

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, defense_label, merge_tree, to_yaml, validate_config
-from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.errors import ConfigError, RunFailed
 from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.plugins import load_plugins
@@ -103,6 +103,7 @@ class Session:
         self.rounds_task = None
         self.strategy = None  # the curious strategy the ServerApp runs (its timings)
         self.baseline = None  # the centralised baseline, from the first evaluation on
+        self.untrained: tuple[int, str] | None = None  # the first round in which every client failed
         if run_dir is not None:
             self.open(run_dir)
 
@@ -126,6 +127,8 @@ class Session:
         """The strategy's view of a round: its updates and its failed client turns."""
         for failure in failures:
             log.warning("round %d, client %s failed: %s", failure.round, failure.client_key, failure.reason)
+        if failures and not updates and self.untrained is None:  # the global model did not move
+            self.untrained = (failures[0].round, failures[0].reason)
         if self.capture and (updates or failures):
             from server.attack_runner import is_selected
 
@@ -162,6 +165,15 @@ class Session:
         summary = summarize(with_utility(read_rows(self.run_dir), final_utility(self.run_dir)))
         write_summary(self.run_dir, summary)
         return summary
+
+    def check_trained(self) -> None:
+        """Raise :class:`RunFailed` when in some round every client turn failed: the federation's
+        utility and every later round's attacks would describe a model nobody trained."""
+        if self.untrained is not None:
+            round_, reason = self.untrained
+            raise RunFailed(f"round {round_}: every client turn failed, the first with {reason.splitlines()[0][:200]}; "
+                            f"the run's rows are kept in {self.run_dir}, but its results describe a model "
+                            "that did not train")
 
     def close(self) -> None:
         """Stop the attack workers (idempotent)."""

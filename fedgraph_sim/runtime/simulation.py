@@ -84,6 +84,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
                    "total": end - start}
         summary = session.finish()
         log.info("timings: %s", timings)
+        session.check_trained()
         return RunResult(run_dir, summary, timings)
     except BaseException:
         with contextlib.suppress(Exception):

@@ -15,14 +15,19 @@ def setup(n=5, **model_kw):
     return GraphClassifier(4, 2, **model_kw), make_synthetic(num_graphs=n, seed=1).graphs
 
 
-@pytest.mark.parametrize("model_kw", [{}, {"pool": "sum", "layers": 3}, {"readout": "mlp"}])
-def test_per_graph_gradients_equal_the_per_graph_loop(model_kw):
+GRAIN_VICTIM = {"hidden": 32, "conv_bias": False, "last_activation": False, "readout": "mlp",
+                "readout_hidden": [32, 8], "readout_input": "concat_input", "readout_placement": "per_node"}
+
+
+@pytest.mark.parametrize("model_kw, loss", [({}, "cross_entropy"), ({"pool": "sum", "layers": 3}, "cross_entropy"),
+                                            ({"readout": "mlp"}, "cross_entropy"), (GRAIN_VICTIM, "bce")])
+def test_per_graph_gradients_equal_the_per_graph_loop(model_kw, loss):
     model, graphs = setup(**model_kw)
     assert len({g.num_nodes for g in graphs}) > 1  # padding is exercised
-    grads, losses = per_graph_gradients(model, graphs)
+    grads, losses = per_graph_gradients(model, graphs, loss)
     for i, g in enumerate(graphs):
-        single, loss = mean_gradient(model, [g])
-        assert float(losses[i]) == pytest.approx(loss, rel=1e-5)
+        single, loss_i = mean_gradient(model, [g], loss)
+        assert float(losses[i]) == pytest.approx(loss_i, rel=1e-5)
         for name, value in single.items():
             assert torch.allclose(grads[name][i], value, atol=1e-6), (i, name)
 

@@ -163,3 +163,26 @@ def test_a_session_audits_only_rounds_an_attack_or_a_capture_reads():
     assert not silent.audits(1)
     captured = Session(load_config(None, ["data.dataset=synthetic", "attack.names=[]"]), capture=True)
     assert captured.audits(1)
+
+
+def test_a_run_in_which_every_client_failed_a_round_is_not_a_result(tmp_path):
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.errors import RunFailed
+    from fedgraph_sim.runtime.session import Session
+    from fedgraph_sim.threat import ClientFailure
+
+    session = Session(load_config(None, ["data.dataset=synthetic", "attack.names=[]", "federation.rounds=2"]),
+                      run_dir=tmp_path)
+    try:
+        session.observer([], [ClientFailure(1, 0, "RuntimeError: vmap\nmore"), ClientFailure(1, 1, "RuntimeError")])
+        with pytest.raises(RunFailed, match=r"round 1: every client turn failed, the first with RuntimeError: vmap;") as info:
+            session.check_trained()
+        assert "\n" not in str(info.value)
+    finally:
+        session.close()
+    fine = Session(load_config(None, ["data.dataset=synthetic", "attack.names=[]"]), run_dir=tmp_path / "fine")
+    try:
+        fine.observer([], [])  # a round with no turn at all is not a failed one
+        fine.check_trained()
+    finally:
+        fine.close()

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 
-from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.errors import ConfigError, RunFailed
 from fedgraph_sim.runtime.reproduction import case_grid, load_reproduction, markdown, size_buckets, table_columns
 
 
@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     for case, config, session, run_dir in zip(cases, configs, sessions, earlier):
         start = time.time()
         if run_dir is None:
-            result = run(config, session=session)
+            try:
+                result = run(config, session=session)
+            except RunFailed as exc:  # the cases before it are in the table already
+                print(f"error: case {case.label}: {exc}", file=sys.stderr)
+                return exc.exit_code
             run_dir, summary = result.run_dir, result.summary
             note = (f"{config.federation.rounds} rounds; run `{run_dir}`; "
                     f"{time.time() - start:.0f} s (attacks {result.timings['attacks']:.0f} s)")

@@ -16,7 +16,7 @@ import sys
 
 
 from fedgraph_sim.config import DEFAULT_ROUND, load_config, to_yaml
-from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.errors import ConfigError, RunFailed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         with progress:
             result = run(config, session=session)
-    except ConfigError as exc:
+    except (ConfigError, RunFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return ConfigError.exit_code
+        return exc.exit_code
 
     from fedgraph_sim.report.headline import draw_exact, headline
     from fedgraph_sim.report.terminal import print_summary
