@@ -55,6 +55,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
@@ -126,6 +127,8 @@ class GRAIN(Attack):
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
+        if not all(np.isfinite(v).all() for v in update.returned.values()):
+            return "the update holds non-finite values (the client's training diverged): no rank to read"
         graphs = update.num_graphs
         if not update.exact:
             if not self.params.local_steps:  # unreachable through the base check; kept explicit

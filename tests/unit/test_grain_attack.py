@@ -64,6 +64,9 @@ def test_requirements_name_their_reason():
     assert "degree as a feature" in attack.not_applicable(update, plain)
     batch = dataclasses.replace(update, batch_size=2, num_examples=2)
     assert "needs one graph; the update was computed on 2" in attack.not_applicable(batch, knowledge)
+    diverged = dataclasses.replace(update, returned={**update.returned, "convs.0.lin.weight":
+                                                     update.returned["convs.0.lin.weight"] * float("nan")})
+    assert "non-finite values" in attack.not_applicable(diverged, knowledge)
 
 
 def test_a_graph_as_wide_as_the_layers_is_out_of_scope():
