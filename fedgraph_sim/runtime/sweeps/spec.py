@@ -128,7 +128,7 @@ def expand_settings(item: Any, index: int) -> list[tuple[str, dict]]:
     out = []
     for combo in itertools.product(*[values for _, values in grid]):
         overrides = dict(zip((k for k, _ in grid), combo))
-        label = ",".join([name] * (name is not None) + [f"{k.rsplit('.', 1)[-1]}={overrides[k]}" for k in shown])
+        label = ",".join(([name] if name else []) + [f"{k.rsplit('.', 1)[-1]}={overrides[k]}" for k in shown])
         out.append((label, overrides))
     return out
 
