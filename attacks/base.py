@@ -50,7 +50,12 @@ class AttackFailed(RuntimeError):
 class Budget:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
+        self.started = time.monotonic()
+        self.deadline = self.started + seconds
+
+    def elapsed(self) -> float:
+        """Seconds since the budget started, on the clock its deadline is kept on."""
+        return time.monotonic() - self.started
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
