@@ -44,6 +44,10 @@ steps, within the rounding's expected distance. An update that does not stand cl
 rounding (a layer with no direction above it, or a rounding distance over a tenth of the update)
 fails with the reason: matching it would match noise (a molecule the model already fits, late in
 training, can give such an update).
+Searches in turns ([ext] ``restarts``, off in paper mode): when the search from the top 3 blocks
+ends without an exact graph and budget is left, another starts from the next 3 blocks no search
+has started from, and so on. The widened checks of a FedAvg update pass more blocks than a
+gradient's, so the true graph's blocks can rank below the first three.
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -96,6 +100,11 @@ class GRAIN(Attack):
         structure_filter: bool = True
         min_ring: int = 5
         start_blocks: int = 3
+        # [ext] a search from ``start_blocks`` blocks that ends without an exact graph, with budget
+        # left, is followed by one from the next blocks no search has started from, until one is
+        # exact or the budget is spent (the official code stops after the first; a batch always
+        # searches in turns)
+        restarts: bool = False
         seeds_per_block: int = 6
         grad_evals: int = 500
         dfs_pass_seconds: float = 900.0
@@ -288,38 +297,44 @@ class _Run:
                               total_seconds=p.dfs_total_seconds, overlap_seconds=p.overlap_seconds,
                               score_complete=p.score_complete, prefer_smaller=p.prefer_smaller)
         passes = [passing] + ([backup] if p.backup_pass and backup != passing else [])
-        if self.batch is None:
+        if self.batch is None and not p.restarts:
             result = self.stage("dfs", search, passes, self.deg, self.score, budget=budget,
                                 exact_tol=self.exact_tol, min_ring=p.min_ring, expired=self.expired)
             steps, evaluations, exact, timed_out = result.steps, result.evaluations, result.exact, result.timed_out
         else:
-            steps, evaluations, exact = self.stage("dfs", self.search_batch, passes, budget)
+            steps, evaluations, exact, searches = self.stage("dfs", self.search_in_turns, passes, budget)
             timed_out = self.expired()
+            self.info["dfs_searches"] = searches
         self.info.update(dfs_steps=steps, dfs_evaluations=evaluations)
         self.ctx.progress(5, 5)
         return self.finish("dfs" if exact else ("timeout" if timed_out else "best"))
 
-    def search_batch(self, passes: list[list[Block]], budget: SearchBudget) -> tuple[int, int, bool]:
-        """Searches of ``batch_search_share`` of the time budget each, every one started from the
-        blocks that the best batch so far leaves unexplained, until the batch is exact or the
-        budget is spent: one search would spend it all around its first blocks, which belong to
-        one graph of the batch."""
-        steps = evaluations = 0
+    def search_in_turns(self, passes: list[list[Block]], budget: SearchBudget) -> tuple[int, int, bool, int]:
+        """Searches in turns, each started from ``start_blocks`` blocks that no earlier search
+        started from, until one is exact or the budget is spent. A batch's searches get
+        ``batch_search_share`` of the time budget each and start from the blocks that the best
+        batch so far leaves unexplained: one search would spend it all around its first blocks,
+        which belong to one graph of the batch. Returns the steps, evaluations, exactness and
+        number of searches."""
+        steps = evaluations = searches = 0
         started: set = set()
-        while not (self.batch.exact or self.expired()):
-            members = [g for g, _ in self.batch.best[1]]
+        exact = False
+        share = 1.0 if self.batch is None else self.p.batch_search_share
+        while not (exact or self.expired()):
+            members = [] if self.batch is None else [g for g, _ in self.batch.best[1]]
             ordered = [unexplained_first(b, members, started) for b in passes]
             starts = [b for b in ordered[0] if PartialGraph.from_block(b).dangling(self.deg)
                       and neighbourhood(b) not in started][: budget.start_blocks]
             if not starts:
                 break  # every block has started a search
             started |= {neighbourhood(b) for b in starts}
-            deadline = time.monotonic() + self.p.batch_search_share * self.ctx.budget.seconds
+            deadline = time.monotonic() + share * self.ctx.budget.seconds
             result = search(ordered, self.deg, self.score,
                             budget=budget, exact_tol=self.exact_tol, min_ring=self.p.min_ring,
                             expired=lambda: self.expired() or time.monotonic() > deadline)
-            steps, evaluations = steps + result.steps, evaluations + result.evaluations
-        return steps, evaluations, self.batch.exact
+            steps, evaluations, searches = steps + result.steps, evaluations + result.evaluations, searches + 1
+            exact = result.exact if self.batch is None else self.batch.exact
+        return steps, evaluations, exact, searches
 
     def finish(self, found: str, failure: str | None = None) -> list[Reconstruction]:
         if self.batch is not None:

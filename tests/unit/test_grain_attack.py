@@ -111,6 +111,32 @@ def test_a_spent_budget_times_out_or_returns_the_best_graph_so_far(monkeypatch):
     assert rec.info["exact"] == 0 and rec.num_nodes > 1 and torch.isfinite(rec.x).all()
 
 
+def test_restarts_search_again_from_blocks_no_search_started_from(monkeypatch):
+    """The first search is made to find nothing: paper mode stops there, with ``restarts`` the
+    next search starts from other blocks and recovers the molecule."""
+    import attacks.grain.attack as grain_attack
+    from attacks.grain.batch import neighbourhood
+    from attacks.grain.build import PartialGraph, SearchResult
+
+    real_search, starts = grain_attack.search, []
+
+    def first_search_finds_nothing(passes, deg, score, **kwargs):
+        first = [b for b in passes[0] if PartialGraph.from_block(b).dangling(deg)][: kwargs["budget"].start_blocks]
+        starts.append({neighbourhood(b) for b in first})
+        if len(starts) == 1:
+            return SearchResult(None, float("inf"), False, 0, 0, False)
+        return real_search(passes, deg, score, **kwargs)
+
+    monkeypatch.setattr(grain_attack, "search", first_search_finds_nothing)
+    with pytest.raises(AttackFailed):
+        run("CC(=O)Oc1ccccc1C(=O)O")
+    assert len(starts) == 1
+    starts.clear()
+    rec, scores = run("CC(=O)Oc1ccccc1C(=O)O", restarts=True)
+    assert rec.info["exact"] == 1 and scores["full_iso"] == 1.0 and rec.info["dfs_searches"] == 2
+    assert len(starts) == 2 and not starts[0] & starts[1]
+
+
 @pytest.mark.realdata
 def test_prefer_smaller_recovers_a_molecule_whose_double_cover_is_found_first(data_root):
     """4-methoxyphenol: the search meets an 18-atom double cover (same gradient under mean
