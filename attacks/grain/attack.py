@@ -314,24 +314,28 @@ class _Run:
         started from, until one is exact or the budget is spent. A batch's searches get
         ``batch_search_share`` of the time budget each and start from the blocks that the best
         batch so far leaves unexplained: one search would spend it all around its first blocks,
-        which belong to one graph of the batch. Returns the steps, evaluations, exactness and
-        number of searches."""
+        which belong to one graph of the batch (the gluing candidates too are taken in that
+        order); a single graph's searches glue in the blocks' score order. Returns the steps,
+        evaluations, exactness and number of searches."""
         steps = evaluations = searches = 0
         started: set = set()
         exact = False
         share = 1.0 if self.batch is None else self.p.batch_search_share
         while not (exact or self.expired()):
-            members = [] if self.batch is None else [g for g, _ in self.batch.best[1]]
-            ordered = [unexplained_first(b, members, started) for b in passes]
-            starts = [b for b in ordered[0] if PartialGraph.from_block(b).dangling(self.deg)
-                      and neighbourhood(b) not in started][: budget.start_blocks]
+            ordered = passes
+            if self.batch is not None:
+                ordered = [unexplained_first(b, [g for g, _ in self.batch.best[1]], started) for b in passes]
+            before = frozenset(started)
+            starts = [b for b in ordered[0] if neighbourhood(b) not in before
+                      and PartialGraph.from_block(b).dangling(self.deg)][: budget.start_blocks]
             if not starts:
                 break  # every block has started a search
             started |= {neighbourhood(b) for b in starts}
             deadline = time.monotonic() + share * self.ctx.budget.seconds
             result = search(ordered, self.deg, self.score,
                             budget=budget, exact_tol=self.exact_tol, min_ring=self.p.min_ring,
-                            expired=lambda: self.expired() or time.monotonic() > deadline)
+                            expired=lambda: self.expired() or time.monotonic() > deadline,
+                            skip_start=lambda b: neighbourhood(b) in before)
             steps, evaluations, searches = steps + result.steps, evaluations + result.evaluations, searches + 1
             exact = result.exact if self.batch is None else self.batch.exact
         return steps, evaluations, exact, searches

@@ -298,9 +298,10 @@ class SearchResult:
 
 def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph], float], *,
            budget: SearchBudget, exact_tol: float, min_ring: int,
-           expired: Callable[[], bool]) -> SearchResult:
-    """Depth-first search over gluings (Alg. 4), started from the best-scored blocks; a second
-    pass uses the backup blocks when the first finds no exact graph. With ``prefer_smaller`` an
+           expired: Callable[[], bool], skip_start: Callable[[Block], bool] = lambda b: False) -> SearchResult:
+    """Depth-first search over gluings (Alg. 4), started from the best-scored blocks (those
+    ``skip_start`` rejects excepted: an earlier search started there); a second pass uses the
+    backup blocks when the first finds no exact graph. With ``prefer_smaller`` an
     exact graph that may be a cover of a smaller one does not end the search: it goes on among
     smaller graphs, and the smallest exact graph found is returned."""
     start = time.monotonic()
@@ -323,7 +324,8 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
         by_centre: dict[int, list[Block]] = {}
         for b in blocks:
             by_centre.setdefault(b.centre, []).append(b)
-        starts = [b for b in blocks if PartialGraph.from_block(b).dangling(deg)][: budget.start_blocks]
+        starts = [b for b in blocks if not skip_start(b) and PartialGraph.from_block(b).dangling(deg)]
+        starts = starts[: budget.start_blocks]
         for block in starts:
             root = PartialGraph.from_block(block)
             v = root.dangling(deg)[0]

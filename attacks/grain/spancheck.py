@@ -71,18 +71,28 @@ class RowSpace:
         (``n >= width``) and the check cannot filter."""
         return self.rank >= self.dim
 
-    def distance(self, z: Tensor, chunk: int = 16384) -> Tensor:
-        """L1 norm of the residual of each unit-normalised row of ``z [B, d_in]``, less its
-        :meth:`slack` (zero rows get +inf: no input row of a real graph is zero)."""
-        out = []
+    def residual(self, z: Tensor, chunk: int = 16384) -> tuple[Tensor, Tensor]:
+        """``(residual, slack)`` of each row of ``z [B, d_in]``: the L1 norm of its unit row's
+        residual after projection on the span (zero rows get +inf: no input row of a real graph
+        is zero) and its :meth:`slack`."""
+        residuals, slacks = [], []
         q = self.basis
         for part in torch.split(z.to(torch.float64), chunk):
             norm = part.norm(dim=1, keepdim=True)
             unit = part / norm.clamp(min=1e-300)
             coords = unit @ q.T
-            d = (unit - coords @ q).abs().sum(1) - self.slack(coords)
-            out.append(torch.where(norm[:, 0] > 0, d, torch.full_like(d, float("inf"))))
-        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+            r = (unit - coords @ q).abs().sum(1)
+            residuals.append(torch.where(norm[:, 0] > 0, r, torch.full_like(r, float("inf"))))
+            slacks.append(torch.as_tensor(self.slack(coords), dtype=torch.float64).expand_as(r))
+        if not residuals:
+            return torch.zeros(0, dtype=torch.float64), torch.zeros(0, dtype=torch.float64)
+        return torch.cat(residuals), torch.cat(slacks)
+
+    def distance(self, z: Tensor, chunk: int = 16384) -> Tensor:
+        """L1 norm of the residual of each unit-normalised row of ``z [B, d_in]``, less its
+        :meth:`slack`: what is compared with the threshold."""
+        r, slack = self.residual(z, chunk)
+        return r - slack
 
     def plausible(self, z: Tensor, tau: float) -> Tensor:
         """Indices of the rows of ``z`` that may pass ``distance < tau``: the residual's L2 norm,
@@ -97,11 +107,14 @@ class RowSpace:
         return torch.nonzero(l2_sq < (2 * (tau + self.slack(coords))) ** 2 + 1e-4).flatten()
 
     def passing(self, z: Tensor, tau: float, chunk: int = 65536) -> tuple[Tensor, Tensor]:
-        """``(indices, distances)`` of the rows of ``z`` whose :meth:`distance` is below ``tau``:
-        the same rows as thresholding :meth:`distance`, the exact float64 distance computed only
-        for the :meth:`plausible` ones."""
+        """``(indices, residuals)`` of the rows of ``z`` whose :meth:`distance` is below ``tau``:
+        the same rows as thresholding :meth:`distance`, computed in float64 only for the
+        :meth:`plausible` ones. The rows come with their :meth:`residual`, not their distance: the
+        slack is an allowance for the perturbation, not evidence of fit, and it varies with a
+        row's coordinates, so ranking by distance would favour rows on weak directions (in
+        paper mode the two are equal)."""
         index = torch.cat([start + self.plausible(z[start:start + chunk], tau)
                            for start in range(0, z.size(0), chunk)] or [torch.zeros(0, dtype=torch.long)])
-        d = self.distance(z[index])
-        ok = d < tau
-        return index[ok], d[ok]
+        r, slack = self.residual(z[index])
+        ok = r - slack < tau
+        return index[ok], r[ok]

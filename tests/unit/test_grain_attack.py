@@ -121,7 +121,9 @@ def test_restarts_search_again_from_blocks_no_search_started_from(monkeypatch):
     real_search, starts = grain_attack.search, []
 
     def first_search_finds_nothing(passes, deg, score, **kwargs):
-        first = [b for b in passes[0] if PartialGraph.from_block(b).dangling(deg)][: kwargs["budget"].start_blocks]
+        skip = kwargs.get("skip_start", lambda b: False)
+        first = [b for b in passes[0] if not skip(b) and PartialGraph.from_block(b).dangling(deg)]
+        first = first[: kwargs["budget"].start_blocks]
         starts.append({neighbourhood(b) for b in first})
         if len(starts) == 1:
             return SearchResult(None, float("inf"), False, 0, 0, False)

@@ -44,3 +44,23 @@ def test_noisy_gradients_leave_true_rows_the_predicted_residual():
     others = torch.randn(100, 40, generator=gen, dtype=torch.float64)
     assert (space.distance(others) > 1.0).all()
     assert RowSpace(d.T @ x, tol=1e-12).slack(coords) == 0.0  # a clean gradient: the paper's check
+
+
+def test_passing_rows_come_ranked_by_residual_not_by_their_allowance():
+    """With a perturbation the allowance (slack) grows with a row's weight on weak directions:
+    a row passes when its residual less its slack is below tau, and comes back with its residual,
+    so an allowance never ranks a row above one that fits better."""
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.randn(6, 40, generator=gen, dtype=torch.float64)
+    scales = torch.tensor([10.0, 8.0, 6.0, 1.0, 0.3, 0.1], dtype=torch.float64)[:, None]  # weak directions last
+    grad = torch.randn(30, 6, generator=gen, dtype=torch.float64) @ (scales * rows)
+    space = RowSpace(grad, tol=1e-7, noise=1e-3, drift=1e-3)
+    z = torch.cat([rows, torch.randn(50, 40, generator=gen, dtype=torch.float64)])
+    residual, slack = space.residual(z)
+    assert torch.equal(space.distance(z), residual - slack) and slack.std() > 0
+    tau = 0.5
+    index, values = space.passing(z, tau)
+    assert index.tolist() == torch.nonzero(residual - slack < tau).flatten().tolist()
+    assert set(range(6)) <= set(index.tolist())
+    assert torch.equal(values, residual[index])
+    assert RowSpace(grad, tol=1e-7).residual(z)[1].abs().max() == 0  # paper mode: no allowance
