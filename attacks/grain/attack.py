@@ -31,7 +31,11 @@ checks run on the batch's union unchanged; the search builds complete graphs, in
 ``batch_search_share`` of the budget each, every one started from blocks no search has started from
 and that the best batch so far leaves unexplained; the batch is read from the candidates'
 gradients (``batch.py``) and is exact when its replayed mean gradient is; one reconstruction per
-member. 1-hop blocks of degree >= 3 take only neighbour types witnessed by other blocks
+member. In a FedSGD batch a member is recognised as soon as it is built, by the rank its gradient
+takes out of the batch's (``batch_peeling``), and removed: the span checks rerun on what is left.
+A batch's search explores only partial graphs whose every 2-hop neighbourhood, as far as fixed,
+is among the passing blocks (``build.FixedNeighbourhoods``; ``fixed_neighbourhoods`` for one
+graph). 1-hop blocks of degree >= 3 take only neighbour types witnessed by other blocks
 (``blocks.witnessed_one_hop_blocks``): a batch's T0 holds every degree for many types. A batch
 whose layer-1 gradient has full rank is not applicable.
 FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
@@ -64,10 +68,10 @@ import torch
 
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
                           Requirements, register)
-from attacks.grain.batch import BatchAssembler, neighbourhood, unexplained_first
+from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
 from attacks.grain.blocks import (Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks,
                                   witnessed_one_hop_blocks)
-from attacks.grain.build import PartialGraph, SearchBudget, preference, search
+from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget, neighbourhood, preference, search
 from attacks.grain.embed import SUPPORTED, StarLayer
 from attacks.grain.local_training import LocalTraining
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
@@ -123,6 +127,12 @@ class GRAIN(Attack):
         batches: bool = False
         batch_coordinates: int = 4096  # gradient coordinates the batch fit uses
         batch_search_share: float = 0.1  # each search of a batch gets this share of the budget
+        # a FedSGD batch's members are recognised as they are built, by the rank they take out of
+        # the gradient, and removed before the search goes on (batch.Peeling)
+        batch_peeling: bool = True
+        # [ext] the search explores only partial graphs whose fixed 2-hop neighbourhoods all passed
+        # the span check (build.FixedNeighbourhoods); a batch's search always does
+        fixed_neighbourhoods: bool = False
         # [ext] FedAvg updates of several local steps on one batch: tolerances bounded from the
         # update (local_training.py), the exactness test replays the local training
         local_steps: bool = False
@@ -196,6 +206,9 @@ class _Run:
         self.per_step = 0 if update.exact or update.same_batch else update.batch_size
         self.batch: BatchAssembler | None = None
         self.deg: list[int] = []
+        self.admissible = lambda graph: True
+        self.peeling: Peeling | None = None
+        self.peeled = False  # a member was recognised since the blocks were last checked
 
     def expired(self) -> bool:
         return self.ctx.budget.expired()
@@ -210,7 +223,14 @@ class _Run:
 
     def score(self, graph: PartialGraph) -> float:
         if self.batch is not None:  # a batch: complete graphs are candidate members
-            return self.batch.add(graph) if not graph.dangling(self.deg) else float("inf")
+            if graph.dangling(self.deg):
+                return float("inf")
+            member = self.peeling.test(graph) if self.peeling is not None else None
+            if member is not None:
+                self.batch.fix(graph, *member)
+                self.peeled = True  # ends this search: the blocks are checked again on what is left
+                return self.batch.best[0]
+            return self.batch.add(graph)
         d, label = self.scorer.distance(graph.types, graph.edges())
         if preference(d, graph, self.exact_tol) < preference(self.best[0], self.best[1], self.exact_tol):
             self.best = (d, graph, label)
@@ -243,7 +263,7 @@ class _Run:
         if nodes.categories.numel() == 0:
             raise AttackFailed("no node feature vector passed the layer-1 span check")
         self.ctx.progress(1, 5)
-        deg = schema.degrees(nodes.x.float())
+        deg = self.degrees = schema.degrees(nodes.x.float())
         self.deg = [int(d) for d in deg]
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
                                      self.knowledge.num_classes, self.training.steps, self.training.lr,
@@ -251,6 +271,9 @@ class _Run:
         if self.batch_size > 1:
             self.batch = BatchAssembler(self.scorer, self.batch_size, coordinates=p.batch_coordinates,
                                         exact_tol=self.exact_tol, seed=self.ctx.seed)
+            if p.batch_peeling and self.training.steps == 1:  # a sum of gradients, exactly
+                self.peeling = Peeling(self.scorer, self.batch_size,
+                                       list(zip(self.names, (p.tol_node, p.tol_one_hop, p.tol_two_hop))))
         for t in torch.nonzero(deg == 0).flatten().tolist():  # a single isolated node
             if self.score(PartialGraph((t,), (frozenset(),))) < self.exact_tol:
                 return self.finish("single_node")
@@ -272,22 +295,13 @@ class _Run:
         if len(one_hop) == 0:
             return self.finish("none", failure="no 1-hop block passed the layer-2 span check")
 
-        blocks, checked, truncated = self.stage(
-            "two_hop", two_hop_blocks, self.model, layer1, one_hop, deg, nodes.x, spaces[2],
-            tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired)
-        self.info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=int(truncated))
-        self.ctx.progress(3, 5)
+        self.layer1, self.x0, self.one_hop = layer1, nodes.x, one_hop
+        blocks, passes = self.blocks(one_hop, spaces[2])
         for block in blocks:  # the whole graph within two hops of one node
             if is_complete(block, deg) and self.score(PartialGraph.from_block(block)) < self.exact_tol:
                 return self.finish("two_hop")
         if not blocks:
             return self.finish("none", failure="no 2-hop block passed the readout span check")
-
-        if p.structure_filter:
-            passing, backup = self.stage("filter", structure_filter, blocks, deg)
-        else:
-            passing, backup = blocks, blocks
-        self.info["blocks_filtered"] = len(passing)
         self.ctx.progress(4, 5)
 
         r_max = max(s.rank for s in spaces)
@@ -296,10 +310,10 @@ class _Run:
                               seeds_per_block=p.seeds_per_block, pass_seconds=p.dfs_pass_seconds,
                               total_seconds=p.dfs_total_seconds, overlap_seconds=p.overlap_seconds,
                               score_complete=p.score_complete, prefer_smaller=p.prefer_smaller)
-        passes = [passing] + ([backup] if p.backup_pass and backup != passing else [])
         if self.batch is None and not p.restarts:
             result = self.stage("dfs", search, passes, self.deg, self.score, budget=budget,
-                                exact_tol=self.exact_tol, min_ring=p.min_ring, expired=self.expired)
+                                exact_tol=self.exact_tol, min_ring=p.min_ring, expired=self.expired,
+                                admissible=self.admissible)
             steps, evaluations, exact, timed_out = result.steps, result.evaluations, result.exact, result.timed_out
         else:
             steps, evaluations, exact, searches = self.stage("dfs", self.search_in_turns, passes, budget)
@@ -308,6 +322,24 @@ class _Run:
         self.info.update(dfs_steps=steps, dfs_evaluations=evaluations)
         self.ctx.progress(5, 5)
         return self.finish("dfs" if exact else ("timeout" if timed_out else "best"))
+
+    def blocks(self, one_hop, space: RowSpace) -> tuple[list[Block], list[list[Block]]]:
+        """T2* from ``one_hop`` checked on ``space``, and the search's passes over them (the
+        structure filter's, then all); sets the search's admissibility test."""
+        p = self.p
+        blocks, checked, truncated = self.stage(
+            "two_hop", two_hop_blocks, self.model, self.layer1, one_hop, self.degrees, self.x0, space,
+            tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired)
+        self.info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=int(truncated))
+        self.ctx.progress(3, 5)
+        if p.structure_filter:
+            passing, backup = self.stage("filter", structure_filter, blocks, self.degrees)
+        else:
+            passing, backup = blocks, blocks
+        self.info["blocks_filtered"] = len(passing)
+        if self.batch is not None or p.fixed_neighbourhoods:
+            self.admissible = FixedNeighbourhoods(blocks)
+        return blocks, [passing] + ([backup] if p.backup_pass and backup != passing else [])
 
     def search_in_turns(self, passes: list[list[Block]], budget: SearchBudget) -> tuple[int, int, bool, int]:
         """Searches in turns, each started from ``start_blocks`` blocks that no earlier search
@@ -322,6 +354,13 @@ class _Run:
         exact = False
         share = 1.0 if self.batch is None else self.p.batch_search_share
         while not (exact or self.expired()):
+            if self.peeled:  # members were removed: what is left passes fewer blocks
+                self.peeled, started = False, set()
+                left = [RowSpace(self.peeling.gradient(n), tol) for n, tol in
+                        zip(self.names[1:], (self.p.tol_one_hop, self.p.tol_two_hop))]
+                _, passes = self.blocks(self.one_hop.passing(left[0], self.p.tau_one_hop), left[1])
+                if not passes[-1]:
+                    break
             ordered = passes
             if self.batch is not None:
                 ordered = [unexplained_first(b, [g for g, _ in self.batch.best[1]], started) for b in passes]
@@ -334,8 +373,8 @@ class _Run:
             deadline = time.monotonic() + share * self.ctx.budget.seconds
             result = search(ordered, self.deg, self.score,
                             budget=budget, exact_tol=self.exact_tol, min_ring=self.p.min_ring,
-                            expired=lambda: self.expired() or time.monotonic() > deadline,
-                            skip_start=lambda b: neighbourhood(b) in before)
+                            expired=lambda: self.expired() or time.monotonic() > deadline or self.peeled,
+                            skip_start=lambda b: neighbourhood(b) in before, admissible=self.admissible)
             steps, evaluations, searches = steps + result.steps, evaluations + result.evaluations, searches + 1
             exact = result.exact if self.batch is None else self.batch.exact
         return steps, evaluations, exact, searches
@@ -367,6 +406,7 @@ class _Run:
         self.info.update(found=found if exact else f"{found}:best_partial", exact=int(exact),
                          gradient_distance=distance, batch_size=self.batch_size,
                          batch_candidates=len(self.batch.graphs), batch_candidates_dropped=self.batch.dropped,
+                         batch_members_recognised=len(self.peeling.members) if self.peeling else 0,
                          gradient_evaluations=self.scorer.evaluations)
         return [self.reconstruction(graph, label, num_nodes_found=graph.num_nodes) for graph, label in members]
 

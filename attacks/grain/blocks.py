@@ -61,6 +61,13 @@ class OneHopBlocks:
     def neighbours(self, i: int) -> tuple[int, ...]:
         return tuple(self.nbrs[i][self.mask[i]].tolist())
 
+    def passing(self, space: RowSpace, tau: float) -> "OneHopBlocks":
+        """The blocks whose states pass the span check on ``space`` (a smaller span than the one
+        they were found on: what is left of a batch once members are removed)."""
+        keep, distance = space.passing(self.states, tau)
+        return OneHopBlocks(self.centre[keep], self.nbrs[keep], self.mask[keep], self.states[keep],
+                            distance, self.candidates)
+
 
 @dataclass
 class Stage:

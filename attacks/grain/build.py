@@ -270,6 +270,63 @@ def preference(distance: float, graph: PartialGraph | None, exact_tol: float) ->
     return (0, graph.num_nodes, distance) if distance < exact_tol else (1, 0, distance)
 
 
+def neighbourhood(block_or_graph, v: int | None = None) -> tuple:
+    """A 2-hop block's, or node ``v``'s 2-hop neighbourhood's, centre type and sorted
+    (neighbour type, sorted children types) slots: equal when the block describes the node."""
+    if v is None:
+        block = block_or_graph
+        return block.centre, tuple(sorted((t, tuple(sorted(ch))) for t, ch in block.slots))
+    g = block_or_graph
+    return g.types[v], tuple(sorted((g.types[u], tuple(sorted(g.types[w] for w in g.adj[u] if w != v)))
+                                    for u in g.adj[v]))
+
+
+class FixedNeighbourhoods:
+    """Admits a partial graph when every node's 2-hop neighbourhood, as far as the graph fixes it,
+    is part of some block among ``blocks``, the blocks that passed the span check: the node's
+    known neighbours map injectively onto a block's slots of their types, each with its known
+    other neighbours among the slot's children (a node whose neighbours all have all their
+    neighbours must then equal a block). A neighbourhood that fails the check is in no graph
+    behind the gradient, and a node that no block can complete is a dead end however the search
+    goes on. Gluing a block at ``v`` fixes ``v``'s neighbourhood to the block, but ring closures
+    and later gluings fix other nodes' neighbourhoods too, and a batch's span passes many blocks
+    that glue together into neighbourhoods of none of its graphs.
+
+    Args:
+        blocks: the 2-hop blocks that passed the span check (rings of >= 5 atoms keep a node's
+            2-hop neighbourhood a tree, as a block is).
+    """
+
+    def __init__(self, blocks: list[Block]) -> None:
+        self.by_centre: dict[int, list[list[tuple[int, Counter]]]] = {}
+        for b in blocks:
+            self.by_centre.setdefault(b.centre, []).append([(t, Counter(ch)) for t, ch in b.slots])
+        self.known: dict[tuple, bool] = {}
+
+    def __call__(self, graph: PartialGraph) -> bool:
+        for v in range(graph.num_nodes):
+            key = neighbourhood(graph, v)  # as far as the graph fixes it
+            ok = self.known.get(key)
+            if ok is None:
+                ok = self.known[key] = any(_fits(key[1], slots) for slots in self.by_centre.get(key[0], ()))
+            if not ok:
+                return False
+        return True
+
+
+def _fits(neighbours: tuple, slots: list[tuple[int, Counter]], used: int = 0) -> bool:
+    """Whether the (type, known children) ``neighbours`` map injectively onto ``slots``."""
+    if not neighbours:
+        return True
+    (t, children), rest = neighbours[0], neighbours[1:]
+    need = Counter(children)
+    for s, (slot_type, have) in enumerate(slots):
+        if not used >> s & 1 and slot_type == t and all(have[k] >= n for k, n in need.items()) \
+                and _fits(rest, slots, used | 1 << s):
+            return True
+    return False
+
+
 @dataclass
 class SearchBudget:
     """The official code's DFS limits (App. A.6)."""
@@ -298,10 +355,12 @@ class SearchResult:
 
 def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph], float], *,
            budget: SearchBudget, exact_tol: float, min_ring: int,
-           expired: Callable[[], bool], skip_start: Callable[[Block], bool] = lambda b: False) -> SearchResult:
+           expired: Callable[[], bool], skip_start: Callable[[Block], bool] = lambda b: False,
+           admissible: Callable[[PartialGraph], bool] = lambda g: True) -> SearchResult:
     """Depth-first search over gluings (Alg. 4), started from the best-scored blocks (those
     ``skip_start`` rejects excepted: an earlier search started there); a second pass uses the
-    backup blocks when the first finds no exact graph. With ``prefer_smaller`` an
+    backup blocks when the first finds no exact graph. Gluings that ``admissible`` rejects are
+    not explored (see :class:`FixedNeighbourhoods`). With ``prefer_smaller`` an
     exact graph that may be a cover of a smaller one does not end the search: it goes on among
     smaller graphs, and the smallest exact graph found is returned."""
     start = time.monotonic()
@@ -332,8 +391,9 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
             seeds = []
             for candidate in by_centre.get(root.types[v], []):
                 for glued, added in glue(root, v, candidate, deg):
-                    seeds.extend(ring_closures(glued, added, deg, min_ring=min_ring, first=True,
-                                               deadline=time.monotonic() + budget.overlap_seconds))
+                    seeds.extend(g for g in ring_closures(glued, added, deg, min_ring=min_ring, first=True,
+                                                          deadline=time.monotonic() + budget.overlap_seconds)
+                                 if admissible(g))
                 if len(seeds) >= budget.seeds_per_block:
                     break
             stack = [(g, 2, float(budget.grad_evals)) for g in seeds[: budget.seeds_per_block]][::-1]
@@ -360,8 +420,9 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
                 children = []
                 for candidate in by_centre.get(graph.types[v], []):
                     for glued, added in glue(graph, v, candidate, deg):
-                        children.extend(ring_closures(glued, added, deg, min_ring=min_ring, first=False,
-                                                      deadline=time.monotonic() + budget.overlap_seconds))
+                        children.extend(g for g in ring_closures(glued, added, deg, min_ring=min_ring, first=False,
+                                                                 deadline=time.monotonic() + budget.overlap_seconds)
+                                        if admissible(g))
                 if not children:
                     if share >= 1:
                         evaluate(graph)

@@ -115,7 +115,7 @@ def test_restarts_search_again_from_blocks_no_search_started_from(monkeypatch):
     """The first search is made to find nothing: paper mode stops there, with ``restarts`` the
     next search starts from other blocks and recovers the molecule."""
     import attacks.grain.attack as grain_attack
-    from attacks.grain.batch import neighbourhood
+    from attacks.grain.build import neighbourhood
     from attacks.grain.build import PartialGraph, SearchResult
 
     real_search, starts = grain_attack.search, []

@@ -5,7 +5,7 @@ import torch
 
 from attacks.base import AttackContext, Budget
 from attacks.grain import GRAIN
-from attacks.grain.batch import BatchAssembler, canonical, unexplained_first
+from attacks.grain.batch import BatchAssembler, Peeling, canonical, unexplained_first
 from attacks.grain.blocks import Block
 from attacks.grain.build import PartialGraph
 from attacks.grain.scorer import GradientScorer
@@ -23,6 +23,14 @@ def batch_update(smiles: list[str], kind: str = "gcn"):
     update = dataclasses.replace(update, returned={k: v.numpy() for k, v in grads.items()},
                                  num_examples=len(graphs), batch_size=len(graphs))
     return update, knowledge, graphs
+
+
+def as_partial(g, offset: int) -> PartialGraph:
+    """Graph ``g`` whose node ``v`` has the type ``offset + v`` (its row among the scorer's)."""
+    adj = [set() for _ in range(g.num_nodes)]
+    for u, w in g.edge_index.T.tolist():
+        adj[u].add(w)
+    return PartialGraph(tuple(range(offset, offset + g.num_nodes)), tuple(frozenset(a) for a in adj))
 
 
 def attack(smiles: list[str], **params):
@@ -73,13 +81,6 @@ def test_the_fit_picks_the_batch_among_distractors():
     rows = torch.cat([g.x for g in graphs] + [molecule("C1CCNCC1")[0].x])
     model = knowledge.build_model(update.global_weights, dtype=torch.float64)
     scorer = GradientScorer(model, update.gradient, rows, "bce", 2)
-
-    def as_partial(g, offset):
-        adj = [set() for _ in range(g.num_nodes)]
-        for u, w in g.edge_index.T.tolist():
-            adj[u].add(w)
-        return PartialGraph(tuple(range(offset, offset + g.num_nodes)), tuple(frozenset(a) for a in adj))
-
     ethanol, glycerol = as_partial(graphs[0], 0), as_partial(graphs[1], 3)
     piperidine = as_partial(molecule("C1CCNCC1")[0], 9)
     fit = BatchAssembler(scorer, 2, exact_tol=1e-6)
@@ -124,3 +125,29 @@ def test_the_secure_aggregate_of_two_clients_is_a_batch_of_two():
     assert all(r.info["exact"] == 1 for r in recs)
     assert [gsm(recs[j].x, recs[j].adj, g.x, dense_adj(g), knowledge.schema)["full_iso"]
             for j, g in zip(order, graphs)] == [1.0, 1.0]
+
+
+def test_a_member_is_recognised_by_the_rank_it_takes_out_and_a_stranger_is_not():
+    """Removing a member's gradient, with its label, lowers the readout gradient's rank; a graph
+    outside the batch, or a member already removed, is not recognised; once every member is
+    removed nothing of the gradient is left."""
+    smiles = ["CCO", "OCC(O)CO", "Cc1ccccc1"]
+    update, knowledge, graphs = batch_update(smiles)
+    stranger = molecule("C1CCNCC1")[0]
+    rows = torch.cat([g.x for g in graphs] + [stranger.x])
+    model = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    scorer = GradientScorer(model, update.gradient, rows, "bce", 2)
+    names = ["convs.0.lin.weight", "convs.1.lin.weight", f"{model.first_readout_name}.weight"]
+    peeling = Peeling(scorer, 3, list(zip(names, (1e-7, 1e-7, 1e-8))))
+    before = list(peeling.ranks)
+
+    offsets = [0, 3, 9, 16]
+    ethanol, glycerol, toluene, piperidine = [as_partial(g, o) for g, o in zip(graphs + [stranger], offsets)]
+    assert peeling.test(piperidine) is None
+    label, _ = peeling.test(glycerol)
+    assert label == int(graphs[1].y) and peeling.left == 2 and peeling.ranks[-1] < before[-1]
+    assert peeling.test(glycerol) is None  # it was in the batch once
+    assert peeling.test(ethanol) is not None and peeling.test(toluene) is not None
+    assert peeling.left == 0 and [y for _, y in peeling.members] == [int(graphs[i].y) for i in (1, 0, 2)]
+    total = update.gradient[names[2]].abs().sum().item() * 3
+    assert peeling.gradient(names[2]).abs().sum().item() < 1e-6 * total

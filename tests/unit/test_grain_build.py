@@ -1,5 +1,5 @@
 from attacks.grain.blocks import Block
-from attacks.grain.build import (PartialGraph, SearchBudget, glue, has_short_ring, may_be_a_cover,
+from attacks.grain.build import (FixedNeighbourhoods, PartialGraph, SearchBudget, glue, has_short_ring, may_be_a_cover,
                                  merge, ring_closures, search)
 
 # Types: 0 = aromatic CH (degree 2), 1 = methyl (degree 1), 2 = aromatic C bearing it (degree 3).
@@ -83,3 +83,17 @@ def test_subtrees_below_one_evaluation_are_not_walked():
                     budget=SearchBudget(max_depth=7, max_nodes=20, grad_evals=1, score_complete=True), **kw)
     assert paper.steps <= 3 * 6 and paper.evaluations <= paper.steps  # the seeds only
     assert walked.steps > 10 * paper.steps and walked.evaluations > 10 * paper.evaluations
+
+
+def test_fixed_neighbourhoods_admit_what_the_blocks_describe_and_nothing_else():
+    methyl = Block(1, ((2, (0, 0)),))
+    blocks = [TOLUENE_C, NEAR, CH_NEXT_TO_C, CH_BLOCK, methyl]
+    ring_adj = [{1, 5, 6}, {0, 2}, {1, 3}, {2, 4}, {3, 5}, {4, 0}, {0}]
+    toluene = PartialGraph((2, 0, 0, 0, 0, 0, 1), tuple(frozenset(a) for a in ring_adj))
+    assert FixedNeighbourhoods(blocks)(toluene)
+    # the para CH's neighbourhood (two CH whose other neighbours are CH) is not among the blocks
+    assert not FixedNeighbourhoods([b for b in blocks if b != CH_BLOCK])(toluene)
+    # nothing is fixed yet, but no block centred at a CH has two substituted-C neighbours: a dead end
+    dead_end = PartialGraph.from_block(Block(0, ((2, ()), (2, ()))))
+    assert dead_end.dangling(DEG) and not FixedNeighbourhoods(blocks)(dead_end)
+    assert FixedNeighbourhoods(blocks)(PartialGraph.from_block(TOLUENE_C))
