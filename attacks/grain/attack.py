@@ -35,7 +35,8 @@ member. In a FedSGD batch a member is recognised as soon as it is built, by the 
 takes out of the batch's (``batch_peeling``), and removed: the span checks rerun on what is left.
 A batch's search explores only partial graphs whose every 2-hop neighbourhood, as far as fixed,
 is among the passing blocks (``build.FixedNeighbourhoods``; ``fixed_neighbourhoods`` for one
-graph). 1-hop blocks of degree >= 3 take only neighbour types witnessed by other blocks
+graph), and keeps only the 2-hop blocks that carry weight in the readout's gradient, fitted over
+all passing blocks (``coefficients.py``; ``block_coefficients`` for one graph). 1-hop blocks of degree >= 3 take only neighbour types witnessed by other blocks
 (``blocks.witnessed_one_hop_blocks``): a batch's T0 holds every degree for many types. A batch
 whose layer-1 gradient has full rank is not applicable.
 FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
@@ -65,6 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
                           Requirements, register)
@@ -72,6 +74,7 @@ from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
 from attacks.grain.blocks import (Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks,
                                   witnessed_one_hop_blocks)
 from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget, neighbourhood, preference, search
+from attacks.grain.coefficients import block_z_scores
 from attacks.grain.embed import SUPPORTED, StarLayer
 from attacks.grain.local_training import LocalTraining
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
@@ -130,6 +133,14 @@ class GRAIN(Attack):
         # a FedSGD batch's members are recognised as they are built, by the rank they take out of
         # the gradient, and removed before the search goes on (batch.Peeling)
         batch_peeling: bool = True
+        # [ext] 2-hop blocks are kept only where the readout's gradient, fitted over all passing
+        # blocks, gives them a coefficient ``coefficient_z`` standard errors from zero
+        # (coefficients.py; 2-layer models with the per-node readout); a FedSGD batch's search
+        # does with ``batch_block_coefficients``
+        block_coefficients: bool = False
+        batch_block_coefficients: bool = True
+        coefficient_z: float = 1000.0
+        max_coefficient_blocks: int = 4000  # above this many (blocks x labels) the fit is skipped
         # [ext] the search explores only partial graphs whose fixed 2-hop neighbourhoods all passed
         # the span check (build.FixedNeighbourhoods); a batch's search always does
         fixed_neighbourhoods: bool = False
@@ -296,7 +307,7 @@ class _Run:
             return self.finish("none", failure="no 1-hop block passed the layer-2 span check")
 
         self.layer1, self.x0, self.one_hop = layer1, nodes.x, one_hop
-        blocks, passes = self.blocks(one_hop, spaces[2])
+        blocks, passes = self.blocks(one_hop, self.grad[self.names[2]])
         for block in blocks:  # the whole graph within two hops of one node
             if is_complete(block, deg) and self.score(PartialGraph.from_block(block)) < self.exact_tol:
                 return self.finish("two_hop")
@@ -323,14 +334,24 @@ class _Run:
         self.ctx.progress(5, 5)
         return self.finish("dfs" if exact else ("timeout" if timed_out else "best"))
 
-    def blocks(self, one_hop, space: RowSpace) -> tuple[list[Block], list[list[Block]]]:
-        """T2* from ``one_hop`` checked on ``space``, and the search's passes over them (the
-        structure filter's, then all); sets the search's admissibility test."""
+    def blocks(self, one_hop, gradient: Tensor) -> tuple[list[Block], list[list[Block]]]:
+        """T2* from ``one_hop`` checked on the span of ``gradient`` (the readout's, or layer 3's),
+        kept where they carry weight in it (``block_coefficients``), and the search's passes over
+        them (the structure filter's, then all); sets the search's admissibility test."""
         p = self.p
+        space = RowSpace(gradient, p.tol_two_hop, self.noise[2], self.drift[2])
+        rows: dict = {}
         blocks, checked, truncated = self.stage(
             "two_hop", two_hop_blocks, self.model, self.layer1, one_hop, self.degrees, self.x0, space,
-            tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired)
+            tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired, inputs=rows)
         self.info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=int(truncated))
+        weighed = p.block_coefficients or (self.peeling is not None and p.batch_block_coefficients)
+        if weighed and blocks and len(self.model.convs) == 2 and \
+                len(blocks) * self.knowledge.num_classes <= p.max_coefficient_blocks:
+            z = self.stage("coefficients", block_z_scores, self.model,
+                           torch.stack([rows[(b.centre, b.slots)] for b in blocks]), gradient)
+            blocks = [b for b, score in zip(blocks, z.tolist()) if score > p.coefficient_z]
+            self.info["two_hop_weighed"] = len(blocks)
         self.ctx.progress(3, 5)
         if p.structure_filter:
             passing, backup = self.stage("filter", structure_filter, blocks, self.degrees)
@@ -356,9 +377,9 @@ class _Run:
         while not (exact or self.expired()):
             if self.peeled:  # members were removed: what is left passes fewer blocks
                 self.peeled, started = False, set()
-                left = [RowSpace(self.peeling.gradient(n), tol) for n, tol in
-                        zip(self.names[1:], (self.p.tol_one_hop, self.p.tol_two_hop))]
-                _, passes = self.blocks(self.one_hop.passing(left[0], self.p.tau_one_hop), left[1])
+                left = RowSpace(self.peeling.gradient(self.names[1]), self.p.tol_one_hop)
+                _, passes = self.blocks(self.one_hop.passing(left, self.p.tau_one_hop),
+                                        self.peeling.gradient(self.names[2]))
                 if not passes[-1]:
                     break
             ordered = passes
@@ -396,7 +417,7 @@ class _Run:
     def finish_batch(self, found: str, failure: str | None) -> list[Reconstruction]:
         """One reconstruction per member of the best batch (the bench assigns them to the true
         graphs); every member carries the whole batch's distance and exactness."""
-        distance, members = self.batch.best
+        distance, members = self.batch.reading()
         if not members:
             if self.expired():
                 raise AttackTimeout(f"time budget of {self.ctx.budget.seconds:g} s spent, no batch yet")

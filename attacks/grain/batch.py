@@ -107,6 +107,28 @@ class BatchAssembler:
             self._refit()
         return self.best[0]
 
+    def reading(self) -> tuple[float, list[tuple[PartialGraph, int]]]:
+        """The best batch's distance and ``B`` members: when it has fewer (a member recognised,
+        the rest not fitted), the candidates the fit weighs most fill it, then its last member
+        again, so every true graph has a reconstruction to be scored against."""
+        distance, members = self.best
+        if not members or len(members) >= self.batch_size:
+            return distance, members
+        c = self.scorer.num_classes
+        taken = {id(g) for g, _ in members}
+        filled = list(members)
+        for j in np.argsort(-self.weights, kind="stable"):
+            g = self.graphs[j // c]
+            if len(filled) < self.batch_size and id(g) not in taken:
+                taken.add(id(g))
+                filled.append((g, int(j % c)))
+        for g in self.graphs:
+            if len(filled) < self.batch_size and id(g) not in taken:
+                taken.add(id(g))
+                filled.append((g, 0))
+        filled += [filled[-1]] * (self.batch_size - len(filled))
+        return distance, filled
+
     def fix(self, graph: PartialGraph, label: int, grads: list[torch.Tensor]) -> None:
         """``graph`` with ``label`` is a member (recognised by :class:`Peeling`, its gradient
         ``grads``): the fit reads the rest of the batch from what it leaves."""

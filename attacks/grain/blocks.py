@@ -244,10 +244,11 @@ def _gluings(one_hop: OneHopBlocks, i: int, deg: Tensor, by_centre: dict[int, li
 
 def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor, x0: Tensor,
                    space: RowSpace, *, tau: float, max_candidates: int,
-                   expired: Callable[[], bool]) -> tuple[list[Block], int, bool]:
+                   expired: Callable[[], bool], inputs: dict | None = None) -> tuple[list[Block], int, bool]:
     """Glue compatible 1-hop blocks onto every dangling neighbour of each 1-hop block (Alg. 3),
     embed the centres through layer 2 and span-check them; returns ``(T2*, candidates checked,
-    truncated)``."""
+    truncated)``. ``inputs``, when given, receives each passing block's checked row, by
+    ``(centre, slots)``."""
     by_centre: dict[int, list[int]] = defaultdict(list)
     nbr_sets = [Counter(one_hop.neighbours(i)) for i in range(len(one_hop))]
     for i in range(len(one_hop)):
@@ -293,12 +294,15 @@ def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor,
     centre_types = one_hop.centre[centre_rows]
     nbr_types = torch.tensor([[t for t, _ in slots] + [0] * (width - len(slots)) for _, _, slots in entries])
     states = layer2(centre_rows, nbr_rows, mask, deg[centre_types], deg[nbr_types])
-    keep, dist = space.passing(check_input(model, x0[centre_types], states), tau)
+    checked_rows = check_input(model, x0[centre_types], states)
+    keep, dist = space.passing(checked_rows, tau)
     out = []
     for k, d in zip(keep.tolist(), dist.tolist()):
         _, _, slots = entries[k]
         ordered = tuple(sorted(slots, key=lambda s: (-int(deg[s[0]]), s[0], s[1])))
         out.append(Block(int(centre_types[k]), ordered, d))
+        if inputs is not None:
+            inputs[(out[-1].centre, ordered)] = checked_rows[k]
     return sorted(set(out), key=lambda b: (b.distance, b.centre, b.slots)), len(entries), truncated
 
 

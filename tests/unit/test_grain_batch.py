@@ -151,3 +151,22 @@ def test_a_member_is_recognised_by_the_rank_it_takes_out_and_a_stranger_is_not()
     assert peeling.left == 0 and [y for _, y in peeling.members] == [int(graphs[i].y) for i in (1, 0, 2)]
     total = update.gradient[names[2]].abs().sum().item() * 3
     assert peeling.gradient(names[2]).abs().sum().item() < 1e-6 * total
+
+
+def test_a_batch_read_short_of_its_size_is_filled_so_every_graph_is_scored():
+    """One member recognised and the rest not fitted: the reading still holds ``B`` graphs, the
+    candidate the fit weighs most filling the gap."""
+    update, knowledge, graphs = batch_update(["CCO", "OCC(O)CO"])
+    stranger = molecule("C1CCNCC1")[0]
+    rows = torch.cat([g.x for g in graphs] + [stranger.x])
+    model = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    scorer = GradientScorer(model, update.gradient, rows, "bce", 2)
+    ethanol, piperidine = as_partial(graphs[0], 0), as_partial(stranger, 9)
+    fit = BatchAssembler(scorer, 2, exact_tol=1e-6)
+    y = int(graphs[0].y)
+    fit.fix(ethanol, y, scorer.label_gradients(ethanol.types, ethanol.edges())[y])
+    assert len(fit.best[1]) == 1 and not fit.exact
+    fit.add(piperidine)
+    assert len(fit.best[1]) == 1  # glycerol is not among the candidates: the fit weighs piperidine below 0.5
+    distance, members = fit.reading()
+    assert [g.num_nodes for g, _ in members] == [3, 6] and distance == fit.best[0]
