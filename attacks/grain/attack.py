@@ -140,6 +140,7 @@ class GRAIN(Attack):
         block_coefficients: bool = False
         batch_block_coefficients: bool = True
         coefficient_z: float = 1000.0
+        coefficient_fit_residual: float = 1e-4  # the test holds only where the blocks explain the gradient
         max_coefficient_blocks: int = 4000  # above this many (blocks x labels) the fit is skipped
         # [ext] the search explores only partial graphs whose fixed 2-hop neighbourhoods all passed
         # the span check (build.FixedNeighbourhoods); a batch's search always does
@@ -348,10 +349,12 @@ class _Run:
         weighed = p.block_coefficients or (self.peeling is not None and p.batch_block_coefficients)
         if weighed and blocks and len(self.model.convs) == 2 and \
                 len(blocks) * self.knowledge.num_classes <= p.max_coefficient_blocks:
-            z = self.stage("coefficients", block_z_scores, self.model,
-                           torch.stack([rows[(b.centre, b.slots)] for b in blocks]), gradient)
-            blocks = [b for b, score in zip(blocks, z.tolist()) if score > p.coefficient_z]
-            self.info["two_hop_weighed"] = len(blocks)
+            z, residual = self.stage("coefficients", block_z_scores, self.model,
+                                     torch.stack([rows[(b.centre, b.slots)] for b in blocks]), gradient)
+            self.info["coefficient_fit_residual"] = residual
+            if residual < p.coefficient_fit_residual:  # else a true block is missing: no test
+                blocks = [b for b, score in zip(blocks, z.tolist()) if score > p.coefficient_z]
+                self.info["two_hop_weighed"] = len(blocks)
         self.ctx.progress(3, 5)
         if p.structure_filter:
             passing, backup = self.stage("filter", structure_filter, blocks, self.degrees)
@@ -368,7 +371,9 @@ class _Run:
         ``batch_search_share`` of the time budget each and start from the blocks that the best
         batch so far leaves unexplained: one search would spend it all around its first blocks,
         which belong to one graph of the batch (the gluing candidates too are taken in that
-        order); a single graph's searches glue in the blocks' score order. Returns the steps,
+        order); a single graph's searches glue in the blocks' score order. When every block has
+        started a search, a batch's searches start again from the first with twice the share.
+        Returns the steps,
         evaluations, exactness and number of searches."""
         steps = evaluations = searches = 0
         started: set = set()
@@ -389,7 +394,11 @@ class _Run:
             starts = [b for b in ordered[0] if neighbourhood(b) not in before
                       and PartialGraph.from_block(b).dangling(self.deg)][: budget.start_blocks]
             if not starts:
-                break  # every block has started a search
+                if share >= 1.0 or not started:
+                    break  # every block has started a search that had the whole budget
+                # every block has started a search, some cut at their share: again, with twice it
+                started, share = set(), min(1.0, 2 * share)
+                continue
             started |= {neighbourhood(b) for b in starts}
             deadline = time.monotonic() + share * self.ctx.budget.seconds
             result = search(ordered, self.deg, self.score,

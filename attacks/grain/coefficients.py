@@ -27,7 +27,8 @@ blocks' coefficients stand 1.2e5 to 4e6 standard errors from zero, the false one
 except 8 whose rows equal a true block's (the same computation tree by another gluing), which the
 fit cannot tell apart and keeps: 67 blocks are left. Float32 rounding is not independent noise,
 so the default threshold, 1000 standard errors, is far above a Gaussian test's; it was set on that
-diagnostic batch.
+diagnostic batch. When the passing blocks do not explain the gradient (a relative residual above
+``1e-4``: a true block failed the span check), the scores are not used.
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ def readout_jacobians(model: GraphClassifier, rows: Tensor) -> Tensor:
                         for c in range(out.size(1))])
 
 
-def block_z_scores(model: GraphClassifier, rows: Tensor, gradient: Tensor) -> Tensor:
+def block_z_scores(model: GraphClassifier, rows: Tensor, gradient: Tensor) -> tuple[Tensor, float]:
     """For each block (its readout input a row of ``rows [K, R]``), its largest least-squares
-    coefficient in ``gradient [H, R]`` (the readout's first weight gradient), in standard errors.
+    coefficient in ``gradient [H, R]`` (the readout's first weight gradient), in standard errors;
+    and the fit's relative residual. The scores mean something only when the blocks explain the
+    gradient (a residual at the rounding's level, about 1e-7 in float32): when a true block did
+    not pass the span check, its share of the gradient is the residual and no block stands out.
 
     Args:
         model: the attacked model at the round's weights (float64).
@@ -76,4 +80,4 @@ def block_z_scores(model: GraphClassifier, rows: Tensor, gradient: Tensor) -> Te
     sigma = float((g - fit).norm()) / dof ** 0.5
     se = sigma * inverse.diagonal().clamp(min=0).sqrt()
     z = coef.abs() / se.clamp(min=1e-300)
-    return z.reshape(c, k).max(0).values
+    return z.reshape(c, k).max(0).values, float((g - fit).norm() / g.norm().clamp(min=1e-300))

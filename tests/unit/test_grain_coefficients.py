@@ -27,8 +27,11 @@ def test_rows_of_the_batch_carry_weight_and_combinations_of_them_do_not():
     true = torch.unique(readout_inputs(model, graphs), dim=0)
     mix = torch.Generator().manual_seed(0)
     false = torch.rand(6, true.size(0), generator=mix, dtype=torch.float64) @ true / true.size(0)
-    z = block_z_scores(model, torch.cat([true, false]), grads["classifier.0.weight"])
-    assert z[: true.size(0)].min() > 1000 > z[true.size(0):].max()
+    z, residual = block_z_scores(model, torch.cat([true, false]), grads["classifier.0.weight"])
+    assert z[: true.size(0)].min() > 1000 > z[true.size(0):].max() and residual < 1e-5
+    # without two of the batch's rows the fit cannot explain the gradient, and says so
+    _, residual = block_z_scores(model, torch.cat([true[2:], false]), grads["classifier.0.weight"])
+    assert residual > 1e-3
 
 
 def test_the_jacobians_are_the_readouts_gradients_at_each_row():
