@@ -373,8 +373,7 @@ class _Run:
         which belong to one graph of the batch (the gluing candidates too are taken in that
         order); a single graph's searches glue in the blocks' score order. When every block has
         started a search, a batch's searches start again from the first with twice the share.
-        Returns the steps,
-        evaluations, exactness and number of searches."""
+        Returns the steps, evaluations, exactness and number of searches."""
         steps = evaluations = searches = 0
         started: set = set()
         exact = False
