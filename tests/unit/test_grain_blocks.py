@@ -123,3 +123,28 @@ def test_restricted_enumerations_take_only_what_they_are_given():
     everything = {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}
     assert {(int(only.centre[i]), only.neighbours(i)) for i in range(len(only))} == {
         b for b in everything if int(deg[b[0]]) == 2 and set(b[1]) <= some and min(some) in b[1]}
+
+
+def test_the_coordinate_screen_finds_the_same_blocks_as_the_exact_check():
+    """Three molecules in one gradient (a T0 of many types): the enumeration screened on a few
+    coordinates of layer 1's output returns the blocks that checking every candidate exactly does."""
+    from clients.training import mean_gradient
+    from attacks.grain.blocks import _coordinate_screen
+
+    smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "C1CCNCC1"]
+    graphs = [molecule(s)[0] for s in smiles]
+    schema = molecule(smiles[0])[1]
+    grads, _ = mean_gradient(victim("gcn"), graphs, "bce")
+    grads = {k: v.double() for k, v in grads.items()}
+    nodes = propose_nodes(schema, grads["convs.0.lin.weight"], tol=1e-7, tau=1e-3, group_size=10_000,
+                          abort_size=2_000_000)
+    deg = schema.degrees(nodes.x.float())
+    layer1 = StarLayer(copy.deepcopy(victim("gcn")).double(), 0, nodes.x)
+    space = RowSpace(grads["convs.1.lin.weight"], 1e-7)
+    assert _coordinate_screen(layer1, space) is not None
+    kw = dict(tau=1e-2, max_combinations=float("inf"), expired=NEVER, degrees={1, 2})
+    screened = one_hop_blocks(layer1, deg, space, **kw)
+    exact = one_hop_blocks(layer1, deg, space, screen=False, **kw)
+    as_set = lambda t1: {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}  # noqa: E731
+    assert len(screened) > 0 and as_set(screened) == as_set(exact)
+    assert screened.candidates == exact.candidates

@@ -64,3 +64,31 @@ def test_passing_rows_come_ranked_by_residual_not_by_their_allowance():
     assert set(range(6)) <= set(index.tolist())
     assert torch.equal(values, residual[index])
     assert RowSpace(grad, tol=1e-7).residual(z)[1].abs().max() == 0  # paper mode: no allowance
+
+
+def test_the_coordinate_screen_keeps_every_passing_row_and_drops_random_ones():
+    """Rows of a rank-20 span in 300 dimensions, nudged to residuals around the threshold, and
+    random rows: every row that passes the full check survives the screen on 52 coordinates (given
+    a bound on its norm twice too large, as the sum of its terms' norms is), and random ones do
+    not."""
+    from attacks.grain.spancheck import CoordinateScreen
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(20, 300, generator=gen, dtype=torch.float64)
+    space = RowSpace(torch.randn(64, 20, generator=gen, dtype=torch.float64) @ x, tol=1e-7)
+    screen = CoordinateScreen(space)
+    assert screen.usable and screen.index.numel() == 52 and screen.index.unique().numel() == 52
+    inside = torch.randn(500, 20, generator=gen, dtype=torch.float64) @ x
+    nudged = inside + torch.logspace(-4, 0, 500, dtype=torch.float64)[:, None] * inside.norm(dim=1, keepdim=True) \
+        * torch.randn(500, 300, generator=gen, dtype=torch.float64) / 300 ** 0.5
+    tau = 1e-2
+    passing = space.distance(nudged) < tau
+    assert 50 < passing.sum() < 450  # rows on both sides of the threshold
+    bound = 2 * nudged.norm(dim=1)
+    kept = torch.zeros(500, dtype=torch.bool)
+    kept[screen.plausible(nudged[:, screen.index].float(), bound.float(), tau)] = True
+    assert kept[passing].all()
+    others = torch.randn(1000, 300, generator=gen, dtype=torch.float64)
+    assert screen.plausible(others[:, screen.index].float(), 2 * others.norm(dim=1).float(), tau).numel() == 0
+    assert not CoordinateScreen(RowSpace(torch.randn(300, 300, generator=gen), tol=1e-7)).usable  # saturated
+    assert not CoordinateScreen(RowSpace(x[:5] * 1.0, tol=1e-7, noise=1e-6)).usable  # a perturbed update
