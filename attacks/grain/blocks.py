@@ -125,7 +125,7 @@ def _coordinate_screen(layer1: StarLayer, space: RowSpace) -> CoordinateScreen |
 
 def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
                    max_combinations: float, expired: Callable[[], bool], screen: bool = True,
-                   centres_together: bool = True, degrees: set[int] | None = None,
+                   centres_together: bool = True, coordinates: bool = True, degrees: set[int] | None = None,
                    neighbours: set[int] | None = None, including: set[int] | None = None) -> OneHopBlocks:
     """Every centre type with every multiset of ``deg[c]`` neighbour types (neighbours of degree
     0 excluded), span-checked at layer 2. A degree whose ``|T0|^k`` exceeds ``max_combinations``
@@ -133,7 +133,9 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     shared neighbour sums (``RowSpace.plausible``) and the survivors checked exactly (``screen``
     off: every candidate checked exactly, the same result, slower; for benchmarks), all centres of
     a degree at once on each chunk of neighbour multisets (``centres_together`` off: one centre
-    at a time, the same result; for benchmarks).
+    at a time, the same result; for benchmarks). Before that screen, where it is sound, a
+    candidate is screened on a few coordinates of its layer-1 state (``CoordinateScreen``;
+    ``coordinates`` off: every coordinate, the same result, slower; for benchmarks).
     ``degrees`` and ``neighbours`` restrict the enumeration to those centre degrees and neighbour
     types (``|T0|`` then counts the neighbour types allowed);
     ``including`` to the multisets holding at least one of those types."""
@@ -144,7 +146,7 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     types = deg.numel() if neighbours is None else allowed.numel()
     q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" and screen else None
     bias = None if layer1.conv.bias is None else layer1.conv.bias.detach().float()
-    coordinates = _coordinate_screen(layer1, space) if q is not None else None
+    coordinates = _coordinate_screen(layer1, space) if q is not None and coordinates else None
     if coordinates is not None:  # a few coordinates first, and the norm bound of the whole row
         q_some, norms = q[:, coordinates.index], q.norm(dim=1)
         bias_some = None if bias is None else bias[coordinates.index]
@@ -208,7 +210,7 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
 
 def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
                              max_combinations: float, expired: Callable[[], bool],
-                             screen: bool = True) -> OneHopBlocks:
+                             screen: bool = True, coordinates: bool = True) -> OneHopBlocks:
     """T1* for a batch (our extension, with GRAIN's ``batches``): the union of several graphs'
     node rows spans one-hot combinations no graph has, so T0 holds every value of a block (the
     degree above all) for many types, and ``|T0|^3`` or ``|T0|^4`` neighbour multisets are out of
@@ -223,11 +225,12 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
     low = {d for d in deg.unique().tolist() if 0 < d <= 2}
     high = {d for d in deg.unique().tolist() if d > 2}
     blocks = one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=float("inf"), expired=expired,
-                            screen=screen, degrees=low)
+                            screen=screen, coordinates=coordinates, degrees=low)
     witnessed, new = types_in(blocks), None
     while high and not expired():  # each round only the multisets with a newly witnessed type
         more = one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=max_combinations,
-                              expired=expired, screen=screen, degrees=high, neighbours=witnessed,
+                              expired=expired, screen=screen, coordinates=coordinates, degrees=high,
+                              neighbours=witnessed,
                               including=new)
         blocks = _concat(blocks, more)
         new = types_in(more) - witnessed
