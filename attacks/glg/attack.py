@@ -30,7 +30,10 @@ N x N matrix as in the paper. Ours, off by default: ``symmetric: true`` (a mirro
 with a zero diagonal, GraphMI's convention; it couples a node's aggregation row to its column, and
 on the synthetic graphs Graph-a then leaves whole rows stuck at 0: AUC 0.978 against 0.998 with the
 paper's matrix), ``restarts`` (fit several draws, keep the lowest gradient distance) and
-``analytic_init`` (start from Props. 1-6 where their rank conditions hold, ``attacks.glg.initial``).
+``analytic_init`` (start from Props. 1-6 where their rank conditions hold, ``attacks.glg.initial``)
+and ``fedavg: pseudo_gradient`` (a FedAvg update read as one gradient, ``attacks.common.fedavg``;
+an approximation the rows name, ``attack_input: pseudo_gradient``; the secure aggregate of several
+clients' FedSGD steps needs no option: it is the exact gradient of their union, a batch).
 Every row reports the closed forms' diagnostic (``info_analytic*``: which proposition applies, the
 rank conditions the attacker can check, the rank-one residuals) whether or not the start is used.
 The paper's victim is ``model: {conv: sage, activation: sigmoid, hidden: 100, pool: flatten}``
@@ -42,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attacks.base import Attack, AttackContext, Requirements, register
+from attacks.common.fedavg import check_fedavg, read_as_gradient
 from attacks.common.labels import batch_labels
 from attacks.glg.initial import analytic_start
 from attacks.glg.node import invert_subgraph, invert_target
@@ -87,6 +91,7 @@ class GLG(Attack):
         threshold: float | None = None  # App. F's tau: min-max normalise the adjacency, edges where >= tau
         analytic_init: bool = False  # ours: start from Props. 1-6 where their rank conditions hold
         targets: int = 1  # Node-1's batch: the number of target nodes behind the gradient (Table 8's B)
+        fedavg: str = "not_applicable"  # ours: pseudo_gradient reads a FedAvg update as one gradient
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -100,9 +105,10 @@ class GLG(Attack):
         if min(p.d_tree, p.tree_depth, p.restarts, p.targets) < 1 or (p.iterations is not None and p.iterations < 1):
             raise ConfigError(f"{where}: d_tree, tree_depth, restarts, targets and iterations must be >= 1 "
                               f"(got {p.d_tree}, {p.tree_depth}, {p.restarts}, {p.targets}, {p.iterations})")
+        check_fedavg(self.name, p.fedavg)
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
-        reason = super().not_applicable(update, knowledge)
+        reason = super().not_applicable(read_as_gradient(update, self.params.fedavg), knowledge)
         if reason is None and variant(update, knowledge) is None:
             return "both the features and the adjacency are granted: nothing to recover"
         if reason is None and update.num_graphs != 1 and variant(update, knowledge) not in BATCHED:

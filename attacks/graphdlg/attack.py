@@ -34,7 +34,7 @@ one decoded graph stands for the batch (``batch_output = "one_for_batch"``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -42,6 +42,7 @@ import torch
 from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, label_from_bias, minimise
 from attacks.common.aux import aux_fingerprint
+from attacks.common.fedavg import check_fedavg, read_as_gradient
 from attacks.common.parametrisations import known, schema_softmax_features
 from attacks.graphdlg.decoder import ADAPTERS, DecoderTraining, StructureDecoder, encode, train_decoder
 from attacks.graphdlg.embedding import recover_embedding
@@ -51,7 +52,6 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 NODE_COUNTS = ("oracle", "predicted")
-FEDAVG = ("not_applicable", "pseudo_gradient")
 
 
 @dataclass(eq=False)
@@ -106,16 +106,12 @@ class GraphDLG(Attack):
         if p.adapter not in ADAPTERS:
             raise ConfigError(f"attack.params.{self.name}.adapter: unknown '{p.adapter}'; "
                               f"valid: {', '.join(ADAPTERS)}")
-        if p.fedavg not in FEDAVG:
-            raise ConfigError(f"attack.params.{self.name}.fedavg: unknown '{p.fedavg}'; valid: {', '.join(FEDAVG)}")
+        check_fedavg(self.name, p.fedavg)
         self._states: set = set()
 
     # -- requirements -------------------------------------------------------------------------
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
-        if not update.exact and self.params.fedavg == "pseudo_gradient":
-            update = replace(update, kind="gradient", returned={k: v.numpy() for k, v in update.gradient.items()},
-                             local_steps=1)  # checked as the gradient it is read as
-        reason = super().not_applicable(update, knowledge)
+        reason = super().not_applicable(read_as_gradient(update, self.params.fedavg), knowledge)
         if reason:
             return reason
         m = knowledge.model

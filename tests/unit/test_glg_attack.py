@@ -195,3 +195,26 @@ def test_batched_node_1_fits_one_star_per_target_and_the_evaluator_pairs_them():
     score = graph_metrics(rec.x, rec.adj, graph.x, torch.zeros(graph.num_nodes, graph.num_nodes),
                           target=rows)["target_rnmse"]
     assert score < 1.0  # a N(0, 1) guess scores about sqrt(2)
+
+
+def test_a_fedavg_update_is_not_applicable_unless_the_pseudo_gradient_is_chosen():
+    """Two local steps on the graph: paper mode says why not; ``fedavg: pseudo_gradient`` runs
+    Graph-a on ``(W_sent - W_back) / (lr K)``, and the closer that is to the gradient (a small
+    learning rate), the better the adjacency it recovers."""
+    from clients.training import fedavg_weights
+
+    graph, a, _, knowledge = case()
+    knowledge = knowledge.with_hints(node_counts=[10], features=[graph.x])
+    torch.manual_seed(0)
+    model = knowledge.build_model()
+    sent = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    new, _ = fedavg_weights(model, [[graph], [graph]], 0.01)
+    update = ObservedUpdate(round=1, client_key=0, global_weights=sent, returned={k: v.numpy() for k, v in new.items()},
+                            kind="weights", num_examples=1, metrics={}, lr=0.01, local_steps=2, batch_size=1)
+    assert "exact gradient" in build_attack("glg", {}).not_applicable(update, knowledge)
+    attack = build_attack("glg", {"iterations": 500, "fedavg": "pseudo_gradient"})
+    assert attack.not_applicable(update, knowledge) is None
+    rec, = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    assert rec.info["variant"] == "graph_a" and upper_auc(rec.adj, a) > 0.9
+    with pytest.raises(ConfigError, match="attack.params.glg.fedavg: unknown 'often'; valid: not_applicable"):
+        build_attack("glg", {"fedavg": "often"})
