@@ -73,13 +73,10 @@ def test_structure_filter_drops_a_block_nothing_covers():
     assert scores[inner.slots] == pytest.approx(0.2 + 0.1 + 0.1)  # itself, then the leaf block twice
 
 
-def test_a_batch_finds_its_high_degree_blocks_among_witnessed_neighbours():
-    """Three molecules in one gradient: T0 holds types of every degree that no molecule has. The
-    witnessed enumeration finds the full one's blocks of degree <= 2, and of its blocks of higher
-    degree those whose neighbours are all witnessed, every true block among them, checking a
-    fraction of the candidates."""
+def batch_of_three():
+    """Three molecules in one FedSGD gradient: the graphs, schema, T0, its degrees, layer 1 over
+    T0 and layer 2's span."""
     from clients.training import mean_gradient
-    from attacks.grain.blocks import witnessed_one_hop_blocks
 
     smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "C1CCNCC1"]
     graphs = [molecule(s)[0] for s in smiles]
@@ -89,9 +86,19 @@ def test_a_batch_finds_its_high_degree_blocks_among_witnessed_neighbours():
     nodes = propose_nodes(schema, grads["convs.0.lin.weight"], tol=1e-7, tau=1e-3, group_size=10_000,
                           abort_size=2_000_000)
     deg = schema.degrees(nodes.x.float())
-    index = {tuple(r): i for i, r in enumerate(nodes.categories.tolist())}
     layer1 = StarLayer(copy.deepcopy(victim("gcn")).double(), 0, nodes.x)
-    space = RowSpace(grads["convs.1.lin.weight"], 1e-7)
+    return graphs, schema, nodes, deg, layer1, RowSpace(grads["convs.1.lin.weight"], 1e-7)
+
+
+def test_a_batch_finds_its_high_degree_blocks_among_witnessed_neighbours():
+    """Three molecules in one gradient: T0 holds types of every degree that no molecule has. The
+    witnessed enumeration finds the full one's blocks of degree <= 2, and of its blocks of higher
+    degree those whose neighbours are all witnessed, every true block among them, checking a
+    fraction of the candidates."""
+    from attacks.grain.blocks import witnessed_one_hop_blocks
+
+    graphs, schema, nodes, deg, layer1, space = batch_of_three()
+    index = {tuple(r): i for i, r in enumerate(nodes.categories.tolist())}
     full = one_hop_blocks(layer1, deg, space, tau=1e-2, max_combinations=float("inf"), expired=NEVER)
     witnessed = witnessed_one_hop_blocks(layer1, deg, space, tau=1e-2, max_combinations=1e8, expired=NEVER)
     as_set = lambda t1: {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}  # noqa: E731
@@ -128,19 +135,9 @@ def test_restricted_enumerations_take_only_what_they_are_given():
 def test_the_coordinate_screen_finds_the_same_blocks_as_the_exact_check():
     """Three molecules in one gradient (a T0 of many types): the enumeration screened on a few
     coordinates of layer 1's output returns the blocks that checking every candidate exactly does."""
-    from clients.training import mean_gradient
     from attacks.grain.blocks import _coordinate_screen
 
-    smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "C1CCNCC1"]
-    graphs = [molecule(s)[0] for s in smiles]
-    schema = molecule(smiles[0])[1]
-    grads, _ = mean_gradient(victim("gcn"), graphs, "bce")
-    grads = {k: v.double() for k, v in grads.items()}
-    nodes = propose_nodes(schema, grads["convs.0.lin.weight"], tol=1e-7, tau=1e-3, group_size=10_000,
-                          abort_size=2_000_000)
-    deg = schema.degrees(nodes.x.float())
-    layer1 = StarLayer(copy.deepcopy(victim("gcn")).double(), 0, nodes.x)
-    space = RowSpace(grads["convs.1.lin.weight"], 1e-7)
+    _, _, _, deg, layer1, space = batch_of_three()
     assert _coordinate_screen(layer1, space) is not None
     kw = dict(tau=1e-2, max_combinations=float("inf"), expired=NEVER, degrees={1, 2})
     screened = one_hop_blocks(layer1, deg, space, **kw)
