@@ -146,10 +146,10 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     types = deg.numel() if neighbours is None else allowed.numel()
     q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" and screen else None
     bias = None if layer1.conv.bias is None else layer1.conv.bias.detach().float()
-    coordinates = _coordinate_screen(layer1, space) if q is not None and coordinates else None
-    if coordinates is not None:  # a few coordinates first, and the norm bound of the whole row
-        q_some, norms = q[:, coordinates.index], q.norm(dim=1)
-        bias_some = None if bias is None else bias[coordinates.index]
+    few = _coordinate_screen(layer1, space) if q is not None and coordinates else None
+    if few is not None:  # a few coordinates first, and the norm bound of the whole row
+        q_some, norms = q[:, few.index], q.norm(dim=1)
+        bias_some = None if bias is None else bias[few.index]
         bias_norm = 0.0 if bias is None else float(bias.norm())
     kept_c, kept_n, kept_s, kept_d, total = [], [], [], [], 0
     for k in sorted({int(d) for d in deg.tolist() if d > 0 and (degrees is None or d in degrees)}):
@@ -164,19 +164,18 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
                 if combos.numel() == 0:
                     continue
             sums = q[combos].sum(1) if q is not None else None
-            if coordinates is not None:
+            if few is not None:
                 sums_some, norm_sums = q_some[combos].sum(1), norms[combos].sum(1)
             step = max(1, 65536 // combos.size(0)) if centres_together else 1  # centres screened together
             for first in range(0, len(of_degree), step):
                 group = torch.tensor(of_degree[first:first + step])
                 total += group.numel() * combos.size(0)
-                if sums is not None and coordinates is not None:
+                if sums is not None and few is not None:
                     scale = (deg[group].float() + 1).sqrt()
                     some = (q_some[group][:, None] + sums_some[None]) / scale[:, None, None]
                     some = some if bias_some is None else some + bias_some
                     bound = (norms[group][:, None] + norm_sums[None]) / scale[:, None] + bias_norm
-                    hits = coordinates.plausible(layer1.act(some).reshape(-1, some.size(-1)),
-                                                 bound.reshape(-1), tau)
+                    hits = few.plausible(layer1.act(some).reshape(-1, some.size(-1)), bound.reshape(-1), tau)
                     centre, nbrs = group[hits // combos.size(0)], combos[hits % combos.size(0)]
                     pre = (q[centre] + sums[hits % combos.size(0)]) / scale[hits // combos.size(0), None]
                     pre = pre if bias is None else pre + bias
