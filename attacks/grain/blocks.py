@@ -176,8 +176,9 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
                     some = some if bias_some is None else some + bias_some
                     bound = (norms[group][:, None] + norm_sums[None]) / scale[:, None] + bias_norm
                     hits = few.plausible(layer1.act(some).reshape(-1, some.size(-1)), bound.reshape(-1), tau)
-                    centre, nbrs = group[hits // combos.size(0)], combos[hits % combos.size(0)]
-                    pre = (q[centre] + sums[hits % combos.size(0)]) / scale[hits // combos.size(0), None]
+                    at, of = hits // combos.size(0), hits % combos.size(0)  # centre in group, multiset
+                    centre, nbrs = group[at], combos[of]
+                    pre = (q[centre] + sums[of]) / scale[at, None]
                     pre = pre if bias is None else pre + bias
                     hits = space.plausible(layer1.act(pre), tau)
                     centre, nbrs = centre[hits], nbrs[hits]

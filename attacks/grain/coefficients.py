@@ -76,8 +76,8 @@ def block_z_scores(model: GraphClassifier, rows: Tensor, gradient: Tensor) -> tu
     inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
     coef = inverse @ rhs
     fit = (j * coef[:, None]).T @ r
+    residual = float((g - fit).norm())
     dof = max(g.numel() - int(keep.sum()), 1)
-    sigma = float((g - fit).norm()) / dof ** 0.5
-    se = sigma * inverse.diagonal().clamp(min=0).sqrt()
+    se = residual / dof ** 0.5 * inverse.diagonal().clamp(min=0).sqrt()
     z = coef.abs() / se.clamp(min=1e-300)
-    return z.reshape(c, k).max(0).values, float((g - fit).norm() / g.norm().clamp(min=1e-300))
+    return z.reshape(c, k).max(0).values, residual / max(float(g.norm()), 1e-300)
