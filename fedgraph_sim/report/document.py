@@ -17,8 +17,8 @@ from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
 from fedgraph_sim.report.pareto import pareto_figures
-from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table
-from fedgraph_sim.report.tables import markdown, summary_grid
+from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table, window_entries
+from fedgraph_sim.report.tables import caption, markdown, summary_grid
 from fedgraph_sim.results import federation_key, summarize
 
 REPORT = "report.md"
@@ -86,6 +86,25 @@ def markdown_tables(data: ReportInput, groups: list[Group]) -> str:
     return "\n".join(out)
 
 
+def round_tables(data: ReportInput, groups: list[Group]) -> str:
+    """Per dataset and alignment: each attack's summary per attacked round (or span of rounds),
+    with the global model's test accuracy over those rounds; empty when one round was attacked."""
+    entries = window_entries(data.rows, data.utility)
+    if not entries:
+        return ""
+    labels = ("attack", "setting", "defense", "rounds") if any(g.setting for g in groups) else (
+        "attack", "defense", "rounds")
+    out = ["## Leakage by round\n", f"{caption(data.metrics, 'full', False, ())} Each attack over the graphs "
+           "it attacked in each round (or span of rounds); test acc: the global model's held-out accuracy "
+           "over the same rounds, mean ± std over the n federations.\n"]
+    for dataset in dict.fromkeys(e["dataset"] for e in entries):
+        for alignment in ("identity", "matched"):
+            mine = [e for e in entries if e["dataset"] == dataset and e["alignment"] == alignment]
+            grid = summary_grid(mine, data.metrics, labels, utility=True)
+            out += [f"### {dataset or 'unnamed dataset'}, {alignment} alignment\n", markdown(grid)]
+    return "\n".join(out)
+
+
 def render(directory: str | Path) -> Report:
     """Write ``report.md`` and ``figures/*.png`` into ``directory``."""
     data = load(directory)
@@ -96,6 +115,7 @@ def render(directory: str | Path) -> Report:
     lines = _overview(data, groups)
     if groups:
         lines.append(markdown_tables(data, groups))
+        lines.append(round_tables(data, groups))
     else:
         lines.append("No result rows: nothing to tabulate or plot.\n")
     if data.utility:

@@ -7,6 +7,9 @@
   AUC over the graphs it attacked that round, the gradient-free prior on the same graphs dashed,
   and the utility curve of the same federations beside them: does a model that has learned leak
   more or less than a freshly initialised one?
+- ``round_windows`` and ``window_entries``: the same question as a table (``report.md``, "Leakage
+  by round"): each attack's summary over the graphs of each attacked round, or of ten equal spans of
+  the rounds when more were attacked, beside the global model's test accuracy in those rounds.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from fedgraph_sim.metrics import PRIORS, aggregate, metric
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _colors, _unique
 from fedgraph_sim.report.groups import Group, setting_label
+from fedgraph_sim.results import summarize
 
 LEAKAGE_METRICS = ("node_type_accuracy", "adj_auc")
 
@@ -71,6 +75,56 @@ def utility_table(utility: dict[tuple, list[list[dict]]]) -> str:
         lines.append(f"| {dataset} | {setting or '-'} | {defense} | {last} | {cells[0]:.3f} | {cells[1]:.3f} | "
                      f"{gap:+.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def round_windows(rounds: list[int], most: int = 10) -> list[tuple[int, int]]:
+    """Each attacked round on its own when there are at most ``most``, else ``most`` spans of equal
+    length covering rounds 1 to the last attacked one (empty spans dropped)."""
+    rounds = sorted(set(rounds))
+    if len(rounds) <= most:
+        return [(r, r) for r in rounds]
+    width = math.ceil(rounds[-1] / most)
+    spans = [(1 + i * width, (i + 1) * width) for i in range(most)]
+    return [(a, b) for a, b in spans if any(a <= r <= b for r in rounds)]
+
+
+def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
+    """Per federation the mean test accuracy over rounds ``first..last``; mean and std over them."""
+    means = []
+    for curve in curves:
+        values = [float(p["test_accuracy"]) for p in curve
+                  if first <= int(p["round"]) <= last and p.get("test_accuracy") is not None]
+        if values:
+            means.append(sum(values) / len(values))
+    if not means:  # not the whole run's accuracy, which the summary entry carries
+        return {"test_accuracy_mean": math.nan, "test_accuracy_std": math.nan, "federations": 0}
+    mean = sum(means) / len(means)
+    std = math.sqrt(sum((m - mean) ** 2 for m in means) / len(means))
+    return {"test_accuracy_mean": mean, "test_accuracy_std": std, "federations": len(means)}
+
+
+def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
+    """``results.summarize`` entries of the attacks (not the priors, which every entry's gain
+    already holds) per round window, each labelled ``rounds`` ("50" or "1-15") and carrying the
+    global model's test accuracy over the window's rounds. Empty when fewer than two rounds were
+    attacked."""
+    attacked = [r for r in rows if r.get("round") is not None and r.get("attack") not in PRIORS]
+    windows = round_windows([int(r["round"]) for r in attacked])
+    if len(windows) < 2:
+        return []
+    entries = []
+    for first, last in windows:
+        inside = [r for r in attacked if first <= int(r["round"]) <= last]
+        for entry in summarize(inside):
+            key = (entry["dataset"], entry["setting"], entry["defense"])
+            entry.update(rounds=str(first) if first == last else f"{first}-{last}", window=first,
+                         **_window_accuracy(utility.get(key, []), first, last))
+            entries.append(entry)
+    # each attack and setting together, its windows in order
+    firsts = list(dict.fromkeys((r.get("dataset", ""), r["attack"], r.get("setting") or "", r.get("defense", "none"))
+                                for r in attacked))
+    return sorted(entries, key=lambda e: (firsts.index((e["dataset"], e["attack"], e["setting"], e["defense"])),
+                                          e["window"]))
 
 
 def utility_figures(utility: dict[tuple, list[list[dict]]], out: Path) -> Iterator[Saved | Skipped]:

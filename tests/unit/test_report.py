@@ -12,6 +12,7 @@ from fedgraph_sim.report.document import markdown_tables
 from fedgraph_sim.report.drawings import pick
 from fedgraph_sim.report.groups import group_rows
 from fedgraph_sim.report.inputs import defense_setting, load
+from fedgraph_sim.report.rounds import round_windows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STACKS = {"none": [], "dp_gradients(sigma=0.1)": [{"name": "dp_gradients", "sigma": 0.1}],
@@ -237,3 +238,30 @@ def test_a_sweep_specs_metrics_are_its_tables_columns(tmp_path, metrics, header,
     notes = [n for n in data.notes if n.startswith("sweep.yaml")]
     assert notes == [] if note is None else (len(notes) == 1 and notes[0].startswith(note)
                                              and notes[0].endswith("; the default columns are shown"))
+
+
+@pytest.mark.parametrize("rounds, windows", [
+    ([50, 1, 10, 10], [(1, 1), (10, 10), (50, 50)]),
+    (list(range(1, 151)), [(1 + 15 * i, 15 * (i + 1)) for i in range(10)]),
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 95], [(1, 10), (91, 100)]),  # spans without an attacked round dropped
+])
+def test_round_windows_are_each_round_or_ten_equal_spans(rounds, windows):
+    assert round_windows(rounds) == windows
+
+
+def test_leakage_by_round_summarizes_each_rounds_graphs_beside_that_rounds_accuracy(sweep_report):
+    md = sweep_report.path.read_text()
+    section = md[md.index("## Leakage by round"):]
+    # graphdlg undefended: round 1's graph has type ACC 0.6, round 2's 0.8; the global model after
+    # round 1 is at 0.7 and after round 2 at 0.9 in both federations; round 6 has no utility point
+    assert "| graphdlg | none | 1 | 1 | 0.6000 ± 0.0000 [Δ +0.1000 vs 0.5000] |" in section
+    assert _table_row(section, "| graphdlg | none | 1 |").endswith("| 0.7000 ± 0.0000 (n=2) |")
+    assert _table_row(section, "| graphdlg | none | 2 |").endswith("| 0.9000 ± 0.0000 (n=2) |")
+    assert _table_row(section, "| graphdlg | none | 6 |").endswith("| 0 (1 error) | - | - | - | - | - | - |")
+    assert "| majority_type |" not in section  # the priors are in every row's gain
+
+
+def test_one_attacked_round_has_no_leakage_by_round(tmp_path):
+    _write_rows(tmp_path, [_row("graphdlg", "none", 0, 0, 0.6, 0.9)])
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({"name": "s"}))
+    assert "Leakage by round" not in render(tmp_path).path.read_text()
