@@ -6,7 +6,8 @@ here so that everything downstream can rely on columns a single run does not wri
 ``defense_family``, ``defense_param``, ``defense_strength`` (NaN unless the stack has exactly one
 numeric parameter) and ``test_accuracy`` (from the federation's ``utility.jsonl`` if missing).
 A sweep's tables show the columns its spec's ``metrics`` names (a run's ``config.yaml`` has a
-``metrics`` section of its own, the scoring's ``entries``, so only ``sweep.yaml`` is read for them).
+``metrics`` section of its own, the scoring's ``entries``, so only ``sweep.yaml`` is read for them);
+otherwise the default columns, with GSM-0, GSM-2 and FULL when a row was scored for them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.metrics import ALIGNMENTS
 from fedgraph_sim.report.tables import REPORT_METRICS, table_metrics
 from fedgraph_sim.utility import final_utility, read_utility
 
@@ -72,16 +74,28 @@ def paper_row(reference: dict, dataset: str, defense: str, attack: str) -> dict[
     return {m: float(v) for m, v in zip(reference.get("metrics") or [], numbers) if _numeric(v)}
 
 
-def _table_metrics(spec: dict, notes: list[str]) -> tuple[str, ...]:
-    """The sweep spec's ``metrics``, else the report's default columns (also, with a note, when the
-    stored list is not valid: the report is still written)."""
-    if "metrics" not in spec:
-        return REPORT_METRICS
+#: Exact-recovery columns a default table gains when some row was scored for them (GRAIN's).
+EXACT_METRICS = ("gsm0", "gsm2", "full_iso")
+
+
+def _default_metrics(rows: list[dict]) -> tuple[str, ...]:
+    """The report's default columns, then GSM-0, GSM-2 and FULL if any row carries them."""
+    scored = any(row.get(f"{alignment}_{name}") is not None
+                 for row in rows for name in EXACT_METRICS for alignment in ALIGNMENTS)
+    return REPORT_METRICS + (EXACT_METRICS if scored else ())
+
+
+def _table_metrics(spec: dict, kind: str, rows: list[dict], notes: list[str]) -> tuple[str, ...]:
+    """A sweep spec's ``metrics``, else the default columns (also, with a note, when the stored list
+    is not valid: the report is still written). A run's ``config.yaml`` has a ``metrics`` section of
+    its own (the scoring's), so a run always takes the default."""
+    if kind != "sweep" or "metrics" not in spec:
+        return _default_metrics(rows)
     try:
         return table_metrics(spec["metrics"])
     except ConfigError as exc:
         notes.append(f"sweep.yaml: {exc}; the default columns are shown")
-        return REPORT_METRICS
+        return _default_metrics(rows)
 
 
 def _read_jsonl(path: Path, notes: list[str]) -> list[dict]:
@@ -184,5 +198,5 @@ def load(directory: str | Path) -> ReportInput:
     return ReportInput(directory=directory, name=str(spec.get("name") or directory.name), kind=kind,
                        rows=rows, drawings=_drawings(directory, notes),
                        reference=_read_yaml(directory / REFERENCE, notes), notes=notes,
-                       metrics=_table_metrics(spec, notes) if kind == "sweep" else REPORT_METRICS,
+                       metrics=_table_metrics(spec, kind, rows, notes),
                        utility=_utility_curves(rows, directory, kind))

@@ -265,3 +265,16 @@ def test_one_attacked_round_has_no_leakage_by_round(tmp_path):
     _write_rows(tmp_path, [_row("graphdlg", "none", 0, 0, 0.6, 0.9)])
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({"name": "s"}))
     assert "Leakage by round" not in render(tmp_path).path.read_text()
+
+
+def test_a_runs_tables_gain_the_exact_recovery_columns_when_rows_carry_them(tmp_path):
+    row = _row("grain", "none", 0, 0, 0.6, 0.9)
+    _write_rows(tmp_path / "plain", [row])
+    _write_rows(tmp_path / "exact", [{**row, "matched_gsm0": 1.0, "matched_gsm2": 1.0, "matched_full_iso": 1.0}])
+    for name in ("plain", "exact"):
+        (tmp_path / name / "config.yaml").write_text(yaml.safe_dump({"name": name}))
+    assert load(tmp_path / "plain").metrics == ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse",
+                                                "edge_accuracy")
+    assert load(tmp_path / "exact").metrics[-3:] == ("gsm0", "gsm2", "full_iso")
+    assert "| graphs | type ACC | AUC | AP | feat MSE | edge ACC | GSM-0 | GSM-2 | FULL |" in \
+        render(tmp_path / "exact").path.read_text()
