@@ -95,8 +95,9 @@ def round_tables(data: ReportInput, groups: list[Group]) -> str:
     labels = ("attack", "setting", "defense", "rounds") if any(g.setting for g in groups) else (
         "attack", "defense", "rounds")
     out = ["## Leakage by round\n", f"{caption(data.metrics, 'full', False, ())} Each attack over the graphs "
-           "it attacked in each round (or span of rounds); test acc: the global model's held-out accuracy "
-           "over the same rounds, mean ± std over the n federations.\n"]
+           "it attacked in each round (or span of rounds); test acc: the held-out accuracy of the global "
+           "models those rounds' clients trained (round r trains the model after round r - 1; round 1 the "
+           "initial one), mean ± std over the n federations.\n"]
     for dataset in dict.fromkeys(e["dataset"] for e in entries):
         for alignment in ("identity", "matched"):
             mine = [e for e in entries if e["dataset"] == dataset and e["alignment"] == alignment]

@@ -9,7 +9,8 @@
   more or less than a freshly initialised one?
 - ``round_windows`` and ``window_entries``: the same question as a table (``report.md``, "Leakage
   by round"): each attack's summary over the graphs of each attacked round, or of ten equal spans of
-  the rounds when more were attacked, beside the global model's test accuracy in those rounds.
+  the rounds when more were attacked, beside the test accuracy of the models those rounds' clients
+  trained.
 """
 
 from __future__ import annotations
@@ -89,11 +90,13 @@ def round_windows(rounds: list[int], most: int = 10) -> list[tuple[int, int]]:
 
 
 def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
-    """Per federation the mean test accuracy over rounds ``first..last``; mean and std over them."""
+    """Per federation the mean test accuracy of the models that rounds ``first..last`` sent out
+    (the one after round r - 1 is what round r's clients trained, and what the attack sees the
+    update of; round 0 is the initial model); mean and std over the federations."""
     means = []
     for curve in curves:
         values = [float(p["test_accuracy"]) for p in curve
-                  if first <= int(p["round"]) <= last and p.get("test_accuracy") is not None]
+                  if first - 1 <= int(p["round"]) <= last - 1 and p.get("test_accuracy") is not None]
         if values:
             means.append(sum(values) / len(values))
     if not means:  # not the whole run's accuracy, which the summary entry carries
@@ -106,7 +109,7 @@ def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
 def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
     """``results.summarize`` entries of the attacks (not the priors, which every entry's gain
     already holds) per round window, each labelled ``rounds`` ("50" or "1-15") and carrying the
-    global model's test accuracy over the window's rounds. Empty when fewer than two rounds were
+    test accuracy of the global models the window's clients trained. Empty when fewer than two rounds were
     attacked."""
     attacked = [r for r in rows if r.get("round") is not None and r.get("attack") not in PRIORS]
     windows = round_windows([int(r["round"]) for r in attacked])

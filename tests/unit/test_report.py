@@ -249,14 +249,15 @@ def test_round_windows_are_each_round_or_ten_equal_spans(rounds, windows):
     assert round_windows(rounds) == windows
 
 
-def test_leakage_by_round_summarizes_each_rounds_graphs_beside_that_rounds_accuracy(sweep_report):
+def test_leakage_by_round_summarizes_each_rounds_graphs_beside_the_model_they_trained(sweep_report):
     md = sweep_report.path.read_text()
     section = md[md.index("## Leakage by round"):]
-    # graphdlg undefended: round 1's graph has type ACC 0.6, round 2's 0.8; the global model after
-    # round 1 is at 0.7 and after round 2 at 0.9 in both federations; round 6 has no utility point
+    # graphdlg undefended: round 1's graph has type ACC 0.6, round 2's 0.8; round 1's clients
+    # trained the initial model (0.5 in both federations), round 2's the one after round 1 (0.7);
+    # round 6's model (after round 5) has no utility point
     assert "| graphdlg | none | 1 | 1 | 0.6000 ± 0.0000 [Δ +0.1000 vs 0.5000] |" in section
-    assert _table_row(section, "| graphdlg | none | 1 |").endswith("| 0.7000 ± 0.0000 (n=2) |")
-    assert _table_row(section, "| graphdlg | none | 2 |").endswith("| 0.9000 ± 0.0000 (n=2) |")
+    assert _table_row(section, "| graphdlg | none | 1 |").endswith("| 0.5000 ± 0.0000 (n=2) |")
+    assert _table_row(section, "| graphdlg | none | 2 |").endswith("| 0.7000 ± 0.0000 (n=2) |")
     assert _table_row(section, "| graphdlg | none | 6 |").endswith("| 0 (1 error) | - | - | - | - | - | - |")
     assert "| majority_type |" not in section  # the priors are in every row's gain
 
