@@ -109,8 +109,8 @@ def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
 def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
     """``results.summarize`` entries of the attacks (not the priors, which every entry's gain
     already holds) per round window, each labelled ``rounds`` ("50" or "1-15") and carrying the
-    test accuracy of the global models the window's clients trained. Empty when fewer than two rounds were
-    attacked."""
+    test accuracy of the global models the window's clients trained. Empty when fewer than two
+    rounds were attacked."""
     attacked = [r for r in rows if r.get("round") is not None and r.get("attack") not in PRIORS]
     windows = round_windows([int(r["round"]) for r in attacked])
     if len(windows) < 2:
@@ -120,14 +120,13 @@ def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> 
         inside = [r for r in attacked if first <= int(r["round"]) <= last]
         for entry in summarize(inside):
             key = (entry["dataset"], entry["setting"], entry["defense"])
-            entry.update(rounds=str(first) if first == last else f"{first}-{last}", window=first,
+            entry.update(rounds=str(first) if first == last else f"{first}-{last}",
                          **_window_accuracy(utility.get(key, []), first, last))
             entries.append(entry)
-    # each attack and setting together, its windows in order
+    # each attack and setting together; the sort is stable, so its windows stay in order
     firsts = list(dict.fromkeys((r.get("dataset", ""), r["attack"], r.get("setting") or "", r.get("defense", "none"))
                                 for r in attacked))
-    return sorted(entries, key=lambda e: (firsts.index((e["dataset"], e["attack"], e["setting"], e["defense"])),
-                                          e["window"]))
+    return sorted(entries, key=lambda e: firsts.index((e["dataset"], e["attack"], e["setting"], e["defense"])))
 
 
 def utility_figures(utility: dict[tuple, list[list[dict]]], out: Path) -> Iterator[Saved | Skipped]:
