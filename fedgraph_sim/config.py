@@ -44,6 +44,9 @@ class DataConfig(Section):
     node_order: Literal["original", "shuffled", "canonical"] = "original"  # data/order.py
     features: str | None = None  # MoleculeNet node features: pyg (default, 177 slots) | grain (140)
     degree_feature: bool = False  # append a one-hot degree block (GRAIN on TU sets)
+    # every node a uniformly random class of this many: node classification on whole graphs
+    # (GRAIN's Table 5; data/node_labels.py); the dataset's task becomes node
+    node_labels: int | None = Field(None, ge=2)
     subset: int | None = Field(None, ge=1)  # the federation holds this many graphs of a seeded shuffle
     subset_seed: int = Field(42, ge=0, lt=2**32)  # the shuffle's seed (GRAIN's experiments: seed 42, first 100)
 
@@ -146,6 +149,9 @@ ATTACK_GRANTS = ("adjacency_known", "features_known")
 class ThreatConfig(Section):
     node_count: bool = True  # hint: the true node count of each attacked graph
     label: bool = False  # hint: the true label of each attacked graph
+    # hint: how many of each attacked graph's labelled nodes carry each class (a node classifier;
+    # GRAIN's "labels known" node classification, without saying which node carries which)
+    node_labels: bool = False
     # hint: the true adjacency, for every attack (true) or the listed ones (e.g. [dlg@A]); the
     # "+A" baselines of GRAIN's Table 2
     adjacency_known: bool | list[str] = False
@@ -364,6 +370,12 @@ def _check_cross_fields(config: RunConfig) -> None:
         raise ConfigError("threat.per_node_gradients: a leaky client replies per-node gradients of one subgraph: "
                           "needs model.task: node, train.local_steps: 1 and train.batch_size: 1 "
                           f"(got {config.model.task}, {config.train.local_steps}, {config.train.batch_size})")
+    if config.threat.node_labels and config.model.task != "node":
+        raise ConfigError("threat.node_labels: hints the label counts of a node classifier's nodes; "
+                          f"needs model.task: node (got {config.model.task})")
+    if config.data.node_labels is not None and config.model.task != "node":
+        raise ConfigError("data.node_labels: random node labels make the task node classification; "
+                          f"needs model.task: node (got {config.model.task})")
     if config.model.task == "node" and any(isinstance(d, dict) and d.get("name") == "dp_sgd" for d in config.defenses):
         raise ConfigError("defenses: dp_sgd clips per-graph gradients of graph classifiers; with model.task: node "
                           "use dp_gradients or prune")

@@ -14,6 +14,7 @@ import numpy as np
 
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, dirichlet_sample, load_dataset
+from fedgraph_sim.data.node_labels import with_random_node_labels
 from fedgraph_sim.data.order import reorder
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.threat import AttackerKnowledge
@@ -49,6 +50,8 @@ def load_config_dataset(config: RunConfig) -> GraphDataset:
         options["task_type"] = data.task_type
     dataset = load_dataset(data.dataset, max_nodes=data.max_nodes, degree_feature=data.degree_feature,
                            **options)
+    if data.node_labels is not None:
+        dataset = with_random_node_labels(dataset, data.node_labels, config.seed)
     return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))
 
 

@@ -104,7 +104,7 @@ def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
 
 
 #: The per-graph hints a threat config may grant (``AttackerKnowledge`` fields).
-HINTS = ("node_counts", "labels", "adjacencies", "features")
+HINTS = ("node_counts", "labels", "adjacencies", "features", "node_label_counts")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,8 @@ class AttackerKnowledge:
     describes the node features: one-hot blocks, their values, the degree block and the
     standardisation statistics. ``aux_graphs`` are the auxiliary graphs of the configured scenario.
     ``node_counts``, ``labels``, ``adjacencies`` (dense 0/1 ``[n, n]``) and ``features``
-    (``[n, F]``, in the model's encoding) are per-graph hints
+    (``[n, F]``, in the model's encoding) are per-graph hints, as is ``node_label_counts`` (a node
+    classifier's labelled nodes per class: the labels known, not which node carries which)
     for the update at hand, present only when the threat config grants them (and then recorded
     in every result row). The object remembers which granted hints were read
     (:meth:`hints_read`), so a row can say what the attack looked at, not only what it was given.
@@ -134,6 +135,7 @@ class AttackerKnowledge:
     labels: tuple[int | float, ...] | None = None
     adjacencies: tuple[torch.Tensor, ...] | None = None
     features: tuple[torch.Tensor, ...] | None = None
+    node_label_counts: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hints_read", set())
@@ -151,11 +153,14 @@ class AttackerKnowledge:
     def forget_reads(self) -> None:
         object.__getattribute__(self, "_hints_read").clear()
 
-    def with_hints(self, node_counts=None, labels=None, adjacencies=None, features=None) -> "AttackerKnowledge":
+    def with_hints(self, node_counts=None, labels=None, adjacencies=None, features=None,
+                   node_label_counts=None) -> "AttackerKnowledge":
         return replace(self, node_counts=None if node_counts is None else tuple(node_counts),
                        labels=None if labels is None else tuple(labels),
                        adjacencies=None if adjacencies is None else tuple(adjacencies),
-                       features=None if features is None else tuple(features))
+                       features=None if features is None else tuple(features),
+                       node_label_counts=None if node_label_counts is None
+                       else tuple(tuple(c) for c in node_label_counts))
 
     def build_model(self, weights: dict[str, np.ndarray] | None = None,
                     dtype: torch.dtype = torch.float32) -> GraphClassifier:

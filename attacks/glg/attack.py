@@ -109,6 +109,10 @@ class GLG(Attack):
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(read_as_gradient(update, self.params.fedavg), knowledge)
+        m = knowledge.model
+        if reason is None and m.get("task", "graph") == "node" and m.get("readout_placement") == "per_node":
+            return ("the node model's logits must be its last layer's outputs (Sinha et al., Sec. 3); "
+                    "model.readout_placement: per_node puts a readout after it")
         if reason is None and variant(update, knowledge) is None:
             return "both the features and the adjacency are granted: nothing to recover"
         if reason is None and update.num_graphs != 1 and variant(update, knowledge) not in BATCHED:

@@ -49,6 +49,12 @@ steps, within the rounding's expected distance. An update that does not stand cl
 rounding (a layer with no direction above it, or a rounding distance over a tenth of the update)
 fails with the reason: matching it would match noise (a molecule the model already fits, late in
 training, can give such an update).
+Node classification (``model.task: node`` with the per-node readout; the paper's Table 5): every
+node carries its own label and the loss is their mean, with no pooling. The span checks are those
+of a graph; the whole-graph test labels a candidate's nodes from the readout's last-layer gradient
+(``node_labels.py``), under the per-class counts when the threat grants them
+(``threat.node_labels``: the paper's "labels known", without the official code's matching of the
+candidate to the true graph). One graph's FedSGD gradient only.
 Searches in turns ([ext] ``restarts``, off in paper mode): when the search from the top 3 blocks
 ends without an exact graph and budget is left, another starts from the next 3 blocks no search
 has started from, and so on. The widened checks of a FedAvg update pass more blocks than a
@@ -77,6 +83,7 @@ from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget,
 from attacks.grain.coefficients import block_z_scores
 from attacks.grain.embed import SUPPORTED, StarLayer
 from attacks.grain.local_training import LocalTraining
+from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
@@ -88,7 +95,7 @@ class GRAIN(Attack):
     name = "grain"
     paper = ("Drencheva, Petrov, Baader, Dimitrov, Vechev. GRAIN: Exact Graph Reconstruction from "
              "Gradients. ICLR 2025 (arXiv 2503.01838)")
-    requires = Requirements(exact_gradient=True)
+    requires = Requirements(exact_gradient=True, tasks=("graph", "node"))
 
     @dataclass
     class Params:
@@ -152,7 +159,7 @@ class GRAIN(Attack):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         if self.params.local_steps:  # a pseudo-gradient will do
-            self.requires = Requirements()
+            self.requires = Requirements(tasks=("graph", "node"))
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
@@ -176,6 +183,9 @@ class GRAIN(Attack):
                 return (f"the batch's layer-1 gradient has full rank {min(first.shape)}: its "
                         f"{graphs} graphs may hold as many nodes as the layer is wide")
         m = knowledge.model
+        if m.get("task", "graph") == "node" and (graphs != 1 or not update.exact):
+            return ("node classification: one graph's FedSGD gradient only (the node labels are read "
+                    f"from one gradient; this update: {graphs} graphs, exact gradient {update.exact})")
         if m.get("conv", "gcn") not in SUPPORTED:
             return f"needs GCN or GAT layers (model.conv is {m.get('conv')})"
         if m.get("layers", 2) < 2:
@@ -277,9 +287,13 @@ class _Run:
         self.ctx.progress(1, 5)
         deg = self.degrees = schema.degrees(nodes.x.float())
         self.deg = [int(d) for d in deg]
+        reader = None
+        if self.model.task == "node":  # GRAIN's node classification: labels per node, from the gradient
+            counts = self.knowledge.node_label_counts
+            reader = NodeLabelReader(self.model, self.grad, self.knowledge.loss, None if counts is None else counts[0])
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
                                      self.knowledge.num_classes, self.training.steps, self.training.lr,
-                                     per_step=self.per_step)
+                                     per_step=self.per_step, node_labels=reader)
         if self.batch_size > 1:
             self.batch = BatchAssembler(self.scorer, self.batch_size, coordinates=p.batch_coordinates,
                                         exact_tol=self.exact_tol, seed=self.ctx.seed)
@@ -347,7 +361,7 @@ class _Run:
             tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired, inputs=rows)
         self.info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=int(truncated))
         weighed = p.block_coefficients or (self.peeling is not None and p.batch_block_coefficients)
-        if weighed and blocks and len(self.model.convs) == 2 and \
+        if weighed and blocks and len(self.model.convs) == 2 and self.model.task == "graph" and \
                 len(blocks) * self.knowledge.num_classes <= p.max_coefficient_blocks:
             z, residual = self.stage("coefficients", block_z_scores, self.model,
                                      torch.stack([rows[(b.centre, b.slots)] for b in blocks]), gradient)

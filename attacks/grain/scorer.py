@@ -12,7 +12,9 @@ weights, compared as the pseudo-gradient ``(W_0 - W_K) / (lr * steps)``
 (``local_training.py``). When each step trained a different batch of ``per_step`` graphs
 (``train.sampling`` random or epoch), a candidate graph's column is its one-step gradient (the
 batch fit is then first-order in the weights' drift) and a batch is replayed in every order of its
-members over the steps (at most ``max_orders``), the closest order counting.
+members over the steps (at most ``max_orders``), the closest order counting. A node classifier's
+candidate carries one labelling, read from the gradient (``node_labels.py``), and the loss is the
+mean over its nodes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from torch import Tensor
 
 from torch.func import functional_call
 
+from attacks.grain.node_labels import NodeLabelReader
 from fedgraph_sim.models import DenseForward, GraphClassifier, classification_loss
 
 
@@ -37,17 +40,19 @@ class GradientScorer:
         per_step: the graphs each step trained when the steps trained different batches (0: every
             step trained the whole batch).
         max_orders: the most orders of a batch's members over the steps a replay tries.
+        node_labels: a node classifier's label reader (one FedSGD gradient of one graph).
     """
 
     def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], type_rows: Tensor,
                  loss: str, num_classes: int, steps: int = 1, lr: float = 1.0, per_step: int = 0,
-                 max_orders: int = 720) -> None:
+                 max_orders: int = 720, node_labels: NodeLabelReader | None = None) -> None:
         self.model, self.loss, self.num_classes = model, loss, num_classes
         self.steps, self.lr, self.per_step, self.max_orders = steps, lr, per_step, max_orders
         self.names = [n for n, _ in model.named_parameters()]
         self.params = [p for _, p in model.named_parameters()]
         self.target = [observed[name].to(torch.float64) for name, _ in model.named_parameters()]
         self.type_rows = type_rows.to(torch.float64)
+        self.node_labels = node_labels
         self.evaluations = 0
 
     def dense(self, types, edges) -> tuple[Tensor, Tensor]:
@@ -122,8 +127,19 @@ class GradientScorer:
             x[b, : xb.size(0)], adj[b, : ab.size(0), : ab.size(0)], mask[b, : xb.size(0)] = xb, ab, True
         return x, adj, torch.tensor([y for _, y in graphs]), mask
 
-    def distance(self, types, edges) -> tuple[float, int]:
-        """The smallest distance over the labels, and the label that attains it."""
+    def node_distance(self, types, edges) -> float:
+        """A node classifier's distance: the candidate's nodes labelled as the gradient reads them."""
+        self.evaluations += 1
+        x, adj = self.dense(types, edges)
+        labels = self.node_labels(x, adj)
+        loss = classification_loss(self.model.forward_dense(x, adj)[0], labels, self.loss)
+        return self.gap([g.detach() for g in torch.autograd.grad(loss, self.params)])
+
+    def distance(self, types, edges) -> tuple[float, int | None]:
+        """The smallest distance over the labels, and the label that attains it (None for a node
+        classifier, whose nodes carry the labels)."""
+        if self.node_labels is not None:
+            return self.node_distance(types, edges), None
         gaps = [self.gap(grads) for grads in self.label_gradients(types, edges)]
         label = min(range(len(gaps)), key=gaps.__getitem__)
         return gaps[label], label

@@ -57,7 +57,7 @@ def _row_info(rec: Reconstruction) -> dict:
 def _reads(hints_read: frozenset[str] | None) -> dict[str, bool | None]:
     """The row's ``read_*`` columns: which granted hints the attack call read."""
     names = {"node_counts": "read_node_count", "labels": "read_label", "adjacencies": "read_adjacency",
-             "features": "read_features"}
+             "features": "read_features", "node_label_counts": "read_node_labels"}
     return {column: None if hints_read is None else hint in hints_read for hint, column in names.items()}
 
 
@@ -150,6 +150,7 @@ class Evaluator:
             aux=knowledge.aux_scenario, hint_node_count=knowledge.node_counts is not None,
             hint_label=knowledge.labels is not None, hint_adjacency=knowledge.adjacencies is not None,
             hint_features=knowledge.features is not None, hint_per_node_gradients=update.per_node is not None,
+            hint_node_labels=knowledge.node_label_counts is not None,
             **_reads(outcome.hints_read), node_order=config.data.node_order, label_true=graph.y.view(-1)[0].item(),
             defense_report={k[8:].replace("-", "_"): v for k, v in update.metrics.items()
                             if k.startswith("defense-")},
@@ -168,7 +169,8 @@ class Evaluator:
             aux=knowledge.aux_scenario,
             hint_node_count=config.threat.node_count, hint_label=config.threat.label,
             hint_adjacency=bool(config.threat.adjacency_known), hint_features=bool(config.threat.features_known),
-            hint_per_node_gradients=config.threat.per_node_gradients, **_reads(None),
+            hint_per_node_gradients=config.threat.per_node_gradients, hint_node_labels=config.threat.node_labels,
+            **_reads(None),
             node_order=config.data.node_order,
             label_true=None, extra=self.extra_columns)
 

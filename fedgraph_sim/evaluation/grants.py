@@ -2,13 +2,15 @@
 
 ``threat.node_count``, ``threat.label``, ``threat.adjacency_known`` and ``threat.features_known``
 (the last two for every attack, or the listed ones) hand an attack the true node counts, labels,
-adjacencies or node features of the update's graphs.
+adjacencies or node features of the update's graphs; ``threat.node_labels`` a node classifier's
+label counts per graph.
 They are ground truth, so only this explicit, configured channel reads them, and every row
 records which hints its attack had (``hint_*``).
 """
 
 from __future__ import annotations
 
+import torch
 from torch_geometric.utils import to_dense_adj
 
 from fedgraph_sim.audit import AuditRecord, AuditStore
@@ -38,4 +40,12 @@ class ThreatGrants:
             labels=[g.y.view(-1)[0].item() for g in graphs] if threat.label else None,
             adjacencies=[to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0] for g in graphs]
             if adjacency else None,
-            features=[g.x.clone() for g in graphs] if features else None)
+            features=[g.x.clone() for g in graphs] if features else None,
+            node_label_counts=[_label_counts(g, self.knowledge.num_classes) for g in graphs]
+            if threat.node_labels else None)
+
+
+def _label_counts(graph, classes: int) -> list[int]:
+    """How many of ``graph``'s labelled nodes carry each class."""
+    labels = graph.node_y[graph.train_mask] if "train_mask" in graph else graph.node_y
+    return torch.bincount(labels, minlength=classes).tolist()

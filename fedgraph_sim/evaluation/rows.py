@@ -49,10 +49,12 @@ class ResultRow:
     hint_adjacency: bool
     hint_features: bool
     hint_per_node_gradients: bool  # a leaky client's per-node gradients were observed
+    hint_node_labels: bool  # a node classifier's label counts per graph
     read_node_count: bool | None  # None: no attack call read anything (a failed client turn)
     read_label: bool | None
     read_adjacency: bool | None
     read_features: bool | None
+    read_node_labels: bool | None
     node_order: str
     label_true: int | float | None  # a class index, or a regression target (float)
     defense_report: dict[str, Any] = field(default_factory=dict)  # defense_<key>: noise variance, epsilon

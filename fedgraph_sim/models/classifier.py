@@ -64,6 +64,9 @@ class GraphClassifier(nn.Module):
     - ``task="node"``: node classification, GLG's node model (Sinha et al., Sec. 3): the last
       message-passing layer outputs the ``num_classes`` logits of every node, with no pooling and
       no classifier, and by default no activation after it (``last_activation=True``: App. B's variant).
+      With ``readout_placement="per_node"`` the layers keep the ``hidden`` width and the per-node
+      readout gives every node's logits, with no pooling: GRAIN's node classification
+      (Drencheva et al., ICLR 2025, App. B: "node classification: keep the per-node logits").
 
     - ``num_classes=1``: a regression head, one real output per graph (``data.task_type:
       regression``).
@@ -114,6 +117,8 @@ class GraphClassifier(nn.Module):
         require(readout == "mlp" or readout_hidden is None, "model.readout_hidden",
                 "applies to readout: mlp only")
         self.conv_name, self.pool, self.readout_placement, self.task = conv, pool, readout_placement, task
+        # a node classifier's logits: the last layer's outputs, or (per-node readout) the readout's
+        self.node_logits_from_convs = task == "node" and readout_placement != "per_node"
         self.flatten_nodes = flatten_nodes
         self.readout_input = readout_input
         self._dense_conv = conv_type.dense
@@ -121,7 +126,7 @@ class GraphClassifier(nn.Module):
         width = in_channels
         for k in range(layers):
             concat = k < layers - 1  # heads: concatenated in between, averaged at the end
-            out = num_classes if task == "node" and k == layers - 1 else hidden
+            out = num_classes if self.node_logits_from_convs and k == layers - 1 else hidden
             self.convs.append(conv_type.build(width, out, bias=conv_bias, heads=heads,
                                               concat=concat, residual=residual))
             width = out * heads if concat else out
@@ -131,7 +136,7 @@ class GraphClassifier(nn.Module):
             last_activation = task == "graph"
         self.acts = nn.ModuleList(ACTIVATIONS[activation]() if k < layers - 1 or last_activation
                                   else nn.Identity() for k in range(layers))
-        if task == "node":
+        if self.node_logits_from_convs:
             self.classifier = None
             return
         readout_width = hidden + (in_channels if readout_input == "concat_input" else 0)
@@ -154,7 +159,7 @@ class GraphClassifier(nn.Module):
     def final_linear_name(self) -> str:
         """Parameter-name prefix of :attr:`final_linear` (``classifier`` or ``classifier.2``); for
         a node classifier the last layer's biased linear map (``convs.1`` or ``convs.1.lin_l``)."""
-        if self.task == "node":
+        if self.node_logits_from_convs:
             last = len(self.convs) - 1
             return f"convs.{last}.lin_l" if self.conv_name == "sage" else f"convs.{last}"
         if isinstance(self.classifier, nn.Linear):
@@ -184,7 +189,8 @@ class GraphClassifier(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
         if self.task == "node":
-            return self.node_embeddings(x, edge_index)
+            h = self.node_embeddings(x, edge_index)
+            return h if self.classifier is None else self.classifier(self._readout_rows(x, h))
         if batch is None:
             batch = x.new_zeros(x.size(0), dtype=torch.long)
         if self.readout_placement == "per_node":
@@ -215,7 +221,10 @@ class GraphClassifier(nn.Module):
         if mask is None:
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
         if self.task == "node":
-            return self.dense_node_embeddings(x, adj, mask)
+            h = self.dense_node_embeddings(x, adj, mask)
+            if self.classifier is None:
+                return h
+            return self.classifier(self._readout_rows(x, h)) * mask.unsqueeze(-1).to(x.dtype)
         return self.readout_dense(self._readout_rows(x, self.dense_node_embeddings(x, adj, mask)), mask)
 
     @property

@@ -214,6 +214,23 @@ def test_node_classifier_outputs_per_node_logits_dense_equal_to_sparse(conv):
     assert f"{model.final_linear_name}.bias" in dict(model.named_parameters())
 
 
+def test_node_classifier_with_a_per_node_readout_keeps_every_nodes_logits():
+    """GRAIN's node classification: hidden-width layers, the readout on [X0 || H2] per node, no pooling."""
+    batch = random_batch(sizes=(6, 9), features=8, classes=2)
+    torch.manual_seed(3)
+    model = GraphClassifier(8, 2, hidden=12, readout="mlp", readout_hidden=[10], readout_input="concat_input",
+                            readout_placement="per_node", conv_bias=False, last_activation=False, task="node")
+    assert model.convs[-1].out_channels == 12 and model.final_linear_name == "classifier.2"
+    sparse = model(batch.x, batch.edge_index, batch.batch)
+    x, adj, mask = to_dense(batch)
+    dense = model.forward_dense(x, adj, mask)
+    assert sparse.shape == (15, 2) and dense.shape == (2, 9, 2)
+    assert torch.allclose(dense[mask], sparse, atol=1e-5)
+    assert dense[~mask].abs().max() == 0  # padding rows carry no logits
+    rows = torch.cat([batch.x, model.node_embeddings(batch.x, batch.edge_index)], dim=-1)
+    assert torch.allclose(sparse, model.classifier(rows), atol=1e-6)
+
+
 def test_node_classifier_scores_labelled_nodes_only():
     g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), y=torch.tensor([1]),
              node_y=torch.tensor([1, 0, 1, 0]), train_mask=torch.tensor([True, False, True, False]))
