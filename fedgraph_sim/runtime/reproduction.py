@@ -1,8 +1,9 @@
 """Reproduction configs: one base run config, several cases, and a paper's reported numbers.
 
 A reproduction YAML holds ``reference`` (a paper table, see :func:`load_reference`),
-``base`` (run-config keys over ``default.yaml``), ``cases`` (each a ``label``, dotted ``set``
-overrides and optionally its own ``victim_graphs``) and optionally ``victim_graphs`` (rounds =
+``base`` (run-config keys over ``default.yaml``), optionally ``set`` (dotted overrides for every
+case, e.g. a width over the cases of the config it ``extends``), ``cases`` (each a ``label``, dotted
+``set`` overrides and optionally its own ``victim_graphs``) and optionally ``victim_graphs`` (rounds =
 min(victim_graphs, the victim partition size): one victim graph, or batch, per FedSGD round), ``metrics`` (the table's columns, default the
 reconstruction metrics) and ``alignments``. ``extends: OTHER.yaml`` takes another config's base
 and cases (``cases`` may then list labels to keep); ``group_by: {num_nodes: [15, 25]}`` renders
@@ -59,6 +60,8 @@ def read_spec(path: Path) -> dict:
             raise ConfigError(f"{path.name}: cases.{i}: each case is a mapping with a 'label' and a 'set'")
         if not isinstance(case.get("set", {}), dict):
             raise ConfigError(f"{path.name}: cases.{i}.set: a mapping of dotted keys to values")
+    if not isinstance(spec.get("set", {}), dict):
+        raise ConfigError(f"{path.name}: set: a mapping of dotted keys to values, for every case")
     if "extends" in spec:
         parent_path = path.parent / spec.pop("extends")
         if not parent_path.is_file():
@@ -129,7 +132,9 @@ def load_reproduction(path: str | Path, overrides: list[str] = (), only: str | l
     for case in spec["cases"]:
         if only and case["label"] not in only:
             continue
-        tree = set_dotted(set_dotted(copy.deepcopy(merge_tree(default, spec["base"])), case.get("set", {})), extra)
+        tree = copy.deepcopy(merge_tree(default, spec["base"]))
+        for overrides in (spec.get("set", {}), case.get("set", {}), extra):  # every case's, its own, the command line's
+            tree = set_dotted(tree, overrides)
         name = f"{tree.get('name', 'reproduce')}-{case['label']}".replace("<-", "from")
         tree["name"] = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)
         cases.append(Case(case["label"], tree, validate_config(copy.deepcopy(tree)),

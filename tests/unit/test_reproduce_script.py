@@ -48,6 +48,7 @@ def test_reuse_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
     ("base: {}\ncases:\n  - set: {seed: 1}\n", None, "bad.yaml: cases.0: each case is a mapping with a 'label'"),
     ("base: {}\ncases: {label: a}\n", None, "bad.yaml: cases: a list"),
     ("base: {}\ncases: [{label: a, set: [seed]}]\n", None, "bad.yaml: cases.0.set: a mapping"),
+    ("base: {}\nset: [seed]\ncases: [{label: a}]\n", None, "bad.yaml: set: a mapping of dotted keys"),
     ("base: {data: {dataset: synthetic}}\ncases: [{label: a}]\n", "seed=[1", "seed: the value is not valid YAML"),
 ])
 def test_a_malformed_reproduction_is_one_line_and_exit_2(tmp_path, capsys, text, override, expected):
@@ -79,3 +80,12 @@ def test_dry_run_validates_every_case_lists_them_and_writes_nothing(tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("error: model.flatten_nodes: 3 rows cannot hold synthetic's largest graph")
     assert not runs.exists()
+
+
+def test_a_configs_own_set_applies_to_every_case_it_extends_before_the_cases_own(tmp_path):
+    from fedgraph_sim.runtime.reproduction import load_reproduction
+    (tmp_path / "parent.yaml").write_text("base: {data: {dataset: synthetic}, model: {hidden: 300}}\n"
+                                          "cases: [{label: a}, {label: b, set: {model.hidden: 8, seed: 3}}]\n")
+    (tmp_path / "child.yaml").write_text("extends: parent.yaml\nset: {model.hidden: 32, seed: 1}\n")
+    _, cases, _ = load_reproduction(tmp_path / "child.yaml", ["seed=5"])
+    assert [(c.config.model.hidden, c.config.seed) for c in cases] == [(32, 5), (8, 5)]
