@@ -100,16 +100,21 @@ GRAIN_MODEL = dict(conv="gcn", hidden=64, conv_bias=False, last_activation=False
                    readout_hidden=[64, 16], readout_input="concat_input", readout_placement="per_node")
 
 
-def grain_case() -> Case:
+def grain_case(node_labels: bool = False) -> Case:
     """A 4-node molecule (C-C(-N)-O) whose features carry its degrees, under GRAIN's victim: a GCN
-    without conv bias, a per-node readout MLP on [X0 || H2], BCE."""
+    without conv bias, a per-node readout MLP on [X0 || H2], BCE; with ``node_labels`` every atom
+    carries a label of its own and the model classifies them (GRAIN's node classification)."""
     types, edges = [0, 0, 1, 2], [(0, 1), (1, 2), (1, 3)]
     adj = torch.zeros(4, 4)
     for i, j in edges:
         adj[i, j] = adj[j, i] = 1
     x = GRAIN_SCHEMA.onehot(torch.stack([torch.tensor(types), adj.sum(1).long()], dim=1))
     graph = Data(x=x, edge_index=dense_to_sparse(adj)[0], y=torch.tensor([0]), num_nodes=4)
-    return observe(GRAIN_MODEL, graph, num_features=GRAIN_SCHEMA.width, num_classes=2, schema=GRAIN_SCHEMA,
+    model = GRAIN_MODEL
+    if node_labels:
+        graph.node_y, graph.train_mask = torch.tensor([0, 1, 1, 0]), torch.ones(4, dtype=torch.bool)
+        model = {**GRAIN_MODEL, "task": "node"}
+    return observe(model, graph, num_features=GRAIN_SCHEMA.width, num_classes=2, schema=GRAIN_SCHEMA,
                    loss="bce")
 
 
@@ -152,7 +157,7 @@ SETTINGS: dict[str, list[Setting]] = {
     "glg": [Setting("graph", graph_case, {"iterations": 20}, "graph_c"),
             Setting("node", node_case, {"iterations": 20, "d_tree": 2}, "node_1"),
             Setting("node", lambda: node_case(per_node=True), {"iterations": 20}, "node_2c")],
-    "grain": [Setting("graph", grain_case)],
+    "grain": [Setting("graph", grain_case), Setting("node", lambda: grain_case(node_labels=True))],
 }
 
 
