@@ -44,7 +44,8 @@ class NodeLabelReader:
     def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], loss: str,
                  counts: tuple[int, ...] | None = None) -> None:
         self.model, self.loss, self.counts = model, loss, counts
-        self.observed = {n: g.to(torch.float64) for n, g in observed.items()}
+        # the whole gradient, flat in the model's parameter order (``split`` fits against it)
+        self.target = torch.cat([observed[n].to(torch.float64).reshape(-1) for n, _ in model.named_parameters()])
         last = model.final_linear_name
         self.weight_grad = observed[f"{last}.weight"].to(torch.float64)
         bias = observed.get(f"{last}.bias")
@@ -103,12 +104,11 @@ class NodeLabelReader:
         """Label rows of the ``shared`` nodes from the whole gradient, which is linear in them:
         ``g(Y) = g(Y_0) - s sum_v J_v^T (e_{y_v} - e_0)``, ``J_v`` the Jacobian of node ``v``'s logits."""
         params = [p for _, p in self.model.named_parameters()]
-        target = torch.cat([self.observed[n].reshape(-1) for n, _ in self.model.named_parameters()])
         z = self.model.forward_dense(x, adj)[0]
         base = y.argmax(1)
         base[shared] = 0
         grads = torch.autograd.grad(classification_loss(z, base, self.loss), params, retain_graph=True)
-        residual = target - torch.cat([g.reshape(-1) for g in grads])
+        residual = self.target - torch.cat([g.reshape(-1) for g in grads])
         classes = z.size(1)
         columns = []
         for v in shared:
