@@ -59,6 +59,16 @@ Searches in turns ([ext] ``restarts``, off in paper mode): when the search from 
 ends without an exact graph and budget is left, another starts from the next 3 blocks no search
 has started from, and so on. The widened checks of a FedAvg update pass more blocks than a
 gradient's, so the true graph's blocks can rank below the first three.
+Noisy updates ([ext] ``noise_aware``, off in paper mode, where any noise above the rank
+tolerances fills the spectrum and the update fails as full rank): the attacker knows only the
+update, not the defense's configured sigma or clip. The noise's per-entry standard deviation is
+estimated from the spectra of the three checked gradients (``noise.py``); the span checks count
+only directions above twice the noise's edge and allow each candidate the residual the noise
+turns into it (as for a FedAvg update's rounding), and a graph is exact when its replayed
+gradient, scaled by the factor in (0, 1] that fits the update best (a clipped update is the
+gradient scaled down), is within the noise's expected distance plus ``noise_z`` of its standard
+deviations. Where the noise's edge rises above the signal's weakest directions, true rows stop
+passing and the attack fails with its reason.
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -84,6 +94,7 @@ from attacks.grain.coefficients import block_z_scores
 from attacks.grain.embed import SUPPORTED, StarLayer
 from attacks.grain.local_training import LocalTraining
 from attacks.grain.node_labels import NodeLabelReader
+from attacks.grain.noise import NoiseEstimate
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
@@ -155,6 +166,11 @@ class GRAIN(Attack):
         # [ext] FedAvg updates of several local steps on one batch: tolerances bounded from the
         # update (local_training.py), the exactness test replays the local training
         local_steps: bool = False
+        # [ext] an update a defense has perturbed with i.i.d. noise (and perhaps clipped): the
+        # noise level estimated from the update's spectrum (noise.py), the span checks' floors
+        # and allowances and the exactness test set from it, the replay scaled to the update
+        noise_aware: bool = False
+        noise_z: float = 4.0  # the exactness test's margin, in standard deviations of the noise's distance
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -220,6 +236,13 @@ class _Run:
         self.noise = [self.training.noise.get(n, 0.0) for n in self.names]
         self.drift = [self.training.drift(n, order) for n in self.names]
         self.exact_tol = p.exact_tol + self.training.exact_slack(order)
+        self.fit_scale = False
+        if p.noise_aware:  # the defense's noise, from the spectrum of the update alone
+            estimate = NoiseEstimate.of({n: self.grad[n] for n in self.names})
+            self.noise = [(n ** 2 + estimate.sigma ** 2) ** 0.5 for n in self.noise]
+            self.exact_tol += estimate.exact_tol([p_.numel() for p_ in self.model.parameters()], p.noise_z)
+            self.fit_scale = True  # a clipped update is the gradient scaled down
+            self.info.update(noise_sigma=estimate.sigma)
         if self.training.steps > 1:
             self.info.update(attack_input="simulated_local_training", local_steps=self.training.steps)
         self.best: tuple[float, PartialGraph | None, int] = (float("inf"), None, 0)
@@ -270,7 +293,8 @@ class _Run:
                                    f"singular value above {space.floor:.1e}): it tells nothing exactly")
             if space.rank >= min(self.grad[name].shape):
                 raise AttackFailed(f"gradient of {name} has full rank {space.rank}: the graph may have "
-                                   "as many nodes as the layer is wide (n >= d), out of GRAIN's scope")
+                                   "as many nodes as the layer is wide (n >= d), out of GRAIN's scope, "
+                                   "or the update carries noise (attack.params.<name>.noise_aware=true)")
         signal = float(torch.stack([g.norm() for g in self.grad.values()]).mean())  # a zero gradient's distance
         if self.training.noise and self.exact_tol > 0.1 * signal:  # never in paper mode
             raise AttackFailed(f"the update stands within 10x of its float32 rounding (expected rounding "
@@ -293,7 +317,7 @@ class _Run:
             reader = NodeLabelReader(self.model, self.grad, self.knowledge.loss, None if counts is None else counts[0])
         self.scorer = GradientScorer(self.model, self.grad, nodes.x, self.knowledge.loss,
                                      self.knowledge.num_classes, self.training.steps, self.training.lr,
-                                     per_step=self.per_step, node_labels=reader)
+                                     per_step=self.per_step, node_labels=reader, fit_scale=self.fit_scale)
         if self.batch_size > 1:
             self.batch = BatchAssembler(self.scorer, self.batch_size, coordinates=p.batch_coordinates,
                                         exact_tol=self.exact_tol, seed=self.ctx.seed)

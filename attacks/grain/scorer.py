@@ -41,11 +41,14 @@ class GradientScorer:
             step trained the whole batch).
         max_orders: the most orders of a batch's members over the steps a replay tries.
         node_labels: a node classifier's label reader (one FedSGD gradient of one graph).
+        fit_scale: compare ``alpha`` times a candidate's gradient, ``alpha`` in (0, 1] fitted by
+            least squares: a clipped update is the gradient scaled down (noise-aware GRAIN).
     """
 
     def __init__(self, model: GraphClassifier, observed: dict[str, Tensor], type_rows: Tensor,
                  loss: str, num_classes: int, steps: int = 1, lr: float = 1.0, per_step: int = 0,
-                 max_orders: int = 720, node_labels: NodeLabelReader | None = None) -> None:
+                 max_orders: int = 720, node_labels: NodeLabelReader | None = None,
+                 fit_scale: bool = False) -> None:
         self.model, self.loss, self.num_classes = model, loss, num_classes
         self.steps, self.lr, self.per_step, self.max_orders = steps, lr, per_step, max_orders
         self.names = [n for n, _ in model.named_parameters()]
@@ -53,6 +56,7 @@ class GradientScorer:
         self.target = [observed[name].to(torch.float64) for name, _ in model.named_parameters()]
         self.type_rows = type_rows.to(torch.float64)
         self.node_labels = node_labels
+        self.fit_scale = fit_scale
         self.evaluations = 0
 
     def dense(self, types, edges) -> tuple[Tensor, Tensor]:
@@ -92,6 +96,10 @@ class GradientScorer:
 
     def gap(self, grads: list[Tensor]) -> float:
         """The official distance between ``grads`` and the client's gradient."""
+        if self.fit_scale:
+            norm = sum(float(g.pow(2).sum()) for g in grads)
+            alpha = sum(float((g * t).sum()) for g, t in zip(grads, self.target)) / max(norm, 1e-300)
+            grads = [g * min(max(alpha, 0.0), 1.0) for g in grads]
         return float(torch.stack([(g - t).norm() for g, t in zip(grads, self.target)]).mean())
 
     def batch_distance(self, members: list[tuple[tuple, list, int, int]]) -> float:
