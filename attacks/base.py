@@ -38,11 +38,20 @@ class Requirements:
     regression: bool = False  # also attacks a regression model (data.task_type: regression, real labels)
 
 
-class AttackTimeout(RuntimeError):
+class AttackStopped(RuntimeError):
+    """An attack that ended without a reconstruction; ``info`` holds its diagnostics so far (what
+    its stages counted), which the rows record as a reconstruction's."""
+
+    def __init__(self, message: str = "", info: dict | None = None) -> None:
+        super().__init__(message)
+        self.info = dict(info or {})
+
+
+class AttackTimeout(AttackStopped):
     """Raised by :meth:`Budget.check` when an attack's time budget is spent."""
 
 
-class AttackFailed(RuntimeError):
+class AttackFailed(AttackStopped):
     """Raised when an attack runs as designed but recovers nothing (e.g. no candidate passed its
     checks); the row gets status ``failed`` and this message, not ``error``."""
 

@@ -250,3 +250,4 @@ class AttackOutcome:
     seconds: float = 0.0
     failure: ClientFailure | None = None
     hints_read: frozenset[str] | None = None  # the granted hints the call read (None: no call ran)
+    info: dict = field(default_factory=dict)  # diagnostics of a call that stopped without output

@@ -139,7 +139,7 @@ class AttackRunner:
         """The call's status after checking what it returned."""
         update, attack = call.payload, self.attacks[call.name]
         outcome = AttackOutcome(call.name, update, call.knowledge, result.status, result.message, [], result.seconds,
-                                hints_read=result.hints_read)
+                                hints_read=result.hints_read, info=result.info)
         output = result.output
         if output is None and result.status != "ok":
             return outcome  # raised, failed, or stopped before it streamed anything

@@ -33,7 +33,7 @@ import signal
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import connection, get_context
 from typing import Any, Iterator
 
@@ -78,6 +78,7 @@ class CallResult:
     output: Any = None  # what ``reconstruct`` returned (not yet checked), or None
     seconds: float = 0.0
     hints_read: frozenset = frozenset()  # the granted hints ``reconstruct`` read
+    info: dict = field(default_factory=dict)  # the diagnostics of an attack that stopped without output
 
 
 def group_of(name: str) -> str:
@@ -109,9 +110,9 @@ def execute(attack: Attack, call: Call, ctx: AttackContext) -> CallResult:
             status, message = "timeout", f"returned after its {ctx.budget.seconds:g} s budget"
         result = CallResult(status, message, output, ctx.budget.elapsed())
     except AttackTimeout as exc:
-        result = CallResult("timeout", str(exc), ctx.last_checkpoint, ctx.budget.elapsed())
+        result = CallResult("timeout", str(exc), ctx.last_checkpoint, ctx.budget.elapsed(), info=exc.info)
     except AttackFailed as exc:
-        result = CallResult("failed", str(exc).splitlines()[0], seconds=ctx.budget.elapsed())
+        result = CallResult("failed", str(exc).splitlines()[0], seconds=ctx.budget.elapsed(), info=exc.info)
     except Exception as exc:  # an attack bug must not stop the round
         result = CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
                             seconds=ctx.budget.elapsed())

@@ -216,7 +216,12 @@ class GRAIN(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
-        return _Run(self.params, update, knowledge, ctx)()
+        run = _Run(self.params, update, knowledge, ctx)
+        try:
+            return run()
+        except (AttackFailed, AttackTimeout) as exc:  # the rows say how far the stages got
+            exc.info = {**run.info, **exc.info}
+            raise
 
 
 class _Run:

@@ -48,9 +48,9 @@ def _dense(graph: Data):
     return to_dense_adj(graph.edge_index, max_num_nodes=graph.num_nodes)[0]
 
 
-def _row_info(rec: Reconstruction) -> dict:
+def _row_info(info: dict) -> dict:
     """The attack's diagnostics that fit a row: numbers and strings, NaN left out."""
-    return {k: v for k, v in rec.info.items()
+    return {k: v for k, v in info.items()
             if isinstance(v, (int, float, str)) and not (isinstance(v, float) and math.isnan(v))}
 
 
@@ -134,6 +134,7 @@ class Evaluator:
                 self.drawings.keep(row, graph, recs[i])
             elif row.status != "not_applicable":  # attempted: failures count 0 beside these priors
                 row.priors = self.prior_scores(update, i, record.graphs)
+                row.info = _row_info(outcome.info)
             rows.append(row)
         return rows
 
@@ -193,7 +194,7 @@ class Evaluator:
                 if column in row.priors and not getattr(row, GRANT_OF[entry.part]):
                     row.scores[f"gain_{column}"] = entry.gain(scores[entry.name], row.priors[column])
             row.scores[metric_column(alignment, "structure_skipped")] = scores["structure_skipped"]
-        row.info = _row_info(rec)
+        row.info = _row_info(rec.info)
         row.attack_input = str(rec.info.get("attack_input", row.attack_input))
 
     def prior_scores(self, update: ObservedUpdate, index: int, graphs: list[Data]) -> dict[str, float]:

@@ -82,5 +82,5 @@ class ResultRow:
             if regression:  # a real target is never guessed exactly: how far off it is
                 row["label_error"] = abs(self.label_guess - self.label_true) if guessed else None
             row.update(self.scores)
-            row.update({f"info_{k}": v for k, v in self.info.items()})
+        row.update({f"info_{k}": v for k, v in self.info.items()})  # how far a failed attack got, too
         return row

@@ -106,8 +106,11 @@ def test_unscored_rows_carry_the_status_and_no_metrics(tmp_path):
     rows = evaluator(AttackOutcome("random", update, knowledge, "ok", reconstructions=short))
     assert [r.status for r in rows] == ["ok", "error"]  # one graph returned for a batch of two
     assert "returned 1 graphs for 2" in rows[1].message and not rows[1].scored
-    failed = evaluator(AttackOutcome("random", update, knowledge, "failed", "no candidate"))
+    failed = evaluator(AttackOutcome("random", update, knowledge, "failed", "no candidate",
+                                     info={"rank_1": 4, "stage": "t0", "skipped": [1, 2]}))
     assert all(r.status == "failed" and "identity_adj_auc" not in r.as_dict() for r in failed)
+    # the attack's diagnostics say how far it got (only what fits a row)
+    assert all(r.as_dict()["info_rank_1"] == 4 and "info_skipped" not in r.as_dict() for r in failed)
     # an attempted graph keeps the priors' values, so failures counted as 0 meet their priors
     assert all("prior_gsm_full_iso" in r.as_dict() for r in failed)
 

@@ -86,5 +86,7 @@ def test_the_gap_closes_above_the_weakest_direction():
     update, knowledge = defended(ASPIRIN, 1e-5)
     estimate = NoiseEstimate.of({k: update.gradient[k] for k in READ})
     assert estimate.ranks["convs.0.lin.weight"] < 7
-    with pytest.raises(AttackFailed):
+    with pytest.raises(AttackFailed) as failure:
         attack(update, knowledge, noise_aware=True)
+    # the failure carries the stages' counts to the rows
+    assert failure.value.info["rank_1"] < 7 and failure.value.info["noise_sigma"] == pytest.approx(1e-5, rel=0.02)
