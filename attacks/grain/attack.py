@@ -294,8 +294,9 @@ class _Run:
             self.info[f"rank_{k}"] = space.rank
         for name, space in zip(self.names, spaces):
             if space.rank == 0 and space.floor > 0:
-                raise AttackFailed(f"the update of {name} lies within the client's float32 rounding (no "
-                                   f"singular value above {space.floor:.1e}): it tells nothing exactly")
+                source = "the defense's noise" if self.p.noise_aware else "the client's float32 rounding"
+                raise AttackFailed(f"the update of {name} lies within {source} (no singular value above "
+                                   f"{space.floor:.1e}): it tells nothing exactly")
             if space.rank >= min(self.grad[name].shape):
                 raise AttackFailed(f"gradient of {name} has full rank {space.rank}: the graph may have "
                                    "as many nodes as the layer is wide (n >= d), out of GRAIN's scope, "

@@ -90,3 +90,9 @@ def test_the_gap_closes_above_the_weakest_direction():
         attack(update, knowledge, noise_aware=True)
     # the failure carries the stages' counts to the rows
     assert failure.value.info["rank_1"] < 7 and failure.value.info["noise_sigma"] == pytest.approx(1e-5, rel=0.02)
+
+
+def test_noise_that_drowns_every_direction_is_said_so():
+    update, knowledge = defended(ASPIRIN, 1e-3)
+    with pytest.raises(AttackFailed, match="lies within the defense's noise"):
+        attack(update, knowledge, noise_aware=True)
