@@ -240,7 +240,7 @@ class _Run:
         order = [n for n, _ in self.model.named_parameters()]
         self.noise = [self.training.noise.get(n, 0.0) for n in self.names]
         self.drift = [self.training.drift(n, order) for n in self.names]
-        self.exact_tol = p.exact_tol + self.training.exact_slack(order)
+        self.exact_tol = self.rounding_tol = p.exact_tol + self.training.exact_slack(order)
         self.fit_scale = False
         if p.noise_aware:  # the defense's noise, from the spectrum of the update alone
             estimate = NoiseEstimate.of({n: self.grad[n] for n in self.names})
@@ -302,9 +302,9 @@ class _Run:
                                    "as many nodes as the layer is wide (n >= d), out of GRAIN's scope, "
                                    "or the update carries noise (attack.params.<name>.noise_aware=true)")
         signal = float(torch.stack([g.norm() for g in self.grad.values()]).mean())  # a zero gradient's distance
-        if self.training.noise and self.exact_tol > 0.1 * signal:  # never in paper mode
+        if self.training.noise and self.rounding_tol > 0.1 * signal:  # never in paper mode
             raise AttackFailed(f"the update stands within 10x of its float32 rounding (expected rounding "
-                               f"distance {self.exact_tol:.1e}, update {signal:.1e}): no replay can be told exact")
+                               f"distance {self.rounding_tol:.1e}, update {signal:.1e}): no replay can be told exact")
         try:
             nodes = self.stage("t0", propose_nodes, schema, self.grad[self.names[0]], tol=p.tol_node,
                                tau=p.tau_node, group_size=p.group_size, abort_size=p.abort_size,
