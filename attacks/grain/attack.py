@@ -195,6 +195,8 @@ class GRAIN(Attack):
                         "(attack.params.<name>.batches=true extends GRAIN to batches)")
             first = update.gradient.get("convs.0.lin.weight")
             noise = LocalTraining.of(update).noise.get("convs.0.lin.weight", 0.0) if self.params.local_steps else 0.0
+            if first is not None and self.params.noise_aware:  # a defense's noise fills the spectrum too
+                noise = (noise ** 2 + NoiseEstimate.of({"first": first}).sigma ** 2) ** 0.5
             if first is not None and RowSpace(first, self.params.tol_node, noise).rank >= min(first.shape):
                 return (f"the batch's layer-1 gradient has full rank {min(first.shape)}: its "
                         f"{graphs} graphs may hold as many nodes as the layer is wide")

@@ -118,3 +118,16 @@ def test_a_noisy_fedavg_update_is_recovered_with_local_steps():
         pass
     aware = attack(update, knowledge, local_steps=True, noise_aware=True)
     assert aware.info["exact"] == 1 and gsm(aware.x, aware.adj, g.x, dense_adj(g), schema)["full_iso"] == 1.0
+
+
+def test_a_noisy_batch_below_the_width_is_attempted():
+    """Noise fills the spectrum of a batch's layer-1 gradient too: paper mode calls it full rank,
+    the noise-aware option counts only the directions above the noise."""
+    from tests.unit.test_grain_batch import batch_update
+
+    update, knowledge, _ = batch_update(["CCO", "c1ccncc1"])
+    grads = {k: torch.from_numpy(v).float() for k, v in update.returned.items()}
+    noisy = DPGradients(1e-7, noise="gaussian").apply(grads, torch.Generator().manual_seed(0))
+    update = dataclasses.replace(update, returned={k: v.numpy() for k, v in noisy.items()})
+    assert "full rank" in GRAIN(batches=True).not_applicable(update, knowledge)
+    assert GRAIN(batches=True, noise_aware=True).not_applicable(update, knowledge) is None
