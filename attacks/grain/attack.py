@@ -84,7 +84,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attacks.base import (Attack, AttackContext, AttackFailed, AttackTimeout, Reconstruction,
+from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Reconstruction,
                           Requirements, register)
 from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
 from attacks.grain.blocks import (Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks,
@@ -221,7 +221,7 @@ class GRAIN(Attack):
         run = _Run(self.params, update, knowledge, ctx)
         try:
             return run()
-        except (AttackFailed, AttackTimeout) as exc:  # the rows say how far the stages got
+        except AttackStopped as exc:  # the rows say how far the stages got
             exc.info = {**run.info, **exc.info}
             raise
 
