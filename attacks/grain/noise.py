@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attacks.grain.spancheck import NOISE_EDGE
+
 
 @dataclass(frozen=True)
 class NoiseEstimate:
@@ -56,7 +58,7 @@ class NoiseEstimate:
     edge: float
 
     @classmethod
-    def of(cls, matrices: dict[str, Tensor], edge: float = 2.0, max_iter: int = 100) -> "NoiseEstimate":
+    def of(cls, matrices: dict[str, Tensor], edge: float = NOISE_EDGE, max_iter: int = 100) -> "NoiseEstimate":
         """Estimate sigma jointly from ``matrices`` (weight gradients ``[m, n]``), as above."""
         spectra = {k: torch.linalg.svdvals(g.detach().to(torch.float64)) for k, g in matrices.items()}
         shapes = {k: tuple(g.shape) for k, g in matrices.items()}

@@ -33,6 +33,11 @@ import torch
 from torch import Tensor
 
 
+#: Singular values under this multiple of the noise's spectral edge ``noise (sqrt(m) + sqrt(n))``
+#: are not counted (the noise's own reach under that edge, with margin).
+NOISE_EDGE = 2.0
+
+
 class RowSpace:
     """The row space of a gradient matrix: an orthonormal basis ``Q [r, d_in]`` of its top-``r``
     right singular vectors, ``r`` = the number of singular values above ``tol`` (absolute, as the
@@ -49,7 +54,7 @@ class RowSpace:
         g = grad.detach().to(torch.float64)
         _, s, vh = torch.linalg.svd(g, full_matrices=False)
         self.singular_values = s
-        self.floor = 2 * noise * (g.size(0) ** 0.5 + g.size(1) ** 0.5)
+        self.floor = NOISE_EDGE * noise * (g.size(0) ** 0.5 + g.size(1) ** 0.5)
         self.rank = int((s > max(tol, self.floor)).sum())
         self.basis = vh[: self.rank]
         self.dim = g.size(1)
