@@ -37,13 +37,11 @@ from attacks.grain.embed import StarLayer
 from attacks.grain.nodes import propose_nodes
 from attacks.grain.spancheck import RowSpace
 from clients.training import fedavg_weights, mean_gradient
-from fedgraph_sim.config import load_config
-from fedgraph_sim.data import available_datasets
 from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.metrics import gsm
-from fedgraph_sim.models import GraphClassifier, to_dense
-from fedgraph_sim.scenario import attacker_knowledge, build_scenario
+from fedgraph_sim.models import to_dense
 from fedgraph_sim.threat import ObservedUpdate
+from grain_victims import grain_victims
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -76,20 +74,8 @@ def main() -> None:
     parser.add_argument("--coordinate-batches", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    dataset = "Tox21" if "Tox21" in available_datasets() else "synthetic"
-    data = (["data.features=grain", "data.task=SR-p53"] if dataset == "Tox21" else
-            ["data.degree_feature=true", "data.options={num_graphs: 200}"])
-    config = load_config(None, [
-        f"data.dataset={dataset}", *data, f"data.subset={args.graphs}", "data.subset_seed=42",
-        "federation.num_clients=1", "partition.min_partition_size=1", "train.loss=bce",
-        "model={conv: gcn, hidden: 300, conv_bias: false, last_activation: false, readout: mlp, "
-        "readout_hidden: [300, 64], readout_input: concat_input, readout_placement: per_node}"])
-    scenario = build_scenario(config)
-    knowledge = attacker_knowledge(config, scenario)
-    ds = scenario.dataset
-    torch.manual_seed(config.seed)
-    model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
-    victims = [ds.graphs[int(i)] for i in scenario.clients[0]]
+    case = grain_victims(args.graphs)
+    knowledge, model, victims = case.knowledge, case.model, case.graphs
 
     medians, means = {}, {}
     for setting in args.settings:
@@ -106,10 +92,10 @@ def main() -> None:
                 recs = []
             per_graph.append((time.perf_counter() - start) / b)
             if recs:
-                order = batch_assignment(recs, graphs, ds.schema)
+                order = batch_assignment(recs, graphs, case.schema)
                 for j, g in zip(order, graphs):
                     _, adj, _ = to_dense(g)
-                    exact += int(gsm(recs[j].x, recs[j].adj, g.x, adj[0], ds.schema)["full_iso"] == 1.0)
+                    exact += int(gsm(recs[j].x, recs[j].adj, g.x, adj[0], case.schema)["full_iso"] == 1.0)
         medians[setting], means[setting] = statistics.median(per_graph), statistics.mean(per_graph)
         print(f"{setting}: {len(per_graph)} updates, seconds per molecule median {medians[setting]:.2f}, "
               f"p90 {percentile(per_graph, 0.9):.1f}, mean {means[setting]:.2f}; exact {exact} of "
@@ -119,18 +105,18 @@ def main() -> None:
             print(f"{name} seconds per molecule against 1x1: " + ", ".join(
                 f"{s} {m / values['1x1']:.1f}x" for s, m in values.items() if s != "1x1"))
     if args.coordinates:
-        coordinates_speedup(model, victims[:4 * args.coordinate_batches], ds)
+        coordinates_speedup(model, victims[:4 * args.coordinate_batches], case.schema)
 
 
-def coordinates_speedup(model, victims, ds, b: int = 4) -> None:
+def coordinates_speedup(model, victims, schema, b: int = 4) -> None:
     """A batch's 1-hop enumeration (``witnessed_one_hop_blocks``) screened on a few coordinates
     of layer 1's output first, against the float32 screen on every coordinate."""
     ratios = []
     for first in range(0, len(victims) - b + 1, b):
         grad, _ = mean_gradient(model, victims[first:first + b], "bce")
-        nodes = propose_nodes(ds.schema, grad["convs.0.lin.weight"].double(), tol=1e-7, tau=1e-3,
+        nodes = propose_nodes(schema, grad["convs.0.lin.weight"].double(), tol=1e-7, tau=1e-3,
                               group_size=10_000, abort_size=2_000_000)
-        deg = ds.schema.degrees(nodes.x.float())
+        deg = schema.degrees(nodes.x.float())
         layer1 = StarLayer(copy.deepcopy(model).double(), 0, nodes.x)
         space = RowSpace(grad["convs.1.lin.weight"], 1e-7)
         timings = {}

@@ -190,6 +190,19 @@ def mean_and_gain(rows: list[dict], name: str, alignment: str, *, failures_as_ze
     return out
 
 
+def shown(rows: list[dict], name: str, alignment: str = ALIGNMENTS[0]) -> dict:
+    """The mean (and gain) a table cell, a figure or a verdict shows for a metric of a group of
+    rows: for metrics that count failures (GRAIN's GSM family) over every attacked graph with a
+    failure as 0, else over the scored rows; :func:`mean_and_gain` either way."""
+    if metric(name).counts_failures:
+        return mean_and_gain([r for r in rows if is_attempted(r)], name, alignment, failures_as_zero=True)
+    return mean_and_gain([r for r in rows if _scored(r)], name, alignment)
+
+
+def _scored(row: dict) -> bool:
+    return row["status"] == "ok" or is_scored(row)
+
+
 def _mean_std(values: list[float]) -> tuple[float, float]:
     """Mean and population standard deviation (NaN for no values), as ``aggregate`` gives them."""
     if not values:
@@ -215,7 +228,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
         every[key].append(row)
         if is_attempted(row):
             attempted[key].append(row)
-        if row["status"] == "ok" or is_scored(row):
+        if _scored(row):
             groups[key].append(row)
     out = []
     for key, status in statuses.items():

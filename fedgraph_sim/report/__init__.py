@@ -6,7 +6,8 @@ writes ``report.md`` and ``figures/*.png`` for a run or sweep directory
 
 Modules: ``inputs`` (reading a directory), ``groups`` (the numbers per attack x defense setting),
 ``tables`` (one table model of summary entries, and markdown), ``terminal`` (rich tables that fit
-the terminal), ``figures`` (strength curves, heatmaps, frontiers),
+the terminal), ``figures`` (strength curves, heatmaps, frontiers), ``pareto`` (one point per
+setting), ``stopping`` (the cheapest defense setting that stops the exact attack),
 ``drawings`` (true vs reconstructed graphs), ``artifacts`` (saved or skipped figures),
 ``document`` (report.md).
 """

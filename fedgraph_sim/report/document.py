@@ -18,6 +18,7 @@ from fedgraph_sim.report.groups import Group, defense_labels, defense_order, gro
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
 from fedgraph_sim.report.pareto import pareto_figures
 from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table, window_entries
+from fedgraph_sim.report.stopping import stopping_table
 from fedgraph_sim.report.tables import caption, markdown, summary_grid
 from fedgraph_sim.results import federation_key, summarize
 
@@ -117,6 +118,7 @@ def render(directory: str | Path) -> Report:
     if groups:
         lines.append(markdown_tables(data, groups))
         lines.append(round_tables(data, groups))
+        lines.append(stopping_table(groups))
     else:
         lines.append("No result rows: nothing to tabulate or plot.\n")
     if data.utility:
@@ -126,10 +128,10 @@ def render(directory: str | Path) -> Report:
                   "round first.", "", utility_table(data.utility)]
     sections = [
         ("Reconstruction vs defense strength", "metric_vs_strength",
-         lambda: strength_figures(groups, data.reference, out)),
-        ("Attacks x defenses", "heatmaps", lambda: heatmaps(groups, out)),
-        ("Privacy-utility frontier", "frontier", lambda: frontiers(groups, out)),
-        ("Privacy-utility per setting (Pareto)", "pareto", lambda: pareto_figures(groups, out)),
+         lambda: strength_figures(groups, data.metrics, data.reference, out)),
+        ("Attacks x defenses", "heatmaps", lambda: heatmaps(groups, data.metrics, out)),
+        ("Privacy-utility frontier", "frontier", lambda: frontiers(groups, data.metrics, out)),
+        ("Privacy-utility per setting (Pareto)", "pareto", lambda: pareto_figures(groups, data.metrics, out)),
         ("Utility round by round", "utility", lambda: utility_figures(data.utility, out)),
         ("Leakage round by round", "leakage_vs_round", lambda: leakage_figures(groups, data.utility, out)),
         ("True vs reconstructed graphs", "drawings", lambda: drawing_figures(data.drawings, order, out)),

@@ -1,4 +1,6 @@
-"""Summary figures over defense settings (identity alignment, the papers' convention).
+"""Summary figures over defense settings (identity alignment, the papers' convention), one panel
+or figure per metric of the report's tables (a sweep spec's ``metrics``), each value as the tables
+show it (``results.shown``: GSM and FULL over every attacked graph with failures as 0).
 
 - ``metric_vs_strength_<family>.png``: reconstruction quality against defense strength, one line
   per attack with std error bars, undefended rows at strength 0, the gradient-free prior as a dashed
@@ -24,9 +26,6 @@ from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, s
 from fedgraph_sim.report.groups import Group, defense_labels
 from fedgraph_sim.report.inputs import paper_row
 
-STRENGTH_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse")
-HEATMAP_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap")
-FRONTIER_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap")
 MARKERS = "osD^vPX*"
 
 Outcome = Saved | Skipped
@@ -46,7 +45,7 @@ def _colors(names: list[str]) -> dict[str, tuple]:
 
 
 def _mean(group: Group, metric: str) -> dict[str, float]:
-    return group.metric(f"identity_{metric}")
+    return group.shown(metric)
 
 
 def _prior(groups: list[Group], metric: str) -> float:
@@ -55,6 +54,12 @@ def _prior(groups: list[Group], metric: str) -> float:
     undefended = [r for g in groups if g.family == "none" for r in g.ok]
     rows = undefended or [r for g in groups for r in g.ok]
     return aggregate(rows, f"prior_identity_{metric}")["mean"]
+
+
+def _failures(metrics: tuple[str, ...]) -> str:
+    """The caption's end: how failures count, when a metric counts them."""
+    counted = [_short(m) for m in metrics if catalogue_entry(m).counts_failures]
+    return (f"; {', '.join(counted)}: over every attacked graph, a failure counted as 0." if counted else ".")
 
 
 def _strength_axis(ax, strengths: list[float]) -> None:
@@ -72,7 +77,8 @@ def _value_axis(ax, metric: str, means: list[float]) -> None:
         ax.set_yscale("log")
 
 
-def strength_figures(groups: list[Group], reference: dict, out: Path) -> Iterator[Outcome]:
+def strength_figures(groups: list[Group], metrics: tuple[str, ...], reference: dict,
+                     out: Path) -> Iterator[Outcome]:
     families = _unique(g.family for g in groups if g.family != "none")
     if not families:
         yield Skipped("metric_vs_strength", "no defended rows, so nothing to plot against strength")
@@ -87,19 +93,20 @@ def strength_figures(groups: list[Group], reference: dict, out: Path) -> Iterato
         if len({g.strength for g in members}) < 2:
             yield Skipped(name, f"only one strength ({defended[0].strength:g}) and no undefended rows")
             continue
-        yield attempt(name, lambda: _strength_figure(family, members, reference, out / f"{name}.png"))
+        yield attempt(name, lambda: _strength_figure(family, members, metrics, reference, out / f"{name}.png"))
 
 
-def _strength_figure(family: str, members: list[Group], reference: dict, path: Path) -> Saved:
+def _strength_figure(family: str, members: list[Group], metrics: tuple[str, ...], reference: dict,
+                     path: Path) -> Saved:
     datasets = _unique(g.dataset for g in members if g.family != "none")
     colors = _colors(_unique(g.series for g in members))
     param = next((g.param for g in members if g.param), "strength")
-    figure = new_figure(3.6 * len(STRENGTH_METRICS), 3.0 * len(datasets) + 0.8)
-    axes = figure.subplots(len(datasets), len(STRENGTH_METRICS), squeeze=False)
+    figure = new_figure(3.6 * len(metrics), 3.0 * len(datasets) + 0.8)
+    axes = figure.subplots(len(datasets), len(metrics), squeeze=False)
     handles: dict[str, object] = {}
     for row, dataset in enumerate(datasets):
         mine = [g for g in members if g.dataset == dataset]
-        for col, metric in enumerate(STRENGTH_METRICS):
+        for col, metric in enumerate(metrics):
             ax = axes[row][col]
             for attack in _unique(g.series for g in mine):
                 points = sorted(((g.strength, _mean(g, metric), g) for g in mine if g.series == attack),
@@ -129,12 +136,12 @@ def _strength_figure(family: str, members: list[Group], reference: dict, path: P
     figure.legend(handles=list(handles.values()), loc="outside lower center", ncols=min(len(handles), 6))
     return save(figure, path, f"Reconstruction quality against {family} {param} (identity alignment). "
                               "Points: mean ± std over attacked graphs; strength 0 = no defense; dashed: "
-                              f"the gradient-free prior ({prior_note(STRENGTH_METRICS)}) on the undefended graphs"
-                              + ("; hollow squares: the paper" if "paper" in handles else "") + ".")
+                              f"the gradient-free prior ({prior_note(metrics)}) on the undefended graphs"
+                              + ("; hollow squares: the paper" if "paper" in handles else "") + _failures(metrics))
 
 
-def heatmaps(groups: list[Group], out: Path) -> Iterator[Outcome]:
-    for metric in HEATMAP_METRICS:
+def heatmaps(groups: list[Group], metrics: tuple[str, ...], out: Path) -> Iterator[Outcome]:
+    for metric in metrics:
         name = f"heatmap_{metric}"
         yield attempt(name, lambda: _heatmap(groups, metric, out / f"{name}.png"))
 
@@ -150,24 +157,29 @@ def _heatmap(groups: list[Group], metric: str, path: Path) -> Outcome:
         return Skipped(path.stem, f"no ok row has {metric}")
     figure = new_figure(2.0 + 1.1 * len(columns), 1.6 + 0.55 * len(rows))
     ax = figure.subplots()
-    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    # Rates share one scale, 0 to 1; a distance or an MSE spans its own range.
+    low, high = (0.0, 1.0) if np.nanmin(values) >= 0 and np.nanmax(values) <= 1 else (
+        float(np.nanmin(values)), float(np.nanmax(values)))
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", vmin=low, vmax=high, aspect="auto")
     for (i, j), value in np.ndenumerate(values):
         if not np.isnan(value):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
-                    color="black" if value > 0.6 else "white")
+            bright = high > low and (value - low) / (high - low) > 0.6
+            ax.text(j, i, f"{value:.3g}", ha="center", va="center", fontsize=8,
+                    color="black" if bright else "white")
     ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)), [f"{d} · {a}" if several else a for d, a in rows], fontsize=8)
     ax.set_title(f"{_short(metric)}: mean over attacked graphs")
     figure.colorbar(image, ax=ax, shrink=0.8)
-    return save(figure, path, f"{_short(metric)} (identity alignment), mean over ok graphs; rows: attacks, "
-                              "columns: defense settings by family then strength; blank: no ok graph.")
+    return save(figure, path, f"{_short(metric)} (identity alignment), mean over scored graphs; rows: attacks, "
+                              "columns: defense settings by family then strength; blank: no scored graph"
+                              + _failures((metric,)))
 
 
-def frontiers(groups: list[Group], out: Path) -> Iterator[Outcome]:
+def frontiers(groups: list[Group], metrics: tuple[str, ...], out: Path) -> Iterator[Outcome]:
     if not any(g.test_accuracy()["count"] for g in groups):
         yield Skipped("frontier", "no test accuracy in the rows or utility.jsonl (is data.test_fraction 0?)")
         return
-    for metric in FRONTIER_METRICS:
+    for metric in metrics:
         name = f"frontier_{metric}"
         yield attempt(name, lambda: _frontier(groups, metric, out / f"{name}.png"))
 
@@ -193,7 +205,7 @@ def _frontier(groups: list[Group], metric: str, path: Path) -> Outcome:
     return save(figure, path, f"Privacy-utility frontier for {_short(metric)}: x = test accuracy of the global "
                               "model (mean over the setting's federations), y = mean over attacked graphs; "
                               "colour: defense family, marker: attack, label: strength. Down and right is "
-                              "better for the defender.")
+                              "better for the defender" + _failures((metric,)))
 
 
 def _frontier_panel(ax, groups: list[Group], metric: str, colors: dict, markers: dict) -> int:

@@ -1,7 +1,8 @@
 """Result rows grouped per (dataset, attack, training setting, defense setting), with every number
 the report shows.
 
-Reconstruction metrics are mean ± std over the attacked graphs whose status is ``ok``. Test
+Reconstruction metrics follow the tables' one convention (``results.shown``): mean ± std over the
+scored graphs, or over every attacked graph with failures as 0 for GRAIN's GSM family. Test
 accuracy is a property of a federation, repeated on each of its rows, so it is averaged over the
 distinct federations (seeds) of the setting, not over rows. Epsilon grows with the rounds, so it is
 mean ± std over the rows that carry it.
@@ -13,8 +14,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from fedgraph_sim.metrics import aggregate
-from fedgraph_sim.results import run_columns
+from fedgraph_sim.results import run_columns, shown
 
 
 @dataclass
@@ -42,9 +42,10 @@ class Group:
     def statuses(self) -> Counter:
         return Counter(r.get("status", "ok") for r in self.rows)
 
-    def metric(self, column: str) -> dict[str, float]:
-        """``aggregate`` of a row column (e.g. ``identity_adj_auc``) over the ok rows."""
-        return aggregate(self.ok, column)
+    def shown(self, name: str, alignment: str = "identity") -> dict:
+        """What the tables show for catalogue metric ``name`` (``results.shown``): ``mean``,
+        ``std``, ``count``, the ``prior`` and the ``gain`` over it on the same graphs."""
+        return shown(self.rows, name, alignment)
 
     def test_accuracy(self) -> dict[str, float]:
         """Mean ± std over the setting's federations of each one's test accuracy."""

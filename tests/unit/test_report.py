@@ -13,6 +13,7 @@ from fedgraph_sim.report.drawings import pick
 from fedgraph_sim.report.groups import group_rows
 from fedgraph_sim.report.inputs import defense_setting, load
 from fedgraph_sim.report.rounds import round_windows
+from fedgraph_sim.report.tables import REPORT_METRICS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STACKS = {"none": [], "dp_gradients(sigma=0.1)": [{"name": "dp_gradients", "sigma": 0.1}],
@@ -39,6 +40,7 @@ def _row(attack, defense, seed, graph_id, type_acc, test_accuracy, status="ok"):
                         f"{alignment}_edge_accuracy": 0.7,
                         f"prior_{alignment}_node_type_accuracy": 0.5, f"prior_{alignment}_adj_auc": 0.6,
                         f"prior_{alignment}_adj_ap": 0.3, f"prior_{alignment}_feature_mse": 0.4,
+                        f"prior_{alignment}_edge_accuracy": 0.6,
                         f"gain_{alignment}_node_type_accuracy": type_acc - 0.5,
                         f"gain_{alignment}_adj_auc": type_acc / 2 - 0.1})
     return row
@@ -123,9 +125,8 @@ def test_paper_rows_follow_the_matching_rows(sweep_report):
 def test_every_expected_figure_is_a_png_embedded_in_the_report(sweep_report):
     md = sweep_report.path.read_text()
     names = {"metric_vs_strength_dp_gradients", "drawings_graphdlg", "drawings_majority_type",
-             *(f"heatmap_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap")),
-             *(f"frontier_{m}" for m in ("node_type_accuracy", "adj_auc", "adj_ap")),
-             "pareto_node_type_accuracy", "pareto_adj_auc", "utility_toy", "leakage_vs_round_graphdlg"}
+             *(f"{kind}_{m}" for kind in ("heatmap", "frontier", "pareto") for m in REPORT_METRICS),
+             "utility_toy", "leakage_vs_round_graphdlg"}  # one figure of each kind per table column
     assert {f.path.stem for f in sweep_report.figures} == names and not sweep_report.skipped
     for name in names:
         path = sweep_report.path.parent / "figures" / f"{name}.png"
@@ -206,7 +207,8 @@ def test_failed_and_nan_rows_still_give_a_report(tmp_path):
 def test_cli_report_prints_path_and_figure_count(sweep_report, capsys):
     assert main(["report", str(sweep_report.path.parent)]) == 0
     out = capsys.readouterr().out.strip()
-    assert out == f"report: {sweep_report.path} (13 figures)"
+    assert out == f"report: {sweep_report.path} ({len(sweep_report.figures)} figures)"
+    assert len(sweep_report.figures) == 5 + 3 * len(REPORT_METRICS)
 
 
 @pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p])
@@ -279,3 +281,24 @@ def test_a_runs_tables_gain_the_exact_recovery_columns_when_rows_carry_them(tmp_
     assert load(tmp_path / "exact").metrics[-3:] == ("gsm0", "gsm2", "full_iso")
     assert "| graphs | type ACC | AUC | AP | feat MSE | edge ACC | GSM-0 | GSM-2 | FULL |" in \
         render(tmp_path / "exact").path.read_text()
+
+
+def test_figures_show_full_as_the_tables_do_failures_counting_zero():
+    from fedgraph_sim.report.pareto import settings
+
+    def row(attack, defense, graph_id, status, full):
+        out = {"run": defense, "dataset": "toy", "seed": 0, "graph_id": graph_id, "attack": attack,
+               "defense": defense, "defense_family": defense.split("(")[0], "status": status,
+               "defense_strength": 0.1 if "(" in defense else 0.0, "test_accuracy": 0.8,
+               "prior_identity_full_repo": 0.0}  # a failed row carries its graph's prior too
+        if status == "ok":
+            out["identity_full_repo"] = full
+        return out
+    # GRAIN rebuilds 2 graphs and fails on 2: FULL 50% over the 4 attacked graphs, not 100% over 2
+    rows = [row("grain", "none", i, "ok" if i < 2 else "failed", 1.0) for i in range(4)]
+    rows += [row("grain", "prune(p=0.1)", i, "ok", float(i == 0)) for i in range(4)]
+    rows += [row("aux_sample", d, i, "ok", 0.0) for d in ("none", "prune(p=0.1)") for i in range(4)]
+    groups = group_rows(rows)
+    assert next(g for g in groups if g.attack == "grain" and g.defense == "none").shown("full_repo")["mean"] == 0.5
+    points = settings(groups, "full_repo")
+    assert points["toy", "", "none"][1] == 0.5 and points["toy", "", "prune(p=0.1)"][1] == 0.25
