@@ -90,6 +90,20 @@ def group_rows(rows: list[dict]) -> list[Group]:
                                                   firsts[2].index(g.setting), g.order))
 
 
+def by_setting(groups: list[Group]) -> dict[tuple[str, str, str], list[Group]]:
+    """(dataset, training setting, defense setting) -> its groups, one per attack, in order."""
+    out: dict[tuple[str, str, str], list[Group]] = {}
+    for g in groups:
+        out.setdefault((g.dataset, g.setting, g.defense), []).append(g)
+    return out
+
+
+def largest_epsilon(members: list[Group]) -> float:
+    """The largest DP-SGD epsilon any of ``members`` records (NaN when none does)."""
+    spent = [e for e in (g.epsilon() for g in members) if not math.isnan(e)]
+    return max(spent, default=math.nan)
+
+
 def defense_labels(groups: list[Group]) -> list[str]:
     """Every defense label of ``groups``, by family then strength."""
     order = {g.defense: g.order for g in groups}

@@ -13,28 +13,25 @@ drawn as a line; DP-SGD points carry their epsilon.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
 from fedgraph_sim.metrics import PRIORS, metric
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _unique
-from fedgraph_sim.report.groups import Group, setting_label
+from fedgraph_sim.report.groups import Group, by_setting, largest_epsilon, setting_label
+
 
 def settings(groups: list[Group], name: str) -> dict[tuple, tuple[float, float, float, str]]:
     """(dataset, setting, defense) -> (test accuracy, best attack's gain, epsilon, best attack)."""
-    by_setting: dict[tuple, list[Group]] = defaultdict(list)
-    for g in groups:
-        by_setting[g.dataset, g.setting, g.defense].append(g)
     out = {}
-    for key, members in by_setting.items():
+    for key, members in by_setting(groups).items():
         accuracy = members[0].test_accuracy()["mean"]
         gains = [(g.shown(name)["gain"], g.attack) for g in members if g.attack not in PRIORS]
         gains = [(v, a) for v, a in gains if not math.isnan(v)]
         if gains and not math.isnan(accuracy):
             gain, attack = max(gains)
-            out[key] = (accuracy, gain, max((g.epsilon() for g in members), default=math.nan), attack)
+            out[key] = (accuracy, gain, largest_epsilon(members), attack)
     return out
 
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from fedgraph_sim.metrics import PRIORS, metric
-from fedgraph_sim.report.groups import Group
+from fedgraph_sim.report.groups import Group, by_setting, largest_epsilon
 
 STOP_METRIC = "full_repo"
 STOP_BELOW = 0.01
@@ -58,11 +58,8 @@ class Verdict:
 
 def _settings(groups: list[Group], name: str) -> dict[tuple[str, str], list[Setting]]:
     """(dataset, training setting) -> its defense settings that some attack was run on."""
-    members: dict[tuple, list[Group]] = defaultdict(list)
-    for g in groups:
-        members[g.dataset, g.setting, g.defense].append(g)
     out: dict[tuple[str, str], list[Setting]] = defaultdict(list)
-    for (dataset, setting, defense), mine in members.items():
+    for (dataset, setting, defense), mine in by_setting(groups).items():
         values = [(g.shown(name)["mean"], g.attack) for g in mine if g.attack not in PRIORS]
         values = [(v, a) for v, a in values if not math.isnan(v)]
         if not values:
@@ -70,7 +67,7 @@ def _settings(groups: list[Group], name: str) -> dict[tuple[str, str], list[Sett
         value, attack = max(values)
         out[dataset, setting].append(Setting(
             defense, mine[0].family, mine[0].order, value, attack, mine[0].test_accuracy()["mean"],
-            max((g.epsilon() for g in mine), key=lambda e: -math.inf if math.isnan(e) else e)))
+            largest_epsilon(mine)))
     return out
 
 
@@ -104,7 +101,7 @@ def stopping_table(groups: list[Group], name: str = STOP_METRIC, below: float = 
     if not found:
         return ""
     short = metric(name).short
-    lines = [f"## Cheapest defense that stops the exact attack\n",
+    lines = ["## Cheapest defense that stops the exact attack\n",
              f"Per defense family: the setting of its ladder with the most accurate global model among "
              f"those where every attack rebuilds fewer than {100 * below:g}% of the attacked graphs "
              f"exactly ({short}, over every attacked graph, a failure counted as 0), beside the "
