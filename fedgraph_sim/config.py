@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import types
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.plugins import load_plugins
+from fedgraph_sim.yaml_files import read_yaml
 
 ATTACK_NAME = re.compile(r"[A-Za-z0-9_]+(@[A-Za-z0-9_.=-]+)?")
 # The base every config is laid over (a file's missing keys, every sweep's and reproduction's
@@ -30,6 +33,28 @@ DEFAULT_ROUND = Path(__file__).resolve().parent / "default_round.yaml"
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info) -> Any:
+        """``true`` where a number is expected is a mistake (``federation.rounds=true`` would
+        run one round): pydantic takes a bool for an int, so refuse it here."""
+        annotation = cls.model_fields[info.field_name].annotation
+        if _is_bool_for_number(value, annotation):
+            raise ValueError("must be a number, not true or false")
+        return value
+
+
+def _is_bool_for_number(value: Any, annotation: Any) -> bool:
+    """A bool (or a list holding one) where ``annotation`` admits numbers but not bools."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if isinstance(value, list):
+            return any(_is_bool_for_number(value, a) for a in args if typing.get_origin(a) in (list, tuple))
+        return isinstance(value, bool) and bool(set(args) & {int, float}) and not set(args) & {bool, Any}
+    if origin in (list, tuple):
+        return isinstance(value, list) and any(_is_bool_for_number(v, args[0] if args else Any) for v in value)
+    return isinstance(value, bool) and annotation in (int, float)
 
 
 class DataConfig(Section):
@@ -323,12 +348,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
     """Read YAML (default: the packaged ``default.yaml``), apply ``key=value`` overrides (values
     parsed as YAML), validate. Raises ConfigError naming the offending key."""
     path = Path(path) if path else DEFAULT_CONFIG
-    if not path.is_file():
-        raise ConfigError(f"--config: no such file {path}")
-    try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--config: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    tree = read_yaml(path) or {}
     if not isinstance(tree, dict):
         raise ConfigError(f"--config: {path} must hold a mapping of sections")
     return validate_config(set_dotted(tree, parse_overrides(overrides)))

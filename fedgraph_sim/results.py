@@ -9,9 +9,11 @@ project's own version: its commit and whether the tree had uncommitted changes),
 from __future__ import annotations
 
 import csv
+import errno
 import functools
 import json
 import math
+import os
 import subprocess
 import threading
 import time
@@ -78,7 +80,7 @@ def provenance_line() -> str:
 def claim_run_dir(path: str | Path) -> Path:
     """``path`` as a run directory of its own: created if absent, refused unless empty, so a run
     never appends its rows to another's."""
-    path = Path(path)
+    path = check_output_base(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         what = "is a file" if not path.is_dir() else "already holds files (a run never writes into another's directory)"
         raise ConfigError(f"output.dir: {path} {what}; give a new or empty directory")
@@ -89,18 +91,42 @@ def claim_run_dir(path: str | Path) -> Path:
     return path
 
 
+def check_output_base(base: str | Path) -> Path:
+    """``output.dir`` as a folder runs can be created under: a symbolic link that loops or points
+    nowhere, or a file in the way, is one line naming it (``mkdir`` would say "File exists")."""
+    base = Path(base)
+    for part in (base, *base.parents):
+        if part.is_symlink() and not part.exists():
+            try:
+                os.stat(part)
+            except OSError as exc:
+                why = "loops" if exc.errno == errno.ELOOP else f"points to {os.readlink(part)}, which does not exist"
+                raise ConfigError(f"output.dir: {part} is a symbolic link that {why}") from None
+        if part.exists() and not part.is_dir():
+            raise ConfigError(f"output.dir: {part} is a file, not a directory")
+    return base
+
+
 def new_run_dir(base: str | Path, name: str) -> Path:
+    """A new ``<stamp>-<name>[-k]`` directory under ``base``, created atomically: runs started in
+    the same second by separate processes each get their own (``mkdir`` fails for all but one,
+    and the others take the next suffix)."""
+    base = check_output_base(base)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = Path(base) / f"{stamp}-{name}"
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = Path(base) / f"{stamp}-{name}-{suffix}"
     try:
-        path.mkdir(parents=True)
-    except OSError as exc:  # a file in the way, no permission, read-only disk
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # no permission, read-only disk
         raise ConfigError(f"output.dir: cannot create a run directory under {base} ({exc.strerror})") from None
-    return path
+    for suffix in range(1, 10_000):
+        path = base / (f"{stamp}-{name}" if suffix == 1 else f"{stamp}-{name}-{suffix}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ConfigError(f"output.dir: cannot create a run directory under {base} ({exc.strerror})") from None
+    raise ConfigError(f"output.dir: {base} already holds 10,000 runs named {stamp}-{name}")
 
 
 class ResultWriter:

@@ -41,15 +41,15 @@ def _stratified_take(labels: np.ndarray, pool: np.ndarray, fraction: float,
 
 def load_config_dataset(config: RunConfig) -> GraphDataset:
     data = config.data
-    options = dict(data.options)
+    keywords = {}
     if data.task is not None:
-        options["task"] = data.task
+        keywords["task"] = data.task
     if data.features is not None:
-        options["features"] = data.features
+        keywords["features"] = data.features
     if data.task_type == "regression":
-        options["task_type"] = data.task_type
+        keywords["task_type"] = data.task_type
     dataset = load_dataset(data.dataset, max_nodes=data.max_nodes, degree_feature=data.degree_feature,
-                           **options)
+                           options=dict(data.options), **keywords)
     if data.node_labels is not None:
         dataset = with_random_node_labels(dataset, data.node_labels, config.seed)
     return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from functools import partial
+from typing import Any
 
 from fedgraph_sim import registry
 from fedgraph_sim.data import store
@@ -36,23 +37,46 @@ def _loader(name: str):
 
 
 def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: bool = False,
-                 **options) -> GraphDataset:
-    """Load a dataset by name; ``options`` go to its loader (``task`` and ``features`` for
-    MoleculeNet, ``num_graphs``/``min_nodes``/``max_nodes``/``seed`` for ``synthetic``). Then drop
-    graphs above ``max_nodes`` and append a degree block if ``degree_feature``."""
+                 options: dict[str, Any] | None = None, **keywords) -> GraphDataset:
+    """Load a dataset by name; ``options`` (``data.options``) and ``keywords`` go to its loader
+    (``task`` and ``features`` for MoleculeNet, ``num_graphs``/``min_nodes``/``max_nodes``/``seed``
+    for ``synthetic``: its ``max_nodes`` only through ``options``, this function's own being the
+    size filter). Then drop graphs above ``max_nodes`` and append a degree block if
+    ``degree_feature``. An option the loader does not take, or of another type than its default,
+    is a :class:`ConfigError` naming it."""
     loader = _loader(name)
     accepted = inspect.signature(loader).parameters
-    for key in options:
+    options = {**(options or {}), **keywords}
+    for key, value in options.items():
+        where = f"data.{key}" if key in keywords else f"data.options.{key}"
         if key == "task_type" and key not in accepted:
             raise ConfigError(f"data.task_type: {name} has class labels, not real targets; regression needs "
                               "ESOL, FreeSolv or Lipo")
         if key not in accepted:
             valid = ", ".join(p for p in accepted if p != "name") or "none"
-            raise ConfigError(f"data.{key}: not an option of dataset {name}; valid options: {valid}")
+            raise ConfigError(f"{where}: not an option of dataset {name}; valid options: {valid}")
+        _check_type(where, value, accepted[key].default)
     if max_nodes is not None and max_nodes < 1:
         raise ConfigError(f"data.max_nodes: must be >= 1 (got {max_nodes})")
     dataset = drop_large_graphs(loader(**options), max_nodes)
     return with_degree_block(dataset) if degree_feature else dataset
+
+
+def _check_type(where: str, value: Any, default: Any) -> None:
+    """``value`` of the kind of the loader's numeric ``default`` (an int where it is an int, a bool
+    is not one; a number where it is a float), so a typo is a line here, not a TypeError inside."""
+    if default is inspect.Parameter.empty or default is None:
+        return
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    else:  # a string default may stand for several kinds (random graphs' labelled: 'all' or k); the loader checks
+        return
+    if not ok:
+        raise ConfigError(f"{where}: must be {kind}, like the default {default!r} (got {value!r})")
 
 
 def available_datasets() -> list[str]:

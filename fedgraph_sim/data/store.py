@@ -56,14 +56,19 @@ def prepare(family: str, folder: str) -> Path:
     """
     target = cache_root() / family / folder
     source = raw_source(family, folder)
-    if source is not None:
-        marker = target / ".source"
-        fingerprint = f"{source}\n{_fingerprint(source)}"
-        if not marker.is_file() or marker.read_text() != fingerprint:
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(source, target / "raw")
-            marker.write_text(fingerprint)
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        if source is not None:
+            marker = target / ".source"
+            fingerprint = f"{source}\n{_fingerprint(source)}"
+            if not marker.is_file() or marker.read_text() != fingerprint:
+                shutil.rmtree(target, ignore_errors=True)
+                shutil.copytree(source, target / "raw")
+                marker.write_text(fingerprint)
+        target.mkdir(parents=True, exist_ok=True)
+    except (OSError, shutil.Error) as exc:  # a read-only, missing or full place for the cache
+        key = "FEDGRAPH_CACHE" if os.environ.get("FEDGRAPH_CACHE") else "the dataset cache (FEDGRAPH_CACHE unset)"
+        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{key}: cannot write {cache_root()} ({why}); set FEDGRAPH_CACHE to a writable folder") from None
     return cache_root() / family
 
 

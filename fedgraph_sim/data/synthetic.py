@@ -79,8 +79,8 @@ def _tree_distances(n: int, edges: list) -> np.ndarray:
 def make_synthetic(num_graphs: int = 200, min_nodes: int = 6, max_nodes: int = 16,
                    seed: int = 0) -> GraphDataset:
     """``num_graphs`` graphs with ``min_nodes``..``max_nodes`` nodes, half of them cyclic."""
-    require(num_graphs >= 2, "data.synthetic.num_graphs", f"must be >= 2 (got {num_graphs})")
-    require(6 <= min_nodes <= max_nodes, "data.synthetic.min_nodes",
+    require(num_graphs >= 2, "data.options.num_graphs", f"must be >= 2 (got {num_graphs})")
+    require(6 <= min_nodes <= max_nodes, "data.options.min_nodes",
             f"need 6 <= min_nodes <= max_nodes (got {min_nodes}, {max_nodes})")
     rng = np.random.default_rng(seed)
     graphs = []

@@ -21,13 +21,12 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from fedgraph_sim.config import (RunConfig, default_tree, merge_tree, parse_overrides, set_dotted,
                                  validate_config)
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, METRICS
 from fedgraph_sim.report.tables import Grid, markdown as grid_markdown, summary_grid, table_metrics
+from fedgraph_sim.yaml_files import read_yaml
 
 #: The columns of a reproduction table unless its config names others: every metric but those
 #: GRAIN reports over all attacked graphs (GSM, FULL), which its configs name explicitly.
@@ -42,12 +41,9 @@ class Case:
     victim_graphs: int | None = None  # the case's, else the spec's
 
 
-def read_spec(path: Path) -> dict:
+def read_spec(path: Path, key: str = "--config") -> dict:
     """A reproduction YAML, with ``extends`` resolved (the other file's keys under this one's)."""
-    try:
-        spec = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    spec = read_yaml(path, key) or {}
     if not isinstance(spec, dict):
         raise ConfigError(f"{path.name}: a reproduction config is a mapping")
     cases = spec.get("cases")
@@ -64,9 +60,7 @@ def read_spec(path: Path) -> dict:
         raise ConfigError(f"{path.name}: set: a mapping of dotted keys to values, for every case")
     if "extends" in spec:
         parent_path = path.parent / spec.pop("extends")
-        if not parent_path.is_file():
-            raise ConfigError(f"{path.name}: extends: no such file {parent_path.name}")
-        parent = read_spec(parent_path)
+        parent = read_spec(parent_path, key=f"{path.name}: extends")
         keep = spec.pop("cases", None)
         spec = {**parent, **spec}
         if keep is not None:
@@ -105,8 +99,6 @@ def split_labels(text: str, labels: list[str]) -> list[str]:
 def load_reproduction(path: str | Path, overrides: list[str] = (), only: str | list[str] | None = None):
     """``(spec, cases, reference)`` with every case's config validated up front."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--config: no such file {path}")
     spec = read_spec(path)
     for key in ("base", "cases"):
         if key not in spec:
@@ -157,10 +149,7 @@ def load_reference(folder: Path, key: str | None) -> dict:
         known = sorted(p.name for p in REFERENCES.glob("reference_*.yaml"))
         raise ConfigError(f"reference: no file {name} beside the spec or in the package (packaged: "
                           f"{', '.join(known)})")
-    try:
-        tables = yaml.safe_load(ref_file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"reference: {ref_file} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    tables = read_yaml(ref_file, "reference") or {}
     if not isinstance(tables, dict) or key not in tables:
         valid = ", ".join(k for k in tables if not str(k).startswith("_")) if isinstance(tables, dict) else ""
         raise ConfigError(f"reference: no table '{key}' in {ref_file.name}; valid: {valid}")

@@ -59,10 +59,10 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
 
     for key, value in FLOWER_ENV.items():
         os.environ.setdefault(key, value)
-    os.environ.setdefault("FLWR_HOME", str(Path(config.output.dir).resolve() / ".flwr"))
     start = time.time()
     session = session or Session(config, progress=progress)
     run_dir = claim_run_dir(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
+    os.environ.setdefault("FLWR_HOME", str(run_dir.parent.resolve() / ".flwr"))
     handler = _log_to_file(run_dir)
     try:
         session.open(run_dir)

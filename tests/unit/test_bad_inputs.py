@@ -74,6 +74,23 @@ CASES = [
     ("sweep", ["--resume", "{bad}/corrupt"]),
     ("reproduce", ["--config", "{bad}/broken.yaml"]),
     ("reproduce", ["--config", "{bad}/no_label.yaml"]),
+    ("run", RUN + ["data.options={min_nodes: abc}"]),
+    ("run", RUN + ["data.options={max_nodes: 3}"]),
+    ("run", RUN + ["federation.rounds=true"]),
+    ("run", RUN + ["train.lr=false"]),
+    ("run", RUN + ["attack.clients=[true]"]),
+    ("run", ["--config", "{bad}/binary.bin"]),
+    ("run", ["--config", "{bad}/huge.yaml"]),
+    ("run", ["--config", "{bad}"]),
+    ("run", RUN + ["output.dir={bad}/loop_a"]),
+    ("run", RUN + ["output.dir={bad}/dangling/runs"]),
+    ("run", RUN + ["output.dir={bad}/file.txt/runs"]),
+    ("sweep", ["--config", "{bad}"]),
+    ("sweep", ["--config", "{bad}/binary.bin"]),
+    ("sweep", ["--config", "{bad}/slash_name.yaml"]),
+    ("sweep", ["--config", "{bad}/params_not_run.yaml"]),
+    ("reproduce", ["--config", "{bad}/binary.bin"]),
+    ("reproduce", ["--config", "{bad}/extends_dir.yaml"]),
 ]
 
 BROKEN = {
@@ -85,7 +102,14 @@ BROKEN = {
     "reference_nowhere.yaml": "name: s\nreference: nopaper_table1\nbase: {data: {dataset: synthetic}}\n",
     "corrupt/sweep.yaml": "name: [\n",
     "no_label.yaml": "base: {}\ncases: [{set: {seed: 1}}]\n",
+    "binary.bin": b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)),  # what --config /bin/ls reads
+    "huge.yaml": "a: " + "x" * (2 << 20) + "\n",
+    "slash_name.yaml": "name: a/b\nbase: {data: {dataset: synthetic}}\naxes: {attacks: [random]}\n",
+    "params_not_run.yaml": ("name: s\nbase: {data: {dataset: synthetic}, attack: {params: {dlg: {bogus: 1}}}}\n"
+                            "axes: {attacks: [random]}\n"),
+    "extends_dir.yaml": "extends: corrupt\nbase: {}\ncases: []\n",
 }
+LINKS = {"loop_a": "loop_b", "loop_b": "loop_a", "dangling": "/nonexistent/fedgraph_sim_target"}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +117,9 @@ def bad(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bad")
     for name, text in BROKEN.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
+        (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    for name, target in LINKS.items():
+        (folder / name).symlink_to(target)
     return folder
 
 
@@ -101,7 +127,7 @@ def bad(tmp_path_factory):
 def test_bad_input_exits_2_without_a_traceback(entry, argv, capsys, tmp_path, monkeypatch, bad):
     monkeypatch.chdir(tmp_path)
     main = ENTRY[entry]()
-    before = sorted(p.relative_to(bad) for p in bad.rglob("*"))
+    before = sorted(p.relative_to(bad) for p in bad.rglob("*"))  # rglob does not follow the links
     argv = [a.replace("{bad}", str(bad)) for a in argv]
     if entry == "run" and not any(a.startswith("output.dir=") for a in argv):
         argv.append(f"output.dir={tmp_path / 'out'}")
@@ -117,3 +143,16 @@ def test_bad_input_exits_2_without_a_traceback(entry, argv, capsys, tmp_path, mo
     assert len(lines) == 1 or lines[0].startswith("usage:"), err
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
     assert sorted(p.relative_to(bad) for p in bad.rglob("*")) == before  # nothing added or lost
+
+
+def test_an_unwritable_dataset_cache_is_one_line(tmp_path, monkeypatch, capsys):
+    """``FEDGRAPH_CACHE`` where nothing can be written: the dataset's raw files cannot be copied
+    there, which is said in one line (a traceback from ``os.makedirs`` before)."""
+    raw = tmp_path / "root" / "tu" / "PTC_MR" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "PTC_MR_A.txt").write_text("1, 2\n")
+    monkeypatch.setenv("FEDGRAPH_DATA_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("FEDGRAPH_CACHE", "/proc/fedgraph_sim_cache")
+    assert cli.main(["info", "PTC_MR"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: FEDGRAPH_CACHE: cannot write /proc/fedgraph_sim_cache") and "\n" not in err

@@ -57,6 +57,17 @@ def test_bad_dataset_input():
         load_dataset("synthetic", max_nodes=0)
 
 
+def test_loader_options_reach_the_loader_and_are_type_checked():
+    """``data.options`` go to the loader as given, its ``max_nodes`` included (the size filter has
+    the same name), and an option of another type than the loader's default is one line."""
+    data = load_dataset("synthetic", options={"num_graphs": 20, "min_nodes": 6, "max_nodes": 7})
+    assert len(data) == 20 and {g.num_nodes for g in data.graphs} <= {6, 7}
+    with pytest.raises(ConfigError, match=r"data.options.min_nodes: must be an integer, like the default 6 \(got 'abc'\)"):
+        load_dataset("synthetic", options={"min_nodes": "abc"})
+    with pytest.raises(ConfigError, match="data.options.num_graphs: must be an integer"):
+        load_dataset("synthetic", options={"num_graphs": True})
+
+
 def test_aux_same_is_the_holdout():
     data = make_synthetic(num_graphs=40)
     parts = dirichlet_partition(data.labels, 2, alpha=1.0, seed=0)

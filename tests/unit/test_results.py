@@ -34,6 +34,26 @@ def test_new_run_directories_are_unique(tmp_path):
     assert new_run_dir(tmp_path, "x") != new_run_dir(tmp_path, "x")
 
 
+def test_runs_started_together_each_get_a_directory(tmp_path):
+    """Creation is atomic (``mkdir`` without ``exist_ok``): 40 runs of one name started in the
+    same second from 8 threads get 40 directories, none refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda _: new_run_dir(tmp_path / "runs", "same"), range(40)))
+    assert len(set(made)) == 40 and all(p.is_dir() for p in made)
+
+
+def test_an_output_link_that_loops_or_dangles_is_named(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="is a symbolic link that loops"):
+        new_run_dir(tmp_path / "a", "x")
+    with pytest.raises(ConfigError, match="is a symbolic link that points to .*nowhere, which does not exist"):
+        new_run_dir(tmp_path / "gone" / "runs", "x")
+
+
 def test_faults_are_one_warning_line():
     rows = [{"status": "ok"}, {"status": "client_failed"}, {"status": "crashed"}, {"status": "client_failed"},
             {"status": "not_applicable"}, {"status": "failed"}]

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=_partitions, default=None,
                         help="the SuperNodes this host runs, e.g. 0,1 (default: all of federation.num_clients)")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     from fedgraph_sim.runtime.deployment import Launch
 

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when any row records a failure")
     parser.add_argument("--dry-run", action="store_true", help="validate every case and list them; run and write nothing")
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         spec, cases, reference = load_reproduction(args.config, args.overrides,

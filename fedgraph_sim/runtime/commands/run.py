@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 when any row records a failure (a failed client turn, a crashed, raising "
                              "or invalid attack)")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         config = load_config(args.config or DEFAULT_ROUND, args.overrides)

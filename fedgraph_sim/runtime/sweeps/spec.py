@@ -35,13 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedgraph_sim.config import (ATTACK_GRANTS, DefenseSetting, RunConfig, default_tree, merge_tree, set_dotted,
                                  validate_config)
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.report.tables import table_metrics
 from fedgraph_sim.runtime.reproduction import load_reference
+from fedgraph_sim.yaml_files import read_yaml
 
 SPEC_KEYS = ("name", "reference", "victim_graphs", "metrics", "base", "axes")
 AXES = ("datasets", "seeds", "attacks", "defenses", "settings")
@@ -152,12 +151,7 @@ def _axis(axes: dict, key: str, default: list) -> list:
 
 def load_sweep(path: str | Path) -> Sweep:
     path = Path(path)
-    require(path.is_file(), "--config", f"no such file {path}")
-    try:
-        spec = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--config: {path} is not valid YAML ({str(exc).splitlines()[0]})") from None
-    return build_sweep(spec, path.parent)
+    return build_sweep(read_yaml(path) or {}, path.parent)
 
 
 def _only(granted: Any, attacks: list[str]) -> Any:
@@ -187,6 +181,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
             "victim_graphs", f"must be an integer >= 1 (got {victims!r})")
     base = merge_tree(default_tree(), spec.get("base") or {})
     name = spec.get("name", "sweep")
+    require(isinstance(name, str) and name != "" and not any(c in name for c in "/\\ "), "name",
+            f"a sweep's name names its directory: non-empty, without spaces or slashes (got {name!r})")
     sweep = Sweep(name=name, spec=spec, folder=Path(folder),
                   reference=load_reference(Path(folder), spec.get("reference")),
                   metrics=table_metrics(spec["metrics"]) if "metrics" in spec else None)
@@ -205,6 +201,9 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                 where = f"axes.defenses.{i}" + ("" if isinstance(item, dict) else ".\\1")
                 raise ConfigError(re.sub(r"^defenses\.(\d+)", where, str(exc))) from None
             settings.append(setting)
+    for name_ in base_config.attack.params:  # as a run refuses parameters for an attack it does not run
+        require(name_ in attack_names, f"base.attack.params.{name_}",
+                f"'{name_}' is not in axes.attacks ({', '.join(map(str, attack_names))})")
     for name_ in attack_names:
         params = base_config.attack.params.get(name_)
         build_attack(str(name_).split("@")[0], params, key="axes.attacks")
