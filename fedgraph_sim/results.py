@@ -282,14 +282,22 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     return out
 
 
-def faults(rows: Iterable[dict]) -> str:
-    """One warning line about the rows whose status is a fault (``threat.FAULTS``), or ``""``."""
+def faults(rows: Iterable[dict], failed_turns: Iterable[str] = ()) -> str:
+    """One warning line about the rows whose status is a fault (``threat.FAULTS``) and the client
+    turns that failed over the whole run (``failed_turns``, their reasons: rows exist only for the
+    attacked rounds and clients), or ``""`` when there is neither."""
     counts = Counter(row.get("status") for row in rows if row.get("status") in FAULTS)
-    if not counts:
-        return ""
-    parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return (f"warning: {sum(counts.values())} row(s) record a failure ({parts}); each row's message says "
-            "why (results.jsonl)")
+    turns = list(failed_turns)
+    parts = []
+    if counts:
+        kinds = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        parts.append(f"{sum(counts.values())} row(s) record a failure ({kinds}); each row's message says why "
+                     "(results.jsonl)")
+    if turns:
+        non_finite = sum(reason.startswith("non-finite update") for reason in turns)
+        extra = f", {non_finite} of them a non-finite update left out of the aggregate" if non_finite else ""
+        parts.append(f"{len(turns)} client turn(s) failed over the run{extra} (log.txt)")
+    return "warning: " + "; ".join(parts) if parts else ""
 
 
 def write_summary(run_dir: str | Path, summary: list[dict]) -> Path:

@@ -5,7 +5,9 @@ FedAdam, FedYogi, FedAdagrad). It remembers the global arrays it sends (``config
 turns each reply into an :class:`~fedgraph_sim.threat.ObservedUpdate` and hands it to an observer
 (the attack runner) in ``aggregate_train``, then lets the Flower strategy aggregate, unchanged. A
 reply that carries no update (Flower's error reply, or a client reporting its own failure) becomes
-a :class:`~fedgraph_sim.threat.ClientFailure` for the observer and is left out of the aggregate.
+a :class:`~fedgraph_sim.threat.ClientFailure` for the observer and is left out of the aggregate;
+so is a reply holding a NaN or an infinity (:func:`non_finite`), which averaged in would silently
+make the global model NaN: its failure row says so, and ``--strict`` counts it.
 
 In FedSGD mode (one local step) the replies are gradients. With FedAvg the aggregate is their
 mean and the new global model ``W - lr * mean_gradient``, FedSGD as McMahan et al. (2017) define
@@ -35,6 +37,7 @@ from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AGGREGATE, PER_NODE_PREFIX, ClientFailure, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
+NON_FINITE = "non-finite update"  # how a failure row names a reply left out for NaN or inf
 
 
 def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
@@ -56,6 +59,15 @@ def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
 def failed(reply: Message) -> bool:
     """A client's own failure report (``clients.turn.failure_reply``): metrics, no arrays."""
     return bool(reply.content["metrics"].get("failed", 0))
+
+
+def non_finite(reply: Message) -> str | None:
+    """The first array of an update holding a NaN or an infinity (a diverged or poisoned client),
+    else None. One such value would turn the whole global model into NaN once averaged in."""
+    for key, array in reply.content["arrays"].items():
+        if not np.isfinite(array.numpy()).all():
+            return key
+    return None
 
 
 class Curious:
@@ -106,6 +118,10 @@ class Curious:
                 failures.append(ClientFailure(server_round, int(metrics["partition-id"]),
                                               str(reply.content["config"]["error"])))
                 continue
+            if (key := non_finite(reply)) is not None:
+                failures.append(ClientFailure(server_round, int(metrics["partition-id"]),
+                                              f"{NON_FINITE}: '{key}' holds NaN or inf; left out of the aggregate"))
+                continue
             arrays = {k: v.numpy() for k, v in reply.content["arrays"].items()}
             per_node = {k.removeprefix(PER_NODE_PREFIX): v for k, v in arrays.items() if k.startswith(PER_NODE_PREFIX)}
             updates.append(ObservedUpdate(
@@ -131,7 +147,7 @@ class Curious:
             start = time.time()
             self.observer(*self.observe(server_round, replies))
             self.timings["attacks"] += time.time() - start
-        replies = [r for r in replies if r.has_error() or not failed(r)]
+        replies = [r for r in replies if r.has_error() or not (failed(r) or non_finite(r) is not None)]
         for reply in (r for r in replies if not r.has_error()):  # a leaky client's extra channel is not aggregated
             leaked = [k for k in reply.content["arrays"] if k.startswith(PER_NODE_PREFIX)]
             for key in leaked:

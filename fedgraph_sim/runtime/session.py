@@ -104,6 +104,7 @@ class Session:
         self.strategy = None  # the curious strategy the ServerApp runs (its timings)
         self.baseline = None  # the centralised baseline, from the first evaluation on
         self.untrained: tuple[int, str] | None = None  # the first round in which every client failed
+        self.failed_turns: list = []  # every round's failed client turns (rows record the attacked ones)
         if run_dir is not None:
             self.open(run_dir)
 
@@ -127,6 +128,7 @@ class Session:
         """The strategy's view of a round: its updates and its failed client turns."""
         for failure in failures:
             log.warning("round %d, client %s failed: %s", failure.round, failure.client_key, failure.reason)
+            self.failed_turns.append(failure)
         if failures and not updates and self.untrained is None:  # the global model did not move
             self.untrained = (failures[0].round, failures[0].reason)
         if self.capture and (updates or failures):

@@ -27,6 +27,7 @@ class RunResult:
     run_dir: Path
     summary: list[dict]
     timings: dict = field(default_factory=dict)
+    failed_turns: list[str] = field(default_factory=list)  # every failed client turn's reason, all rounds
 
 
 def _log_to_file(run_dir: Path) -> logging.Handler:
@@ -85,7 +86,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         summary = session.finish()
         log.info("timings: %s", timings)
         session.check_trained()
-        return RunResult(run_dir, summary, timings)
+        return RunResult(run_dir, summary, timings, [f.reason for f in session.failed_turns])
     except BaseException:
         with contextlib.suppress(Exception):
             session.finish()  # the rows written so far, summarised: nothing already written is lost

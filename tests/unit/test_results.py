@@ -54,6 +54,13 @@ def test_an_output_link_that_loops_or_dangles_is_named(tmp_path):
         new_run_dir(tmp_path / "gone" / "runs", "x")
 
 
+def test_failed_turns_of_unattacked_rounds_are_in_the_warning():
+    assert faults([], []) == ""
+    assert faults([{"status": "ok"}], ["non-finite update: 'w' holds NaN or inf", "RuntimeError: boom"]) == (
+        "warning: 2 client turn(s) failed over the run, 1 of them a non-finite update left out of the "
+        "aggregate (log.txt)")
+
+
 def test_faults_are_one_warning_line():
     rows = [{"status": "ok"}, {"status": "client_failed"}, {"status": "crashed"}, {"status": "client_failed"},
             {"status": "not_applicable"}, {"status": "failed"}]

@@ -95,6 +95,25 @@ def test_a_failed_client_turn_is_reported_and_left_out_of_the_aggregate(flower_t
     assert (failure.round, failure.client_key) == (1, 2) and "empty partition" in failure.reason
 
 
+def test_a_non_finite_update_is_a_failure_and_left_out_of_the_aggregate():
+    seen, failed_turns = [], []
+    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1, min_train_nodes=2, min_available_nodes=2,
+                            observer=lambda updates, failures: (seen.extend(updates), failed_turns.extend(failures)))
+    curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
+    ok = replies(np.random.default_rng(0))
+    poisoned = ok[1].content["arrays"]["w"].numpy().copy()
+    poisoned[0, 0] = np.nan
+    ok[1].content["arrays"]["w"] = Array(poisoned)
+    ours, _ = curious.aggregate_train(1, ok)
+    kept = replies(np.random.default_rng(0))
+    plain, _ = FedAvg(min_train_nodes=2, min_available_nodes=2).aggregate_train(1, [kept[0], kept[2]])
+    for key in plain:
+        assert np.allclose(ours[key].numpy(), global_arrays()[key].numpy() - 0.1 * plain[key].numpy(), atol=1e-7)
+    assert [u.client_key for u in seen] == [0, 2]
+    (failure,) = failed_turns
+    assert failure.client_key == 1 and failure.reason.startswith("non-finite update: 'w' holds NaN or inf")
+
+
 def test_a_server_optimiser_aggregates_the_weights_each_clients_fedsgd_step_gives():
     """FedSGD under FedAdam: each gradient reply becomes W - lr * g, which Flower's own FedAdam
     aggregates; the observer still sees the gradients."""

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in draw_exact(result.run_dir):
         console.print(f"drawn beside the truth: {path}")
     console.print(f"run directory: {result.run_dir}")
-    warning = faults(rows)
+    warning = faults(rows, result.failed_turns)
     if warning:
         console.print(warning, style="yellow")
     return 1 if warning and args.strict else 0
