@@ -4,7 +4,8 @@ Anything a user can get wrong (a name, a number, a missing data folder) raises
 :class:`ConfigError` with a single line that names the key, says why, and lists the valid choices.
 Entry points print that line and exit with code 2; they never show a traceback for it. A run whose
 results would mean nothing (no client turn of a round succeeded) raises :class:`RunFailed`: one
-line, exit code 1, the rows written so far kept.
+line, exit code 1, the rows written so far kept. A run stopped by Ctrl-C raises :class:`Stopped`:
+one line, exit code 130 (the shell's for SIGINT).
 """
 
 
@@ -24,3 +25,9 @@ def require(condition: bool, key: str, reason: str) -> None:
     """Raise ``ConfigError("<key>: <reason>")`` unless ``condition`` holds."""
     if not condition:
         raise ConfigError(f"{key}: {reason}")
+
+
+class Stopped(RuntimeError):
+    """A run stopped on request (Ctrl-C, SIGTERM), its rows so far kept: one line, exit code 130."""
+
+    exit_code = 130

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import Callable, Iterable
 
 import numpy as np
@@ -83,13 +84,14 @@ class _Progress(Listener):
 class AttackRunner:
     """``attacks`` by row name; ``knowledge`` is the scenario's grant (for ``prepare``) and
     ``knowledge_for`` adds the per-update hints; ``record`` receives every outcome. Call
-    :meth:`close` at the end (it stops the workers)."""
+    :meth:`close` at the end (it stops the workers), :meth:`stop` to end the attacks at once."""
 
     def __init__(self, config: RunConfig, attacks: dict[str, Attack], knowledge: AttackerKnowledge,
                  knowledge_for: KnowledgeFor, record: Callable[[AttackOutcome], object],
                  progress=None) -> None:
         self.config, self.attacks, self.knowledge = config, attacks, knowledge
-        self.knowledge_for, self.record = knowledge_for, record
+        self.knowledge_for, self._record = knowledge_for, record
+        self._recording, self.stopped = threading.Lock(), False
         self.listener = _Progress(progress)
         self.updates_attacked: dict[str, int] = {}
         self.executor = make_executor(attacks, config.plugins, config.attack.grace, worker_count(config))
@@ -129,11 +131,26 @@ class AttackRunner:
                              update.client_key)
                   for update in updates for name in self.attacks if self._take(name)]
         for call, result in self.executor.run(calls, self.listener):
+            if self.stopped:
+                break
             if call.kind == "prepare":
                 if result.status != "ok":
                     log.warning("%s: per-round preparation failed: %s", call.name, result.message)
                 continue
             self.record(self.outcome(call, result))
+
+    def record(self, outcome: AttackOutcome) -> None:
+        """Hand ``outcome`` to the evaluator, unless the run was stopped (:meth:`stop`)."""
+        with self._recording:
+            if not self.stopped:
+                self._record(outcome)
+
+    def stop(self) -> None:
+        """A stop request (Ctrl-C): let an outcome being recorded finish, record nothing after it,
+        and kill the running calls, whose results would be artefacts of the stop."""
+        with self._recording:
+            self.stopped = True
+        self.executor.stop()
 
     def outcome(self, call: Call, result: CallResult) -> AttackOutcome:
         """The call's status after checking what it returned."""

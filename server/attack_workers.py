@@ -162,6 +162,9 @@ class InProcess:
     def close(self) -> None:
         pass
 
+    def stop(self) -> None:
+        pass  # a call in this process cannot be interrupted: it ends when its attack returns
+
 
 def shared_store(stores: dict[str, dict], attack: Attack, call: Call) -> dict:
     """The run-scoped store of the call's attack group, or a fresh one for a call that stands alone."""
@@ -172,6 +175,8 @@ def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], 
     """A worker's life: build its attacks (each class with its parameters), then answer calls
     until told to stop."""
     die_with_parent(parent)
+    # a terminal's Ctrl-C reaches the whole process group: the server decides when a worker ends
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.chdir(tempfile.mkdtemp(prefix="fedgraph-attack-"))  # nothing of the run's below it
     torch.set_num_threads(1)
     from fedgraph_sim.plugins import load_plugins
@@ -245,6 +250,7 @@ class WorkerPool:
         if all(a.keeps_state for a in attacks.values()):
             workers = min(workers, len(stateful))  # more would have nothing to do
         self.workers = [_Worker() for _ in range(max(1, workers))]
+        self.stopped = False  # set by stop() from another thread
         self.pinned = {g: self.workers[i % len(self.workers)] for i, g in enumerate(stateful)}
         self.pending: list[Call] = []
         self._context = get_context("spawn")
@@ -284,6 +290,8 @@ class WorkerPool:
         return None
 
     def _dispatch(self, worker: _Worker, listener: Listener) -> None:
+        if self.stopped:
+            return
         if worker.busy is None and (call := self._next_call(worker)) is not None:
             if worker.process is None or not worker.process.is_alive():
                 self._stop(worker)
@@ -291,7 +299,11 @@ class WorkerPool:
             listener.started(call)
             # the call's clock starts with its "started" message; until then the worker may be starting
             worker.busy = _Running(call, time.monotonic() + STARTUP_SECONDS)
-            worker.conn.send_bytes(pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL))
+            try:
+                worker.conn.send_bytes(pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL))
+            except OSError:  # the worker died (its death is read from the pipe next), or stop() killed it
+                if not self.stopped:
+                    raise
 
     def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
         """Every call's result, in the order of ``calls`` (as a serial run would give them)."""
@@ -300,7 +312,7 @@ class WorkerPool:
         order = [c.index for c in calls]
         by_index = {c.index: c for c in calls}
         position = 0
-        while position < len(order):
+        while position < len(order) and not self.stopped:
             for worker in self.workers:
                 self._dispatch(worker, listener)
             busy = [w for w in self.workers if w.busy is not None]
@@ -308,6 +320,8 @@ class WorkerPool:
                 raise RuntimeError("attack workers idle with calls outstanding")  # a bug, not an input
             deadline = min(w.busy.kill_at for w in busy)
             ready = connection.wait([w.conn for w in busy], timeout=max(0.0, deadline - time.monotonic()))
+            if self.stopped:
+                return  # the workers were killed by stop(): what they return now is not a result
             for worker in busy:
                 running, call = worker.busy, worker.busy.call
                 if worker.conn in ready:
@@ -354,6 +368,14 @@ class WorkerPool:
         else:
             return message[1]
         return None
+
+    def stop(self) -> None:
+        """Kill every worker now (from another thread: :meth:`run` then returns without results)."""
+        self.stopped = True
+        for worker in self.workers:  # kill only: the serving thread may be waiting on the pipes
+            if worker.process is not None:
+                with contextlib.suppress(Exception):
+                    worker.process.kill()
 
     def close(self) -> None:
         for worker in self.workers:

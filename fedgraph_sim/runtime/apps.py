@@ -23,6 +23,7 @@ from fedgraph_sim.config import RunConfig, load_config
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.session import Session
+from fedgraph_sim.runtime.stopping import StoppableGrid
 from server.strategy import initial_arrays, make_strategy
 
 
@@ -36,7 +37,7 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
-        session.strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
+        session.strategy.start(grid=StoppableGrid(grid, session.stop), initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
                                num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
         if finish:
             session.finish()

@@ -24,6 +24,7 @@ from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.results import provenance, read_rows, summarize, write_summary
+from fedgraph_sim.runtime.stopping import StopRequest
 from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge
 from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
@@ -105,6 +106,8 @@ class Session:
         self.baseline = None  # the centralised baseline, from the first evaluation on
         self.untrained: tuple[int, str] | None = None  # the first round in which every client failed
         self.failed_turns: list = []  # every round's failed client turns (rows record the attacked ones)
+        self.stop = StopRequest()  # set by Ctrl-C or SIGTERM (runtime.stopping)
+        self.stop.callbacks.append(self.stop_attacks)
         if run_dir is not None:
             self.open(run_dir)
 
@@ -176,6 +179,11 @@ class Session:
             raise RunFailed(f"round {round_}: every client turn failed, the first with {reason.splitlines()[0][:200]}; "
                             f"the run's rows are kept in {self.run_dir}, but its results describe a model "
                             "that did not train")
+
+    def stop_attacks(self) -> None:
+        """After a stop request: kill the running attack calls and record nothing more."""
+        if self.runner is not None:
+            self.runner.stop()
 
     def close(self) -> None:
         """Stop the attack workers (idempotent)."""

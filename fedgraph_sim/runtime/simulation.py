@@ -6,20 +6,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, to_yaml
+from fedgraph_sim.errors import Stopped
 from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows
 from fedgraph_sim.runtime.session import Session, attack_pipeline
+from fedgraph_sim.runtime.stopping import RunStopped, kill_client_actors, quiet_console
 from fedgraph_sim.utility import final_utility
 
 log = logging.getLogger("fedgraph_sim")
 
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
-              "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0"}
+              "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
+              # Ray's driver would otherwise install absl's failure handler for SIGTERM over ours
+              # (runtime.stopping) and abort the run on it, its rows unsummarised
+              "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
 
 
 @dataclass
@@ -70,11 +76,28 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         config_json = config.model_dump_json()
         server_app = make_server_app(lambda context: session)
         client_app = make_client_app(lambda context: config_json)
-        run_simulation(server_app=server_app, client_app=client_app,
-                       num_supernodes=config.federation.num_clients,
-                       backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
-                                                            "num_gpus": 0.0},
-                                       "init_args": ray_init_args(config)})
+        session.stop.callbacks += [quiet_console, kill_client_actors]
+        with session.stop.on_signals():
+            try:
+                run_simulation(server_app=server_app, client_app=client_app,
+                               num_supernodes=config.federation.num_clients,
+                               backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
+                                                                    "num_gpus": 0.0},
+                                               "init_args": ray_init_args(config)})
+            except RunStopped:  # the ServerApp thread's, re-raised by Flower in this thread
+                pass
+            except Exception:  # after a stop, an error of what the stop killed is not the run's
+                if not session.stop:
+                    raise
+                log.debug("after the stop request", exc_info=True)
+            except SystemExit as exc:  # ray.init replaces our SIGTERM handler by sys.exit(15)
+                if exc.code != signal.SIGTERM:
+                    raise
+                session.stop.set("SIGTERM")
+            if session.stop:
+                summary = session.finish()
+                raise Stopped(f"stopped by {session.stop.signal_name}: the rows written so far are in {run_dir} "
+                              f"({len(summary)} summary row(s) in summary.csv)")
         end = time.time()
         t = session.strategy.timings
         # The round trip (configure -> all replies) holds Ray's actor start-up in round 1, the

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 
-from fedgraph_sim.errors import ConfigError, RunFailed
+from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
 from fedgraph_sim.runtime.reproduction import case_grid, load_reproduction, markdown, size_buckets, table_columns
 
 
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if run_dir is None:
             try:
                 result = run(config, session=session)
-            except RunFailed as exc:  # the cases before it are in the table already
+            except (RunFailed, Stopped) as exc:  # the cases before it are in the table already
                 print(f"error: case {case.label}: {exc}", file=sys.stderr)
                 return exc.exit_code
             run_dir, summary = result.run_dir, result.summary

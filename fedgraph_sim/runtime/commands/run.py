@@ -16,7 +16,7 @@ import sys
 
 
 from fedgraph_sim.config import DEFAULT_ROUND, load_config, to_yaml
-from fedgraph_sim.errors import ConfigError, RunFailed
+from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         with progress:
             result = run(config, session=session)
-    except (ConfigError, RunFailed) as exc:
+    except (ConfigError, RunFailed, Stopped) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
 

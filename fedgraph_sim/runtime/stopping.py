@@ -1,0 +1,145 @@
+"""Stopping a run on request: one Ctrl-C (SIGINT) or SIGTERM ends it within seconds, a second at once.
+
+Flower's simulation runs the ServerApp in a thread of its own while the main thread drives the
+Ray backend. Interrupting the main thread (Python's default for SIGINT) tears Ray down under the
+backend's worker threads, which then wait forever for their results and keep the process alive.
+Here the first signal only sets a :class:`StopRequest` and runs its callbacks: the attack
+workers are killed (no row is written after them) and so are the Ray actors running client turns
+(:func:`kill_client_actors`; a turn in flight would otherwise be awaited, and an actor's first
+turn, its imports included, can take a minute on a loaded machine). The ServerApp's grid
+(:class:`StoppableGrid`) raises :class:`RunStopped` at its next poll, which ends the strategy's
+loop, and the backend then shuts down as at the end of any run.
+The run writes the summary of the rows so far and reports the stop
+(:class:`~fedgraph_sim.errors.Stopped`, exit code 130). A second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from flwr.app import Message
+    from flwr.serverapp import Grid
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _is_ray_worker(cmdline: bytes) -> bool:
+    """A Ray worker process: titled ``ray::<actor or task>`` once running, ``default_worker.py``
+    while it starts (a client actor's first turn may still be importing torch)."""
+    return cmdline.startswith(b"ray::") or b"/ray/_private/workers/default_worker.py" in cmdline
+
+
+def kill_client_actors(root: int | None = None) -> int:
+    """SIGKILL the Ray worker processes below ``root`` (default: this process; the local Ray
+    cluster a simulation starts is its own), which run Flower's client actors, so the backend's
+    waits on their turns end at once (Ray reports the actors dead); returns how many. Linux only
+    (reads ``/proc``); elsewhere none is killed and the turns in flight finish."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    below, frontier = set(), {root or os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
+        below |= frontier
+    killed = 0
+    for pid in below:
+        with contextlib.suppress(OSError):
+            if _is_ray_worker(Path(f"/proc/{pid}/cmdline").read_bytes()):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+def quiet_console(logger_name: str = "flwr") -> None:
+    """Keep ``logger_name``'s terminal handlers from printing the errors a stop causes on purpose
+    (Flower reports each killed actor with a traceback); its log file still records them."""
+    for handler in logging.getLogger(logger_name).handlers:
+        if not isinstance(handler, logging.FileHandler):
+            handler.setLevel(logging.CRITICAL + 1)
+
+
+class RunStopped(Exception):
+    """Raised in the ServerApp's thread to end the strategy's loop after a stop request."""
+
+
+class StopRequest:
+    """Whether, and by which signal, a stop was requested; shared by the run's threads.
+    ``callbacks`` run once, in the thread that requests the stop."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signal_name = ""
+        self.callbacks: list[Callable[[], None]] = []
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+    def set(self, signal_name: str) -> None:
+        if self:
+            return
+        self.signal_name = signal_name
+        self._event.set()
+        for callback in self.callbacks:
+            callback()
+
+    @contextlib.contextmanager
+    def on_signals(self) -> Iterator["StopRequest"]:
+        """While inside: the first SIGINT or SIGTERM sets this request, a second exits the process
+        at once (code 128 + signal). Outside the main thread, where Python allows no handler, the
+        signals keep theirs."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+
+        def handler(signum: int, _frame) -> None:
+            name = signal.Signals(signum).name
+            if self:
+                os._exit(128 + signum)  # the second: at once
+            print(f"\n{name}: stopping the run after the client turns in flight (the rows so far are kept); "
+                  "again to exit at once", file=sys.stderr, flush=True)
+            self.set(name)
+
+        previous = {s: signal.signal(s, handler) for s in SIGNALS}
+        try:
+            yield self
+        finally:
+            for s, old in previous.items():
+                signal.signal(s, old)
+
+
+class StoppableGrid:
+    """A Flower :class:`~flwr.serverapp.Grid` whose ``send_and_receive`` gives up when a stop is
+    requested (Flower's own waits for the replies until its timeout, an hour by default).
+    Everything else is the wrapped grid's."""
+
+    def __init__(self, grid: Grid, stop: StopRequest, poll_seconds: float = 0.1) -> None:
+        self._grid, self._stop, self._poll = grid, stop, poll_seconds
+
+    def __getattr__(self, name: str):
+        return getattr(self._grid, name)
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        if self._stop:
+            raise RunStopped(self._stop.signal_name)
+        pending = set(self._grid.push_messages(messages))
+        replies: list[Message] = []
+        end = None if timeout is None else time.monotonic() + timeout
+        while pending and (end is None or time.monotonic() < end):
+            got = list(self._grid.pull_messages(pending))
+            replies.extend(got)
+            pending.difference_update(m.metadata.reply_to_message_id for m in got)
+            if pending:
+                if self._stop:
+                    raise RunStopped(self._stop.signal_name)
+                time.sleep(self._poll)
+        return replies
