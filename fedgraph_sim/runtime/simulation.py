@@ -16,7 +16,7 @@ from fedgraph_sim.config import RunConfig, to_yaml
 from fedgraph_sim.errors import Stopped
 from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows
 from fedgraph_sim.runtime.session import Session, attack_pipeline
-from fedgraph_sim.runtime.stopping import RunStopped, kill_client_actors, quiet_console
+from fedgraph_sim.runtime.stopping import kill_client_actors, quiet_console
 from fedgraph_sim.utility import final_utility
 
 log = logging.getLogger("fedgraph_sim")
@@ -84,20 +84,17 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
                                backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
                                                                     "num_gpus": 0.0},
                                                "init_args": ray_init_args(config)})
-            except RunStopped:  # the ServerApp thread's, re-raised by Flower in this thread
-                pass
-            except Exception:  # after a stop, an error of what the stop killed is not the run's
-                if not session.stop:
+            except Exception:  # after a stop: RunStopped from the ServerApp thread, or an error of
+                if not session.stop:  # what the stop killed, neither of them the run's
                     raise
                 log.debug("after the stop request", exc_info=True)
             except SystemExit as exc:  # ray.init replaces our SIGTERM handler by sys.exit(15)
                 if exc.code != signal.SIGTERM:
                     raise
                 session.stop.set("SIGTERM")
-            if session.stop:
-                summary = session.finish()
-                raise Stopped(f"stopped by {session.stop.signal_name}: the rows written so far are in {run_dir} "
-                              f"({len(summary)} summary row(s) in summary.csv)")
+            if session.stop:  # summarised once, by the handler below, as for any run that ends early
+                raise Stopped(f"stopped by {session.stop.signal_name}: the rows written so far are in {run_dir}, "
+                              "summarised in summary.csv")
         end = time.time()
         t = session.strategy.timings
         # The round trip (configure -> all replies) holds Ray's actor start-up in round 1, the
