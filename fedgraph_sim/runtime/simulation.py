@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import signal
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +38,26 @@ class RunResult:
     failed_turns: list[str] = field(default_factory=list)  # every failed client turn's reason, all rounds
 
 
+class LastLineFormatter(logging.Formatter):
+    """Flower logs a failed client turn with its whole traceback (a Ray one is 30 lines); on the
+    terminal only its last line, the error, is shown. The run's log.txt keeps the traceback."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = [line.strip() for line in record.getMessage().splitlines() if line.strip()]
+        if len(lines) <= 1 and not record.exc_info:
+            return self.inner.format(record)
+        if record.exc_info and record.exc_info[1] is not None:
+            lines.append(traceback.format_exception_only(record.exc_info[1])[-1].strip())
+        short = copy.copy(record)
+        short.msg, short.args, short.exc_info, short.exc_text = (
+            f"{lines[-1] if lines else ''} (the traceback is in the run's log.txt)", None, None, None)
+        return self.inner.format(short)
+
+
 def _log_to_file(run_dir: Path) -> logging.Handler:
     handler = logging.FileHandler(run_dir / "log.txt")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
@@ -46,7 +68,9 @@ def _log_to_file(run_dir: Path) -> logging.Handler:
     for h in flwr_logger.handlers:
         if h is not handler:
             h.setLevel(logging.ERROR)  # Flower's console chatter (and its run_simulation
-            # deprecation note) goes to log.txt only; errors still reach the terminal
+            # deprecation note) goes to log.txt only; errors still reach the terminal, one line each
+            if not isinstance(h.formatter, LastLineFormatter):
+                h.setFormatter(LastLineFormatter(h.formatter))
     return handler
 
 
