@@ -125,3 +125,13 @@ def test_metrics_are_the_tables_columns_and_change_no_job():
     listed = build_sweep({**spec, "metrics": ["adj_auc", "node_type_accuracy"]}, Path("."))
     assert plain.metrics is None and listed.metrics == ("adj_auc", "node_type_accuracy")
     assert [c.id for c in listed.cells] == [c.id for c in plain.cells]
+
+
+def test_a_setting_may_name_its_own_dataset_unless_the_sweep_has_a_datasets_axis():
+    settings = [{"label": "plain", "train.lr": 0.1}, {"label": "small", "data": {"dataset": "synthetic", "max_nodes": 8}}]
+    spec = {"name": "s", "base": BASE, "axes": {"attacks": ["random"], "settings": settings}}
+    sweep = build_sweep(spec, Path("."))
+    assert [(f.config.data.dataset, f.config.data.max_nodes) for f in sweep.federations] == [
+        (BASE["data"]["dataset"], BASE["data"].get("max_nodes")), ("synthetic", 8)]
+    with pytest.raises(ConfigError, match="axes.settings: 'small' names its own dataset"):
+        build_sweep({**spec, "axes": {**spec["axes"], "datasets": ["synthetic"]}}, Path("."))

@@ -212,9 +212,13 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
 
     scenarios: dict[str, Any] = {}
     for dataset, (label, overrides), seed, setting in itertools.product(datasets, variants, seeds, settings):
+        tree = set_dotted(copy.deepcopy(base), overrides)
+        if "dataset" in (overrides.get("data") or {}) or "data.dataset" in overrides:  # a setting's own dataset
+            require("datasets" not in axes, "axes.settings",
+                    f"'{label}' names its own dataset, so the sweep cannot also have axes.datasets")
+            dataset = tree["data"]
         data = {"dataset": dataset} if isinstance(dataset, str) else dict(dataset)
         require("dataset" in data, "axes.datasets", f"each entry is a name or a mapping with 'dataset' (got {dataset!r})")
-        tree = set_dotted(copy.deepcopy(base), overrides)
         tree = merge_tree(tree, {"data": data, "seed": seed, "defenses": setting.stack,
                                  "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
