@@ -4,6 +4,7 @@ record, defend, reply. The app itself is built by the runtime (``fedgraph_sim.ru
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +22,19 @@ from fedgraph_sim.scenario import cached_scenario
 from fedgraph_sim.threat import PER_NODE_PREFIX
 
 DEFENSE_STATE = "defense-state"
+_first_turn_in_process = True
+
+
+def replaced_process() -> bool:
+    """True for the first turn in a Ray actor that replaced one that died (the simulation restarts
+    a dead client process and runs the turn it was running once more, there); False otherwise."""
+    global _first_turn_in_process
+    first, _first_turn_in_process = _first_turn_in_process, False
+    ray = sys.modules.get("ray")
+    try:
+        return first and bool(ray and ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed)
+    except Exception:  # outside an actor (deployment, tests)
+        return False
 
 
 def _saved_state(state: RecordDict) -> dict:
@@ -93,6 +107,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
 
     metrics = MetricRecord({"num-examples": len(batches[0]), "partition-id": partition_id,
                             "loss": loss, "train-seconds": time.perf_counter() - start,
+                            "replaced-process": int(replaced_process()),
                             **{f"defense-{k}": v for k, v in defenses.report().items()}})
     arrays = {**update, **{PER_NODE_PREFIX + k: v for k, v in leaked.items()}}
     content = RecordDict({"arrays": ArrayRecord({k: v.contiguous() for k, v in arrays.items()}),

@@ -216,6 +216,10 @@ class AttackConfig(Section):
     # server's process (no isolation, no hard limit: for debugging an attack)
     workers: Literal["auto"] | Annotated[int, Field(ge=0)] = "auto"
     grace: float = Field(10.0, ge=0, allow_inf_nan=False)  # seconds past its budget before a call is killed
+    # Where the workers run (server/sandbox.py): namespaces = a root filesystem and PID, mount and
+    # network namespaces of their own, without the data, caches and runs; process = plain processes;
+    # auto = namespaces where the kernel allows them, else process with a warning
+    boundary: Literal["auto", "namespaces", "process"] = "auto"
 
     def budget_of(self, name: str) -> float:
         return self.time_budgets.get(name, self.time_budget)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
+import inspect
 import os
 import signal
+import sys
 from typing import Iterator
 
 import torch
+
+from fedgraph_sim.errors import ConfigError
 
 
 def die_with_parent(parent: int) -> None:
@@ -33,3 +38,35 @@ def one_torch_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def _under_main_guard(tree: ast.Module, line: int) -> bool:
+    """Whether ``line`` lies inside an ``if __name__ == "__main__":`` block of the module."""
+    for node in tree.body:
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
+                and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators)
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            return True
+    return False
+
+
+def check_main_guard(what: str) -> None:
+    """Refuse to start spawned processes from a script's top level outside ``if __name__ ==
+    "__main__":``. Each spawned interpreter re-imports the script to find its functions, and would
+    run the call again (and again, in its own workers): one line saying what to add instead."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path:
+        return  # an interactive session or ``python -c``: nothing is re-imported
+    for info in inspect.stack():
+        frame = info.frame
+        if frame.f_code.co_name == "<module>" and frame.f_code.co_filename == path:
+            try:
+                tree = ast.parse(open(path).read())
+            except (OSError, SyntaxError, ValueError):
+                return
+            if not _under_main_guard(tree, frame.f_lineno):
+                raise ConfigError(f"{path}:{frame.f_lineno}: {what} starts worker processes, which import this script "
+                                  "again and would run it again; put the call under 'if __name__ == \"__main__\":'")
+            return

@@ -7,6 +7,7 @@ returns :class:`Reconstruction` objects; the attack runner records what came bac
 
 from __future__ import annotations
 
+import numbers
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
@@ -188,7 +189,9 @@ class Reconstruction:
 def output_problem(recs: object, knowledge: AttackerKnowledge, batch_size: int) -> str | None:
     """What is wrong with an attack's return value (``invalid_output``), or None: it must be a
     list of at most ``batch_size`` :class:`Reconstruction`, each with features ``[n, F]`` of the
-    model's width and edge scores ``[n, n]``."""
+    model's width, edge scores ``[n, n]`` in [0, 1] and a label that is None, a class of the task
+    (an integer in ``[0, num_classes)``) or, under regression, a number. NaN and inf are left to
+    the ``nan`` status."""
     if not isinstance(recs, list):
         return f"returned {type(recs).__name__}, not a list of Reconstruction"
     if len(recs) > batch_size:
@@ -203,6 +206,24 @@ def output_problem(recs: object, knowledge: AttackerKnowledge, batch_size: int) 
         if not isinstance(adj, torch.Tensor) or tuple(adj.shape) != (x.size(0), x.size(0)):
             shape = list(adj.shape) if isinstance(adj, torch.Tensor) else type(adj).__name__
             return f"graph {i}: edge scores {shape} for {x.size(0)} nodes"
+        finite = adj[torch.isfinite(adj)]
+        if finite.numel() and (finite.min() < 0 or finite.max() > 1):
+            return f"graph {i}: edge scores from {finite.min():.3g} to {finite.max():.3g}, outside [0, 1]"
+        if (problem := _label_problem(rec.label, knowledge)) is not None:
+            return f"graph {i}: {problem}"
+    return None
+
+
+def _label_problem(label: object, knowledge: AttackerKnowledge) -> str | None:
+    if label is None:
+        return None
+    if isinstance(label, torch.Tensor) and label.numel() == 1:
+        label = label.item()
+    if knowledge.task_type == "regression":
+        ok = isinstance(label, numbers.Real) and not isinstance(label, bool)
+        return None if ok else f"label {label!r} is not a number"
+    if not isinstance(label, numbers.Integral) or isinstance(label, bool) or not 0 <= label < knowledge.num_classes:
+        return f"label {label!r} is not a class of the task (0 to {knowledge.num_classes - 1})"
     return None
 
 

@@ -16,6 +16,7 @@ that would have attacked it. The round goes on whatever an attack does.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  attack_seed, output_problem)
 from server.attack_workers import Call, CallResult, Listener, make_executor
+from server.boundary import Boundary, boundary_for
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +90,14 @@ class AttackRunner:
 
     def __init__(self, config: RunConfig, attacks: dict[str, Attack], knowledge: AttackerKnowledge,
                  knowledge_for: KnowledgeFor, record: Callable[[AttackOutcome], object],
-                 progress=None) -> None:
+                 progress=None, boundary: Boundary | None = None) -> None:
         self.config, self.attacks, self.knowledge = config, attacks, knowledge
         self.knowledge_for, self._record = knowledge_for, record
         self._recording, self.stopped = threading.Lock(), False
         self.listener = _Progress(progress)
         self.updates_attacked: dict[str, int] = {}
-        self.executor = make_executor(attacks, config.plugins, config.attack.grace, worker_count(config))
+        self.executor = make_executor(attacks, config.plugins, config.attack.grace, worker_count(config),
+                                      boundary or boundary_for(config))
         self._calls = 0
         grants = lambda name: (tuple(config.threat.grants(g, name) for g in ATTACK_GRANTS),  # noqa: E731
                                config.attack.budget_of(name))
@@ -130,14 +133,19 @@ class AttackRunner:
         calls += [self._call("reconstruct", name, update, self.knowledge_for(update, name), update.round,
                              update.client_key)
                   for update in updates for name in self.attacks if self._take(name)]
+        unprepared: dict[str, str] = {}  # attack -> why its per-round preparation failed
         for call, result in self.executor.run(calls, self.listener):
             if self.stopped:
                 break
             if call.kind == "prepare":
                 if result.status != "ok":
-                    log.warning("%s: per-round preparation failed: %s", call.name, result.message)
+                    unprepared[call.name] = result.message
                 continue
-            self.record(self.outcome(call, result))
+            outcome = self.outcome(call, result)
+            if call.name in unprepared:  # its calls ran without the state the round should have built
+                outcome = dataclasses.replace(outcome, status="error", reconstructions=[],
+                                              message=f"prepare() failed this round: {unprepared[call.name]}")
+            self.record(outcome)
 
     def record(self, outcome: AttackOutcome) -> None:
         """Hand ``outcome`` to the evaluator, unless the run was stopped (:meth:`stop`)."""

@@ -1,10 +1,11 @@
 """Attack calls apart from the server: worker processes with a hard time limit.
 
-Each worker is a spawned interpreter that holds none of the server's memory (no audit records, no
-datasets, no run directory), started in an empty temporary working directory with the data, cache
-and run locations removed from its environment, pinned to one torch thread, and killed with its
-parent (Linux ``PR_SET_PDEATHSIG``; elsewhere it exits at its next read from a closed pipe). The
-server sends it pickled copies of what an attack may see, the ``ObservedUpdate`` and the
+Each worker is a fresh interpreter (``server/sandbox.py`` run as a program, so a user's script is
+never re-imported) that holds none of the server's memory (no audit records, no datasets, no run
+directory). By default it runs in the sandbox's namespaces, where the data, the caches, the runs
+and the server's processes do not exist (:mod:`server.boundary`); in every mode the data, cache
+and run locations are removed from its environment, it runs on one torch thread, and it exits
+when the server dies (its lifeline pipe closes). The server sends it pickled copies of what an attack may see, the ``ObservedUpdate`` and the
 ``AttackerKnowledge`` with the granted hints, and receives pickled results back, so an attack can
 neither read the ground truth through the server's objects nor change what the server holds.
 
@@ -30,17 +31,20 @@ import dataclasses
 import os
 import pickle
 import signal
-import tempfile
+import socket
+import subprocess
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from multiprocessing import connection, get_context
+from multiprocessing import connection
 from typing import Any, Iterator
 
 import torch
 
 from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
-from fedgraph_sim.processes import die_with_parent, one_torch_thread
+from fedgraph_sim.processes import one_torch_thread
+from server import sandbox
+from server.boundary import Boundary
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
 HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
@@ -171,18 +175,18 @@ def shared_store(stores: dict[str, dict], attack: Attack, call: Call) -> dict:
     return stores[group_of(call.name)] if attack.keeps_state else {}
 
 
-def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], parent: int) -> None:
-    """A worker's life: build its attacks (each class with its parameters), then answer calls
-    until told to stop."""
-    die_with_parent(parent)
+def serve(conn_fd: int) -> None:
+    """A worker's life (in :mod:`server.sandbox`'s process): receive its attacks' classes,
+    parameters and plugins, build the attacks, then answer calls until told to stop."""
+    conn = connection.Connection(conn_fd)
     # a terminal's Ctrl-C reaches the whole process group: the server decides when a worker ends
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.chdir(tempfile.mkdtemp(prefix="fedgraph-attack-"))  # nothing of the run's below it
     torch.set_num_threads(1)
     from fedgraph_sim.plugins import load_plugins
 
     import attacks  # noqa: F401  (registers the attacks)
 
+    specs, plugins = pickle.loads(conn.recv_bytes())
     load_plugins(plugins)
     instances = {name: cls(**params) for name, (cls, params) in specs.items()}
     shared: dict[str, dict] = defaultdict(dict)
@@ -212,16 +216,6 @@ def _worker_main(conn, specs: dict[str, tuple[type, dict]], plugins: list[str], 
                                      seconds=result.seconds)))
 
 
-@contextlib.contextmanager
-def _hidden_environment():
-    """The worker's environment (fixed when it starts) without :data:`HIDDEN_ENV`."""
-    saved = {k: os.environ.pop(k) for k in HIDDEN_ENV if k in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
-
-
 @dataclass
 class _Running:
     call: Call
@@ -232,8 +226,9 @@ class _Running:
 
 @dataclass
 class _Worker:
-    process: Any = None
+    process: subprocess.Popen | None = None
     conn: Any = None
+    lifeline: int | None = None  # the server's end of the worker's lifeline pipe (server.sandbox)
     busy: _Running | None = None
     reserved: list[Call] = dataclasses.field(default_factory=list)  # calls sharing a fit it computes
 
@@ -243,9 +238,11 @@ class WorkerPool:
     parameters). The groups of attacks that keep state are spread over the workers, one worker
     each; the other calls go to whichever worker is free."""
 
-    def __init__(self, attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int) -> None:
+    def __init__(self, attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int,
+                 boundary: Boundary | None = None) -> None:
         self.specs = {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
         self.plugins, self.grace = list(plugins), grace
+        self.boundary = boundary or Boundary(isolate=False)
         stateful = list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
         if all(a.keeps_state for a in attacks.values()):
             workers = min(workers, len(stateful))  # more would have nothing to do
@@ -253,27 +250,33 @@ class WorkerPool:
         self.stopped = False  # set by stop() from another thread
         self.pinned = {g: self.workers[i % len(self.workers)] for i, g in enumerate(stateful)}
         self.pending: list[Call] = []
-        self._context = get_context("spawn")
         for worker in self.workers:  # now: their start-up overlaps the federation's own
             self._start(worker)
 
     def _start(self, worker: _Worker) -> None:
-        parent_end, child_end = self._context.Pipe()
-        with _hidden_environment():
-            worker.process = self._context.Process(target=_worker_main, daemon=True,
-                                                   args=(child_end, self.specs, self.plugins, os.getpid()))
-            worker.process.start()
-        child_end.close()
-        worker.conn = parent_end
+        parent_end, child_end = socket.socketpair()
+        life_read, worker.lifeline = os.pipe()
+        layout = self.boundary.layout(child_end.fileno(), life_read)
+        env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
+        try:
+            worker.process = subprocess.Popen(sandbox.command(layout), pass_fds=(child_end.fileno(), life_read),
+                                              env=env, cwd="/", stdin=subprocess.DEVNULL)
+        finally:
+            child_end.close()
+            os.close(life_read)
+        worker.conn = connection.Connection(parent_end.detach())
+        worker.conn.send_bytes(pickle.dumps((self.specs, self.plugins), protocol=pickle.HIGHEST_PROTOCOL))
 
     def _stop(self, worker: _Worker) -> None:
         if worker.process is not None:
             with contextlib.suppress(Exception):
                 worker.process.kill()
-                worker.process.join(timeout=5)
+                worker.process.wait(timeout=5)
             with contextlib.suppress(Exception):
                 worker.conn.close()
-        worker.process = worker.conn = None
+            with contextlib.suppress(Exception):
+                os.close(worker.lifeline)
+        worker.process = worker.conn = worker.lifeline = None
 
     def _next_call(self, worker: _Worker) -> Call | None:
         """The next call reserved for this worker, else the first pending call it may take (a
@@ -293,7 +296,7 @@ class WorkerPool:
         if self.stopped:
             return
         if worker.busy is None and (call := self._next_call(worker)) is not None:
-            if worker.process is None or not worker.process.is_alive():
+            if worker.process is None or worker.process.poll() is not None:
                 self._stop(worker)
                 self._start(worker)
             listener.started(call)
@@ -351,11 +354,10 @@ class WorkerPool:
         try:
             message = pickle.loads(worker.conn.recv_bytes())
         except (EOFError, OSError):
-            worker.process.join(timeout=5)
-            code = worker.process.exitcode
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(timeout=5)
+            how = _exit_reason(worker.process.returncode, self.boundary.isolate)
             self._stop(worker)
-            how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-                   else f"exit code {code}")
             seconds = 0.0 if running.started is None else time.perf_counter() - running.started
             return CallResult("crashed", f"its worker process died ({how})", running.streamed, seconds)
         if message[0] == "started":
@@ -382,12 +384,24 @@ class WorkerPool:
             if worker.conn is not None:
                 with contextlib.suppress(Exception):
                     worker.conn.send_bytes(pickle.dumps(None))
-                    worker.process.join(timeout=5)
+                    worker.process.wait(timeout=5)
             self._stop(worker)
 
 
-def make_executor(attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int):
-    """``workers`` processes (0: this process, for debugging; none when there is no attack)."""
+def _exit_reason(code: int | None, isolated: bool) -> str:
+    """How a worker ended, from its exit status (the sandbox's reaper reports a signal as 128 + it)."""
+    if code is not None and isolated and 128 < code <= 128 + 64:
+        code = 128 - code
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by signal {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def make_executor(attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int,
+                  boundary: Boundary | None = None):
+    """``workers`` processes behind ``boundary`` (0: this process, for debugging; none when there
+    is no attack)."""
     if workers == 0 or not attacks:
         return InProcess(attacks)
-    return WorkerPool(attacks, plugins, grace, workers)
+    return WorkerPool(attacks, plugins, grace, workers, boundary)

@@ -22,22 +22,33 @@ aggregation learns, since it sees the weighted sum and the total number of examp
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable, Iterable
 
 import numpy as np
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAdagrad, FedAdam, FedAvg, FedAvgM, FedYogi
 from flwr.serverapp.strategy.fedopt import FedOpt
+from flwr.serverapp.strategy.strategy_utils import sample_nodes
 
 from fedgraph_sim.config import AGGREGATION_KEYS, RunConfig
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AGGREGATE, PER_NODE_PREFIX, ClientFailure, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
+log = logging.getLogger(__name__)
+
 NON_FINITE = "non-finite update"  # how a failure row names a reply left out for NaN or inf
+ROLL_CALL_SECONDS = 600.0  # the first message starts every client actor (imports included)
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a message (a Ray traceback's is the error itself)."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
@@ -102,6 +113,15 @@ class Curious:
             self.timings["first_configure"] = self._configured_at
         return super().configure_train(server_round, arrays, config, grid)
 
+    def roll_call(self, grid: Grid, timeout: float = ROLL_CALL_SECONDS) -> None:
+        """Learn which partition each node trains before round 1, so that a client whose process
+        dies in its first turn (a Flower error reply carries no metrics) is named in its row."""
+        _, nodes = sample_nodes(grid, self.min_available_nodes, 0)  # waits until they are online
+        messages = [Message(RecordDict(), dst_node_id=node, message_type=MessageType.QUERY) for node in nodes]
+        for reply in grid.send_and_receive(messages, timeout=timeout):
+            if not reply.has_error():
+                self._partition_of[reply.metadata.src_node_id] = int(reply.content["metrics"]["partition-id"])
+
     def observe(self, server_round: int, replies: list[Message]) -> tuple[list[ObservedUpdate], list[ClientFailure]]:
         sent = self._sent[server_round]
         kind = "gradient" if self.local_steps == 1 else "weights"
@@ -110,10 +130,13 @@ class Curious:
             node = reply.metadata.src_node_id
             if reply.has_error():
                 failures.append(ClientFailure(server_round, self._partition_of.get(node),
-                                              f"Flower error reply from node {node}: {reply.error.reason}"))
+                                              f"Flower error reply from node {node}: {last_line(reply.error.reason)}"))
                 continue
             metrics = dict(reply.content["metrics"])
             self._partition_of[node] = int(metrics["partition-id"])
+            if metrics.get("replaced-process"):
+                log.warning("round %d, client %s: its client process died during the turn; the turn ran again "
+                            "in the process that replaced it", server_round, metrics["partition-id"])
             if failed(reply):
                 failures.append(ClientFailure(server_round, int(metrics["partition-id"]),
                                               str(reply.content["config"]["error"])))

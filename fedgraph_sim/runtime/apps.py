@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Callable
 
-from flwr.app import Context, Message
+from flwr.app import Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
@@ -37,7 +37,9 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
-        session.strategy.start(grid=StoppableGrid(grid, session.stop), initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
+        grid = StoppableGrid(grid, session.stop)
+        session.strategy.roll_call(grid)
+        session.strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
                                num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
         if finish:
             session.finish()
@@ -52,6 +54,12 @@ def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:
     @app.train()
     def train(msg: Message, context: Context) -> Message:
         return train_reply(msg, int(context.node_config["partition-id"]), config_for(context), context.state)
+
+    @app.query()
+    def query(msg: Message, context: Context) -> Message:
+        """The server's roll call: which partition this node trains."""
+        partition = int(context.node_config["partition-id"])
+        return Message(RecordDict({"metrics": MetricRecord({"partition-id": partition})}), reply_to=msg)
 
     return app
 

@@ -72,13 +72,17 @@ def build_priors(config: RunConfig) -> dict[str, Prior]:
 
 
 def attack_pipeline(config: RunConfig, attacks: dict, knowledge: AttackerKnowledge, run_dir: Path,
-                    progress=None, audit_dir: Path | None = None, extra_columns: dict | None = None):
-    """The server's attack runner, handing every outcome to an evaluator writing ``run_dir``."""
+                    progress=None, audit_dir: Path | None = None, extra_columns: dict | None = None,
+                    boundary=None):
+    """The server's attack runner, handing every outcome to an evaluator writing ``run_dir``; its
+    workers behind ``boundary`` (default ``attack.boundary``'s), which hides both directories too."""
     from server.attack_runner import AttackRunner
+    from server.boundary import boundary_for
 
     evaluator = Evaluator(config, run_dir, knowledge, build_priors(config), audit_dir, extra_columns)
     grants = ThreatGrants(config.threat, evaluator.audit, knowledge)
-    return AttackRunner(config, attacks, knowledge, grants, evaluator, progress)
+    boundary = (boundary or boundary_for(config)).hiding(run_dir, audit_dir)
+    return AttackRunner(config, attacks, knowledge, grants, evaluator, progress, boundary)
 
 
 class Session:
@@ -87,6 +91,7 @@ class Session:
     def __init__(self, config: RunConfig, run_dir: Path | None = None, progress=None,
                  capture: bool = False, scenario: Scenario | None = None) -> None:
         from clients.defenses import ClientTurn, build_defenses
+        from server.boundary import boundary_for
 
         load_plugins(config.plugins)  # a sweep worker may never have validated this config
 
@@ -99,6 +104,7 @@ class Session:
         self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
                                 for c in self.scenario.clients])
         self.knowledge = attacker_knowledge(config, self.scenario)
+        self.boundary = boundary_for(config)  # refused now, before anything is written
         self.run_dir = None
         self.runner = None
         self.rounds_task = None
@@ -118,7 +124,8 @@ class Session:
         variances = {k: v for k, v in self.defenses.report().items() if "variance" in k}
         if variances:  # the effective noise (a noise scale means little without its variance)
             log.info("defenses %s: %s", defense_label(self.config.defenses), variances)
-        self.runner = attack_pipeline(self.config, self.attacks, self.knowledge, self.run_dir, self.progress)
+        self.runner = attack_pipeline(self.config, self.attacks, self.knowledge, self.run_dir, self.progress,
+                                      boundary=self.boundary)
         if self.progress is not None:
             self.rounds_task = self.progress.add_task("rounds", total=self.config.federation.rounds)
 

@@ -38,24 +38,36 @@ class RunResult:
     failed_turns: list[str] = field(default_factory=list)  # every failed client turn's reason, all rounds
 
 
-class LastLineFormatter(logging.Formatter):
-    """Flower logs a failed client turn with its whole traceback (a Ray one is 30 lines); on the
-    terminal only its last line, the error, is shown. The run's log.txt keeps the traceback."""
+def one_line(record: logging.LogRecord) -> logging.LogRecord:
+    """``record``, or a copy showing only the last line of a message that spans several (Flower logs
+    a failed client turn with its whole traceback, a Ray one 30 lines; the last is the error)."""
+    lines = [line.strip() for line in record.getMessage().splitlines() if line.strip()]
+    if record.exc_info and record.exc_info[1] is not None:
+        lines.append(traceback.format_exception_only(record.exc_info[1])[-1].strip())
+    elif len(lines) <= 1:
+        return record
+    short = copy.copy(record)
+    short.msg, short.args, short.exc_info, short.exc_text = (
+        f"{lines[-1] if lines else ''} (the traceback is in the run's log.txt)", None, None, None)
+    return short
 
-    def __init__(self, inner: logging.Formatter | None) -> None:
+
+class OneLineConsole(logging.Filter):
+    """On a console handler: print a multi-line record as :func:`one_line` does (Flower's console
+    handler formats records itself, so a formatter cannot do it); other handlers, log.txt among
+    them, still receive the whole record."""
+
+    def __init__(self, handler: logging.Handler) -> None:
         super().__init__()
-        self.inner = inner or logging.Formatter()
+        self.handler = handler
 
-    def format(self, record: logging.LogRecord) -> str:
-        lines = [line.strip() for line in record.getMessage().splitlines() if line.strip()]
-        if len(lines) <= 1 and not record.exc_info:
-            return self.inner.format(record)
-        if record.exc_info and record.exc_info[1] is not None:
-            lines.append(traceback.format_exception_only(record.exc_info[1])[-1].strip())
-        short = copy.copy(record)
-        short.msg, short.args, short.exc_info, short.exc_text = (
-            f"{lines[-1] if lines else ''} (the traceback is in the run's log.txt)", None, None, None)
-        return self.inner.format(short)
+    def filter(self, record: logging.LogRecord) -> bool:
+        short = one_line(record)
+        if short is record:
+            return True
+        with self.handler.lock:
+            self.handler.emit(short)
+        return False
 
 
 def _log_to_file(run_dir: Path) -> logging.Handler:
@@ -69,8 +81,8 @@ def _log_to_file(run_dir: Path) -> logging.Handler:
         if h is not handler:
             h.setLevel(logging.ERROR)  # Flower's console chatter (and its run_simulation
             # deprecation note) goes to log.txt only; errors still reach the terminal, one line each
-            if not isinstance(h.formatter, LastLineFormatter):
-                h.setFormatter(LastLineFormatter(h.formatter))
+            if not any(isinstance(f, OneLineConsole) for f in h.filters):
+                h.addFilter(OneLineConsole(h))
     return handler
 
 
@@ -105,8 +117,10 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
             try:
                 run_simulation(server_app=server_app, client_app=client_app,
                                num_supernodes=config.federation.num_clients,
+                               # max_restarts: Ray replaces a client process that dies (its turn
+                               # fails, the next turn runs in the new one); Flower does not
                                backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
-                                                                    "num_gpus": 0.0},
+                                                                    "num_gpus": 0.0, "max_restarts": -1, "max_task_retries": 1},
                                                "init_args": ray_init_args(config)})
             except Exception:  # after a stop: RunStopped from the ServerApp thread, or an error of
                 if not session.stop:  # what the stop killed, neither of them the run's
@@ -150,7 +164,7 @@ def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None
     out_dir = claim_run_dir(out_dir)
     (out_dir / "config.yaml").write_text(to_yaml(config, provenance()))
     columns = {**final_utility(federation_dir), **(extra_columns or {})}
-    runner = attack_pipeline(config, session.attacks, session.knowledge, out_dir, progress,
+    runner = attack_pipeline(config, session.attacks, session.knowledge, out_dir, progress, boundary=session.boundary,
                              audit_dir=Path(federation_dir), extra_columns=columns)
     store = CaptureStore(federation_dir)
     try:

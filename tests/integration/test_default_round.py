@@ -31,3 +31,22 @@ def test_the_default_round_shows_an_exact_reconstruction_drawn_beside_the_truth(
     # no prior builds a graph exactly: the exact ones came from the update
     assert all(r.get("gsm_full_iso") != 1.0 for r in rows
                if r["attack"] in ("majority_type", "aux_mean_adjacency", "aux_sample"))
+
+
+def _timing(key: str) -> bool:
+    return "seconds" in key or "time" in key
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_boundary_changes_no_result(data_root, tmp_path):
+    """The default round's rows, all fields but timings, are the same whether the attack workers
+    run in the sandbox's namespaces (the default) or as plain processes."""
+    from fedgraph_sim.runtime.cli import main
+
+    rows = {}
+    for boundary in ("namespaces", "process"):
+        assert main(["run", f"output.dir={tmp_path / boundary}", f"attack.boundary={boundary}"]) == 0
+        (run_dir,) = (tmp_path / boundary).glob("*-default")
+        rows[boundary] = [{k: v for k, v in r.items() if not _timing(k)} for r in read_rows(run_dir)]
+    assert rows["namespaces"] == rows["process"] and len(rows["process"]) > 10

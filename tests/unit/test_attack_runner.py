@@ -240,3 +240,24 @@ def test_the_runner_records_outcomes_and_never_reads_the_audit(tmp_path):
     assert by_attack["returns_none"].status == "invalid_output"
     assert by_attack["returns_none"].message == "returned NoneType, not a list of Reconstruction"
     assert all(o.seconds >= 0 and o.update is batch for o in recorder)
+
+
+class PrepareRaises(Attack):
+    name, paper = "prepare_raises", "test double"
+    keeps_state = True
+
+    def prepare(self, updates, knowledge, ctx):
+        raise RuntimeError("decoder diverged\nsecond line")
+
+    def reconstruct(self, update, knowledge, ctx):
+        return RandomGuess().reconstruct(update, knowledge, ctx)
+
+
+def test_a_failed_preparation_makes_the_rounds_rows_errors(tmp_path):
+    runner, update, _ = make_runner(tmp_path, {"prepare_raises": PrepareRaises(), "random": RandomGuess()})
+    runner([update])
+    runner.close()
+    rows = {r["attack"]: r for r in read_rows(tmp_path)}
+    assert rows["prepare_raises"]["status"] == "error"
+    assert rows["prepare_raises"]["message"] == "prepare() failed this round: RuntimeError: decoder diverged"
+    assert rows["random"]["status"] == "ok"

@@ -9,6 +9,7 @@ import glob
 import inspect
 import os
 import time
+import uuid
 
 import pytest
 import torch
@@ -21,6 +22,9 @@ from fedgraph_sim.results import read_rows
 from tests.unit.test_attack_runner import make_runner
 
 pytestmark = pytest.mark.slow  # each test starts worker interpreters
+
+# which process ran a call: process IDs repeat across workers in the sandbox's PID namespaces
+PROCESS = uuid.uuid4().hex
 
 
 class Probe(Attack):
@@ -90,7 +94,7 @@ class Counter(Attack):
     def reconstruct(self, update, knowledge, ctx):
         ctx.shared["calls"] = ctx.shared.get("calls", 0) + 1
         rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
-        rec.info.update(rounds=ctx.shared["rounds"], calls=ctx.shared["calls"], pid=os.getpid())
+        rec.info.update(rounds=ctx.shared["rounds"], calls=ctx.shared["calls"], pid=PROCESS)
         return [rec]
 
 
@@ -103,7 +107,7 @@ class Loner(Attack):
         seen = len(ctx.shared)
         ctx.shared["mine"] = 1
         rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
-        rec.info.update(seen=seen, pid=os.getpid())
+        rec.info.update(seen=seen, pid=PROCESS)
         return [rec]
 
 
@@ -126,7 +130,7 @@ class Fitter(Attack):
 
         value = ctx.shared_fit(fit)
         rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
-        rec.info.update(value=-value if self.params.negate else value, computed=len(computed), pid=os.getpid())
+        rec.info.update(value=-value if self.params.negate else value, computed=len(computed), pid=PROCESS)
         return [rec]
 
 

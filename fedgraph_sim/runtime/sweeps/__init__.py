@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fedgraph_sim.processes import check_main_guard
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.sweeps.runner import SpecMismatch, SweepResult, SweepRunner, check_backend
 from fedgraph_sim.runtime.sweeps.spec import Cell, DefenseSetting, Federation, Sweep, build_sweep, load_sweep
@@ -36,6 +37,8 @@ def sweep(spec: str | Path | dict | Sweep, out_dir: str | Path | None = None, jo
     an expanded :class:`Sweep`, into ``out_dir`` (see :func:`open_sweep`). Jobs already finished
     there are kept, so the same call resumes an interrupted sweep. Everything is validated before
     anything is written (``ConfigError`` otherwise)."""
+    if backend == "local":
+        check_main_guard("fedgraph_sim.runtime.sweep()")
     if isinstance(spec, dict):
         spec = build_sweep(spec, Path("."))
     elif not isinstance(spec, Sweep):

@@ -1,0 +1,77 @@
+"""The threat boundary around attack code: which paths the attack workers must not see, and
+whether they run in :mod:`server.sandbox`'s namespaces (``attack.boundary``).
+
+Hidden from the workers: the data root (``FEDGRAPH_DATA_ROOT``), the dataset cache
+(``FEDGRAPH_CACHE``), the output base (``output.dir``: every run directory, audit records
+included), the run's own directory and a replayed federation's. Everything else they see is what
+they need to run, read-only: the system's directories, the Python installation, the project's
+code and plugins (:func:`server.sandbox.plan`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedgraph_sim.config import RunConfig
+from fedgraph_sim.data.store import cache_root, data_root
+from fedgraph_sim.errors import ConfigError
+from server import sandbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """``isolate``: run the workers in the sandbox; ``hidden``: paths they must not see; ``code``:
+    folders they must (the project's packages and plugins)."""
+
+    isolate: bool = True
+    hidden: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
+
+    def hiding(self, *paths: Path | str | None) -> Boundary:
+        """This boundary, hiding ``paths`` too (a run's directory, a replayed federation)."""
+        return dataclasses.replace(self, hidden=self.hidden + tuple(str(p) for p in paths if p is not None))
+
+    def layout(self, conn_fd: int, lifeline_fd: int) -> dict:
+        """The worker's layout (:func:`server.sandbox.plan`), with its end of the pipes."""
+        hidden = list(self.hidden) if self.isolate else []
+        try:
+            return sandbox.plan(hidden, list(self.code), conn_fd, lifeline_fd, self.isolate)
+        except sandbox.BoundaryError as exc:
+            raise ConfigError(f"attack.boundary: {exc}") from None
+
+
+def _package_roots(modules: list[str]) -> list[str]:
+    """The folders the top-level packages of ``modules`` are imported from."""
+    roots = []
+    for name in modules:
+        spec = importlib.util.find_spec(name.split(".")[0])
+        if spec is not None and spec.origin not in (None, "built-in", "frozen"):
+            origin = Path(spec.origin)
+            roots.append(str(origin.parent.parent if spec.submodule_search_locations else origin.parent))
+    return roots
+
+
+def boundary_for(config: RunConfig) -> Boundary:
+    """The boundary ``attack.boundary`` asks for on this machine; a :class:`ConfigError` when it
+    cannot be had (namespaces asked where the kernel refuses them, or a hidden path that holds the
+    code)."""
+    mode = config.attack.boundary
+    why_not = sandbox.namespaces_available() if mode != "process" else ""
+    if mode == "namespaces" and why_not:
+        raise ConfigError(f"attack.boundary: namespaces cannot be had here ({why_not}); "
+                          "attack.boundary: process runs the workers as plain processes")
+    if mode == "auto" and why_not:
+        log.warning("attack workers run as plain processes, outside any namespace (%s): attack code can "
+                    "read what this user can", why_not)
+    hidden = [str(p) for p in (data_root(), cache_root(), Path(config.output.dir).absolute()) if p is not None]
+    boundary = Boundary(isolate=mode != "process" and not why_not, hidden=tuple(hidden),
+                        code=tuple(_package_roots(["attacks", "server", "fedgraph_sim", *config.plugins])))
+    boundary.layout(-1, -1)  # refuses a hidden path that holds the code now, before anything is written
+    return boundary
+

@@ -1,0 +1,45 @@
+"""A client process that dies takes no other client down: Ray replaces it and runs the turn it was
+running once more; a turn that kills its process every time fails alone, as one row naming its
+client in one line, and the federation goes on."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+EVERY = {(round_, client) for round_ in (1, 2, 3) for client in range(4)}
+
+
+def _run(tmp_path: Path, death: str) -> tuple[list[dict], str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "FEDGRAPH_TEST_DEATH": death, "FEDGRAPH_TEST_DEATH_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "fedgraph_sim", "run", "data.dataset=synthetic",
+                           "federation.num_clients=4", "federation.rounds=3", "attack.names=[random]",
+                           "plugins=[tests.integration.plugin_dying_client]", "defenses=[{name: dies}]",
+                           f"output.dir={tmp_path / 'runs'}"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    (results,) = (tmp_path / "runs").glob("*/results.jsonl")
+    return [json.loads(line) for line in results.read_text().splitlines()], done.stderr
+
+
+def test_a_client_process_killed_once_is_replaced_and_its_turn_run_again(tmp_path):
+    rows, stderr = _run(tmp_path, "once")
+    assert {(r["round"], r["client"]) for r in rows if r["status"] == "ok"} == EVERY
+    assert "its client process died during the turn; the turn ran again" in stderr
+
+
+def test_a_turn_that_always_kills_its_process_fails_alone(tmp_path):
+    rows, _ = _run(tmp_path, "always")
+    failed = [r for r in rows if r["status"] == "client_failed"]
+    assert len(failed) == 1, [(r["round"], r["client"], r["status"], r.get("message")) for r in rows]
+    (dead,) = failed
+    assert dead["client"] in range(4) and "\n" not in dead["message"], dead
+    ok = {(r["round"], r["client"]) for r in rows if r["status"] == "ok"}
+    assert ok == EVERY - {(dead["round"], dead["client"])}  # the others in its round, everyone after

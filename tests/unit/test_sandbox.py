@@ -1,0 +1,102 @@
+"""server.sandbox: what the attack workers' root holds, and that code inside cannot undo it."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server import sandbox
+from server.attack_workers import _exit_reason
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_namespaces = pytest.mark.skipif(bool(sandbox.namespaces_available()),
+                                      reason=f"no namespaces here: {sandbox.namespaces_available()}")
+
+
+def test_the_layout_binds_python_and_the_code_and_hides_the_data(tmp_path):
+    layout = sandbox.plan([str(tmp_path / "data"), str(tmp_path)], [str(ROOT)], 5, 6)
+    assert layout["hidden"] == [os.path.realpath(tmp_path)]  # the outermost of nested hidden paths
+    assert os.path.realpath(sys.base_prefix) in layout["read_only"] or any(
+        sandbox._inside(os.path.realpath(sys.base_prefix), p) for p in layout["read_only"])
+    assert any(sandbox._inside(str(ROOT), p) for p in layout["read_only"])
+    assert not any(sandbox._inside(p, os.path.realpath(tmp_path)) for p in layout["sys_path"])
+    assert (layout["conn_fd"], layout["lifeline_fd"], layout["isolate"]) == (5, 6, True)
+
+
+def test_a_hidden_path_that_holds_the_code_is_refused():
+    with pytest.raises(sandbox.BoundaryError, match=f"{ROOT} is hidden from the attack workers"):
+        sandbox.plan([str(ROOT)], [str(ROOT / "attacks")], 5, 6)
+
+
+def test_a_worker_killed_by_a_signal_is_reported_so():
+    assert _exit_reason(-9, isolated=False) == "killed by signal SIGKILL"
+    assert _exit_reason(128 + 11, isolated=True) == "killed by signal SIGSEGV"
+    assert _exit_reason(3, isolated=True) == "exit code 3"
+    assert _exit_reason(139, isolated=False) == "exit code 139"
+
+
+ESCAPES = r"""
+import ctypes, json, os, socket, stat, sys
+sys.path.insert(0, sys.argv[2])
+from server.sandbox import enter
+if sys.argv[5] == "inside":
+    enter(json.loads(sys.argv[1]))
+libc = ctypes.CDLL(None, use_errno=True)
+tried = {}
+def attempt(name, action):
+    try:
+        tried[name] = bool(action())
+    except Exception:
+        tried[name] = False
+attempt("umount_tmp", lambda: libc.umount2(b"/tmp", 2) == 0)
+attempt("umount_hidden", lambda: libc.umount2(sys.argv[3].encode(), 2) == 0)
+attempt("remount_code_writable", lambda: libc.mount(None, sys.argv[6].encode(), None, 32 | 4096, None) == 0)
+attempt("write_code", lambda: open(os.path.join(sys.argv[6], "escape.txt"), "w"))
+attempt("see_hidden", lambda: os.listdir(sys.argv[3]))
+attempt("see_server", lambda: [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())])
+attempt("raw_disk", lambda: [open(path, "rb").read(1) for path in (os.path.join("/dev", d) for d in os.listdir("/dev"))
+                               if stat.S_ISBLK(os.stat(path).st_mode)])
+attempt("network", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[4])), timeout=2))
+def chroot_out():  # the classic escape: chroot into a subfolder, climb above it, chroot there
+    os.makedirs("/tmp/jail", exist_ok=True)
+    libc.chroot(b"/tmp/jail")
+    for _ in range(64):
+        os.chdir("..")
+    libc.chroot(b".")
+    return os.path.exists(os.path.join(sys.argv[3], "graph.pt"))
+attempt("chroot_out", chroot_out)
+print(json.dumps(tried))
+"""
+
+
+def _escapes(tmp_path: Path, where: str) -> dict[str, bool]:
+    hidden, code = tmp_path / "truth", tmp_path / "code"
+    for folder in (hidden, code):
+        folder.mkdir(exist_ok=True)
+    (hidden / "graph.pt").write_text("the answer")
+    layout = sandbox.plan([str(hidden)], [str(ROOT)], -1, -1)
+    layout["read_only"] += [str(tmp_path)]  # the hidden folder inside a visible one, beside code
+    listening = socket.create_server(("127.0.0.1", 0))  # the server's side of the machine
+    command = [sys.executable, "-I", "-c", ESCAPES, json.dumps(layout), str(ROOT), str(hidden),
+               str(listening.getsockname()[1]), where, str(code)]
+    if where == "inside":
+        command = [sandbox.shutil.which("unshare"), *sandbox.UNSHARE, "--", *command]
+    with listening:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@needs_namespaces
+def test_code_in_the_sandbox_cannot_undo_it(tmp_path):
+    inside = _escapes(tmp_path, "inside")
+    assert inside == {name: False for name in inside} and len(inside) == 9, inside
+    assert not (tmp_path / "code" / "escape.txt").exists()
+    # the positive control: the same attempts from an ordinary process reach what they aim at
+    outside = _escapes(tmp_path, "outside")
+    assert {name for name, reached in outside.items() if reached} >= {"see_hidden", "see_server", "network", "write_code",
+                                                                      "chroot_out"}, outside
