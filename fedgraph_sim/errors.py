@@ -27,6 +27,11 @@ def require(condition: bool, key: str, reason: str) -> None:
         raise ConfigError(f"{key}: {reason}")
 
 
+class DiskFull(RunFailed):
+    """A result row could not be written (the disk is full): the run stops, the rows before it kept
+    whole; one line, exit code 1."""
+
+
 class Stopped(RuntimeError):
     """A run stopped on request (Ctrl-C, SIGTERM), its rows so far kept: one line, exit code 130."""
 

@@ -8,6 +8,7 @@ project's own version: its commit and whether the tree had uncommitted changes),
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import functools
@@ -22,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
-from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.errors import ConfigError, DiskFull
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric, metric_column
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 from fedgraph_sim.threat import FAULTS
@@ -130,17 +131,33 @@ def new_run_dir(base: str | Path, name: str) -> Path:
 
 
 class ResultWriter:
-    """Appends rows to ``results.jsonl``, flushing each one (a killed run loses nothing)."""
+    """Appends rows to ``results.jsonl``, each written whole or not at all (a killed run loses
+    nothing; on a full disk the part of a row that fitted is cut off again and :class:`DiskFull`
+    raised)."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / "results.jsonl"
         self._lock = threading.Lock()
+        self.rows = 0
 
     def write(self, row: dict) -> None:
-        line = json.dumps(row, default=_jsonable, allow_nan=True)
-        with self._lock, self.path.open("a") as fh:
-            fh.write(line + "\n")
-            fh.flush()
+        data = (json.dumps(row, default=_jsonable, allow_nan=True) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                before = os.fstat(fd).st_size
+                try:
+                    written = 0
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
+                except OSError as exc:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, before)
+                    raise DiskFull(f"{self.path}: {exc.strerror}; the {self.rows} rows written before it are whole "
+                                   "and the run stopped") from None
+            finally:
+                os.close(fd)
+            self.rows += 1
 
 
 def _jsonable(value):

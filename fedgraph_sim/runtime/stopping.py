@@ -38,11 +38,9 @@ def _is_ray_worker(cmdline: bytes) -> bool:
     return cmdline.startswith(b"ray::") or b"/ray/_private/workers/default_worker.py" in cmdline
 
 
-def kill_client_actors(root: int | None = None) -> int:
-    """SIGKILL the Ray worker processes below ``root`` (default: this process; the local Ray
-    cluster a simulation starts is its own), which run Flower's client actors, so the backend's
-    waits on their turns end at once (Ray reports the actors dead); returns how many. Linux only
-    (reads ``/proc``); elsewhere none is killed and the turns in flight finish."""
+def descendants(root: int | None = None) -> set[int]:
+    """The process IDs below ``root`` (default: this process), read from ``/proc`` (Linux; empty
+    elsewhere)."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -51,13 +49,29 @@ def kill_client_actors(root: int | None = None) -> int:
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
         below |= frontier
+    return below
+
+
+def kill_client_actors(root: int | None = None) -> int:
+    """SIGKILL the Ray worker processes below ``root`` (default: this process; the local Ray
+    cluster a simulation starts is its own), which run Flower's client actors, so the backend's
+    waits on their turns end at once (Ray reports the actors dead); returns how many. Linux only
+    (reads ``/proc``); elsewhere none is killed and the turns in flight finish."""
     killed = 0
-    for pid in below:
+    for pid in descendants(root):
         with contextlib.suppress(OSError):
             if _is_ray_worker(Path(f"/proc/{pid}/cmdline").read_bytes()):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
     return killed
+
+
+def kill_descendants(root: int | None = None) -> None:
+    """SIGKILL every process below ``root`` (default: this process): a stopped sweep's jobs, with
+    the Ray clusters and attack workers they started."""
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def quiet_console(logger_name: str = "flwr") -> None:

@@ -94,3 +94,32 @@ def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip() == "error: axes.defenses.0.p: must be in [0, 1) (got 1.0)"
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_runner_stops_the_sweep_and_everything_it_started(tmp_path, sig):
+    spec = {**SPEC, "base": {**SPEC["base"], "federation": {"num_clients": 2, "rounds": 1000000}}}
+    spec_file = tmp_path / "endless.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "endless"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "experiments" / "sweep.py"), "--config", str(spec_file),
+                             "--out", str(out), "--jobs", "1"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300  # until the federation trains (its utility.jsonl grows)
+        while not list(out.glob("federations/*/utility.jsonl")) and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        start = time.time()
+        os.kill(proc.pid, sig)  # the runner only, as a service manager or `kill` would
+        stdout, _ = proc.communicate(timeout=60)
+        assert time.time() - start < 20 and proc.returncode == 130
+        assert f"interrupted; finished cells are kept. Continue with: fedgraph-sim sweep --resume {out}" in " ".join(
+            stdout.split())  # the console wraps long lines
+        deadline = time.time() + 10
+        while _group_alive(proc.pid) and time.time() < deadline:
+            time.sleep(0.5)
+        assert not _group_alive(proc.pid), "a process of the sweep outlived it"
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -131,3 +131,25 @@ def test_a_run_directory_records_the_projects_commit(tmp_path):
         assert version["commit"] == head.stdout.strip() and isinstance(version["dirty"], bool)
     else:
         assert version == {"commit": "unknown", "dirty": None}
+
+
+def test_a_full_disk_leaves_whole_rows_and_says_so(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from fedgraph_sim import results
+    from fedgraph_sim.errors import DiskFull, RunFailed
+
+    writer = results.ResultWriter(tmp_path)
+    writer.write({"attack": "random", "round": 1})
+    real_write = os.write
+
+    def disk_fills(fd, data):  # part of the row fits, then the disk is full
+        real_write(fd, data[:7])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(results.os, "write", disk_fills)
+    with pytest.raises(DiskFull, match="No space left on device; the 1 rows written before it are whole") as info:
+        writer.write({"attack": "random", "round": 2})
+    assert isinstance(info.value, RunFailed)  # one line and exit code 1 at every entry point
+    assert results.read_rows(tmp_path) == [{"attack": "random", "round": 1}]

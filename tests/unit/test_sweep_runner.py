@@ -33,8 +33,10 @@ def test_a_changed_spec_is_refused_with_the_keys_that_differ_or_goes_to_a_new_di
     runner = SweepRunner(_plan(), tmp_path / "sweep")
     runner.claim()
     runner.release()
+    (tmp_path / "sweep" / ".lock").write_text("12345")  # the PID of the runner that last worked here
     with pytest.raises(SpecMismatch, match=r"differs in base\.federation\.rounds"):
         SweepRunner(_plan(rounds=3), tmp_path / "sweep").claim()
+    assert (tmp_path / "sweep" / ".lock").read_text() == "12345"  # the refused runner wrote nothing
     moved = open_sweep(_plan(rounds=3), tmp_path / "sweep", force_new=True)
     assert moved.dir != tmp_path / "sweep" and (moved.dir / "sweep.yaml").is_file()
     moved.release()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -91,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
     sweep_dir = runner.dir
+    def interrupt(signum: int, _frame) -> None:  # SIGTERM stops a sweep as Ctrl-C does
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         with progress:
             result = runner.run()

@@ -40,6 +40,7 @@ import yaml
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.processes import die_with_parent
+from fedgraph_sim.runtime.stopping import kill_descendants
 from fedgraph_sim.results import project_version, read_rows, summarize, write_summary
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 
@@ -167,7 +168,6 @@ class SweepRunner:
             lock.close()
             raise ConfigError(f"{self.dir}: another sweep runner (PID {holder}) is working in this directory; "
                               "wait for it to finish or stop it") from None
-        lock.seek(0), lock.truncate(), lock.write(str(os.getpid())), lock.flush()
         self._lock = lock
         spec = {k: v for k, v in self.sweep.spec.items() if k != "reference"}
         spec_file = self.dir / "sweep.yaml"
@@ -185,6 +185,7 @@ class SweepRunner:
             spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
             if self.sweep.reference:
                 (self.dir / REFERENCE).write_text(yaml.safe_dump(self.sweep.reference, sort_keys=False))
+        lock.seek(0), lock.truncate(), lock.write(str(os.getpid())), lock.flush()  # only once it is ours to run
 
     def release(self) -> None:
         lock, self._lock = getattr(self, "_lock", None), None
@@ -247,12 +248,11 @@ class SweepRunner:
                             submit_cells_of(item)
                     self._advance(kind, 1)
         except KeyboardInterrupt:
-            # Stop now: queued jobs are cancelled and running ones killed (their directories lack
-            # a done marker, so --resume reruns them).
-            if isinstance(pool, ProcessPoolExecutor):
-                for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()
+            # Stop now: queued jobs are cancelled and running ones killed with everything they
+            # started (their directories lack a done marker, so --resume reruns them).
             pool.shutdown(wait=False, cancel_futures=True)
+            if isinstance(pool, ProcessPoolExecutor):
+                kill_descendants()
             raise
         pool.shutdown()
         timing = self._timing(time.time() - start, ran["federation"], ran["cell"])
