@@ -179,8 +179,6 @@ def serve(conn_fd: int) -> None:
     """A worker's life (in :mod:`server.sandbox`'s process): receive its attacks' classes,
     parameters and plugins, build the attacks, then answer calls until told to stop."""
     conn = connection.Connection(conn_fd)
-    # a terminal's Ctrl-C reaches the whole process group: the server decides when a worker ends
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     from fedgraph_sim.plugins import load_plugins
 
@@ -260,7 +258,8 @@ class WorkerPool:
         env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
         try:
             worker.process = subprocess.Popen(sandbox.command(layout), pass_fds=(child_end.fileno(), life_read),
-                                              env=env, cwd="/", stdin=subprocess.DEVNULL)
+                                              env=env, cwd="/", stdin=subprocess.DEVNULL,
+                                              start_new_session=True)  # a terminal's Ctrl-C is the server's
         finally:
             child_end.close()
             os.close(life_read)

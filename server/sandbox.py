@@ -29,6 +29,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -195,6 +196,7 @@ def _watch_lifeline(fd: int) -> None:
 
 
 def main(layout: dict) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when a worker ends
     if layout["isolate"]:
         enter(layout)
         _reap_as_init(layout)
