@@ -1,4 +1,4 @@
-"""Batches: which complete graphs, with which labels, make up the gradient of a batch (our
+r"""Batches: which complete graphs, with which labels, make up the gradient of a batch (our
 extension of GRAIN, Drencheva et al., ICLR 2025, to batches of several graphs, as DAGER, Petrov
 et al., NeurIPS 2024, arXiv 2405.15586, extends the same low-rank argument to batches of token
 sequences).

@@ -1,4 +1,4 @@
-"""Span checks: is a candidate input row in the row space of a linear layer's weight gradient?
+r"""Span checks: is a candidate input row in the row space of a linear layer's weight gradient?
 
 For ``Y = X W^T`` the weight gradient ``G = (dL/dY)^T X`` (PyTorch layout, ``d_out x d_in``) has
 its rows in the span of the rows of ``X``; when ``dL/dY`` has rank ``n`` the two spans are equal
