@@ -6,16 +6,16 @@ sequences).
 A client that trains one FedSGD step on a batch of ``B`` graphs sends the mean gradient
 
 .. math::
-    g = \\frac{1}{B} \\sum_{i=1}^{B} \\nabla_\\theta \\mathcal{L}(G_i, y_i),
+    g = \frac{1}{B} \sum_{i=1}^{B} \nabla_\theta \mathcal{L}(G_i, y_i),
 
 so the span checks see the union of the batch's node rows and blocks, and the depth-first search
 builds complete graphs one at a time. The gradient is linear in the batch: with every complete
-graph the search has built, for every label, a column :math:`v_{G, y} = S \\nabla_\\theta
-\\mathcal{L}(G, y)` (``S`` keeps a fixed, seeded set of the gradient's coordinates), the
+graph the search has built, for every label, a column :math:`v_{G, y} = S \nabla_\theta
+\mathcal{L}(G, y)` (``S`` keeps a fixed, seeded set of the gradient's coordinates), the
 non-negative least-squares fit
 
 .. math::
-    w^\\star = \\arg\\min_{w \\ge 0} \\lVert V w - B \\, S g \\rVert_2
+    w^\star = \arg\min_{w \ge 0} \lVert V w - B \, S g \rVert_2
 
 puts integer weights on the batch's members when they are among the candidates. The rounded
 weights are a batch; it is exact, as a single graph is, when the mean gradient of the replayed
