@@ -62,6 +62,8 @@ def boundary_for(config: RunConfig) -> Boundary:
     cannot be had (namespaces asked where the kernel refuses them, or a hidden path that holds the
     code)."""
     mode = config.attack.boundary
+    if config.attack.workers == 0:  # every call in the server's process: no boundary to build
+        return Boundary(isolate=False)
     why_not = sandbox.namespaces_available() if mode != "process" else ""
     if mode == "namespaces" and why_not:
         raise ConfigError(f"attack.boundary: namespaces cannot be had here ({why_not}); "
