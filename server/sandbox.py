@@ -63,22 +63,42 @@ def _outermost(paths) -> list[str]:
     return sorted(kept)
 
 
+def _script_folder() -> str | None:
+    """``sys.path[0]`` when it is the server's working directory or its script's folder (not a
+    folder the server needs: the project and plugins are found through ``code``)."""
+    first = sys.path[0] if sys.path else None
+    if first is None:
+        return None
+    where = os.path.realpath(first or os.getcwd())
+    script = os.path.dirname(os.path.realpath(sys.argv[0])) if sys.argv and sys.argv[0] else None
+    return where if where in (os.path.realpath(os.getcwd()), script) else None
+
+
 def plan(hidden: list[str], code: list[str], conn_fd: int, lifeline_fd: int, isolate: bool = True) -> dict:
     """What the worker's root holds: ``read_only`` binds and ``hidden`` covers (real paths), and the
-    ``sys_path`` to import from (the server's, less the entries inside a hidden path). ``code``:
-    folders the worker must see (the project's packages, plugins). Raises :class:`BoundaryError`
-    when a hidden path holds the Python installation or ``code``, which the worker could then not run."""
+    ``sys_path`` to import from. ``code``: folders the worker must see (the project's packages,
+    plugins). Bound: Python, ``code`` and the server's ``sys.path``, less its working directory or
+    script folder (a user's home, a folder of runs), less entries inside a hidden path, and never a
+    folder that holds ``/tmp``, ``/dev`` or ``/proc`` (the sandbox's own are fresh). Raises
+    :class:`BoundaryError` when the Python installation or ``code`` could then not be bound."""
     hidden = _outermost(os.path.realpath(h) for h in hidden if h)
     python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
-    for path in sorted(python | {os.path.realpath(c) for c in code}):
+    code = {os.path.realpath(c) for c in code}
+    fresh = ("/tmp", "/dev", "/proc")
+    for path in sorted(python | code):
         for cover in hidden:
             if _inside(path, cover):
                 raise BoundaryError(f"{cover} is hidden from the attack workers (it holds data, a cache or runs) "
                                     f"but also holds {path}, which they need to run")
+        if any(_inside(f, path) for f in fresh):
+            raise BoundaryError(f"{path} holds {', '.join(fresh)}, which the attack workers get fresh; "
+                                "put the code it holds (a plugin) in a folder of its own")
+    skipped = _script_folder()
     sys_path = [p for p in (os.path.realpath(e or os.getcwd()) for e in sys.path)
-                if not any(_inside(p, cover) for cover in hidden)]
-    needed = python | {os.path.realpath(c) for c in code} | {p for p in sys_path if os.path.exists(p)}
+                if not any(_inside(p, cover) for cover in hidden) and not any(_inside(f, p) for f in fresh)
+                and (p != skipped or p in code)]
+    needed = python | code | {p for p in sys_path if os.path.exists(p)}
     system = [d for d in SYSTEM_DIRS if os.path.lexists(d)]
     return {"system": system, "read_only": _outermost(needed - set(system)), "hidden": hidden,
             "sys_path": sys_path, "conn_fd": conn_fd, "lifeline_fd": lifeline_fd, "isolate": isolate}

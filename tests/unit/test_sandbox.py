@@ -100,3 +100,16 @@ def test_code_in_the_sandbox_cannot_undo_it(tmp_path):
     outside = _escapes(tmp_path, "outside")
     assert {name for name, reached in outside.items() if reached} >= {"see_hidden", "see_server", "network", "write_code",
                                                                       "chroot_out"}, outside
+
+
+def test_the_working_directory_and_tmp_are_not_bound(tmp_path, monkeypatch):
+    home = tmp_path / "home"  # a user's folder the server runs from: runs and data copies in it
+    home.mkdir()
+    monkeypatch.chdir(home)
+    monkeypatch.setattr(sys, "path", ["", "/tmp", *sys.path])
+    layout = sandbox.plan([], [str(ROOT)], 5, 6)
+    bound = layout["system"] + layout["read_only"]
+    assert not any(sandbox._inside(str(home), p) for p in bound)
+    assert not any(sandbox._inside("/tmp", p) for p in bound)  # the sandbox's /tmp is its own
+    with pytest.raises(sandbox.BoundaryError, match="/tmp holds /tmp"):
+        sandbox.plan([], ["/tmp"], 5, 6)  # a plugin straight in /tmp
