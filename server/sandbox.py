@@ -79,8 +79,9 @@ def plan(hidden: list[str], code: list[str], conn_fd: int, lifeline_fd: int, iso
     ``sys_path`` to import from. ``code``: folders the worker must see (the project's packages,
     plugins). Bound: Python, ``code`` and the server's ``sys.path``, less its working directory or
     script folder (a user's home, a folder of runs), less entries inside a hidden path, and never a
-    folder that holds ``/tmp``, ``/dev`` or ``/proc`` (the sandbox's own are fresh). Raises
-    :class:`BoundaryError` when the Python installation or ``code`` could then not be bound."""
+    folder that holds ``/tmp``, ``/dev`` or ``/proc`` (the sandbox's own are fresh). Python or code
+    inside a hidden path (``over_hidden``) is bound again on top of its cover, alone. Raises
+    :class:`BoundaryError` when a hidden path is, or holds, Python or ``code``."""
     hidden = _outermost(os.path.realpath(h) for h in hidden if h)
     python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
@@ -88,20 +89,24 @@ def plan(hidden: list[str], code: list[str], conn_fd: int, lifeline_fd: int, iso
     fresh = ("/tmp", "/dev", "/proc")
     for path in sorted(python | code):
         for cover in hidden:
-            if _inside(path, cover):
+            if _inside(cover, path):  # the cover would hide the code, or the code show what it covers
                 raise BoundaryError(f"{cover} is hidden from the attack workers (it holds data, a cache or runs) "
-                                    f"but also holds {path}, which they need to run")
+                                    f"but is also {path} or holds it, which they need to run")
         if any(_inside(f, path) for f in fresh):
             raise BoundaryError(f"{path} holds {', '.join(fresh)}, which the attack workers get fresh; "
                                 "put the code it holds (a plugin) in a folder of its own")
     skipped = _script_folder()
     sys_path = [p for p in (os.path.realpath(e or os.getcwd()) for e in sys.path)
-                if not any(_inside(p, cover) for cover in hidden) and not any(_inside(f, p) for f in fresh)
-                and (p != skipped or p in code)]
+                if (not any(_inside(p, cover) for cover in hidden) or p in code)
+                and not any(_inside(f, p) for f in fresh) and (p != skipped or p in code)]
     needed = python | code | {p for p in sys_path if os.path.exists(p)}
+    # code inside a hidden folder (Flower's deployment installs the app under the run directory)
+    # is bound again on top of the cover, alone
+    over = {p for p in needed if any(_inside(p, cover) for cover in hidden)}
     system = [d for d in SYSTEM_DIRS if os.path.lexists(d)]
-    return {"system": system, "read_only": _outermost(needed - set(system)), "hidden": hidden,
-            "sys_path": sys_path, "conn_fd": conn_fd, "lifeline_fd": lifeline_fd, "isolate": isolate}
+    return {"system": system, "read_only": _outermost(needed - over - set(system)), "hidden": hidden,
+            "over_hidden": _outermost(over), "sys_path": sys_path + sorted(over - set(sys_path)),
+            "conn_fd": conn_fd, "lifeline_fd": lifeline_fd, "isolate": isolate}
 
 
 @lru_cache(maxsize=1)
@@ -155,6 +160,7 @@ def enter(layout: dict) -> None:
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing below propagates back to the server's view
     # Open every source first: the new root is mounted over /tmp, which may hold some of them.
     sources = {p: os.open(p, os.O_PATH) for p in layout["system"] + layout["read_only"] if not os.path.islink(p)}
+    over = {p: os.open(p, os.O_PATH) for p in layout["over_hidden"]}
     root = "/tmp"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     for sub in ("tmp", "dev", "proc"):
@@ -174,6 +180,9 @@ def enter(layout: dict) -> None:
     for path in layout["hidden"]:
         if os.path.isdir(root + path):
             mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m")
+    for path, fd in over.items():
+        bind(fd, root + path, read_only=True)
+        os.close(fd)
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/.old")
     _check(libc.syscall(SYS_PIVOT_ROOT[os.uname().machine], root.encode(), (root + "/.old").encode()), "pivot_root")

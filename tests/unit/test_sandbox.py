@@ -27,9 +27,14 @@ def test_the_layout_binds_python_and_the_code_and_hides_the_data(tmp_path):
     assert (layout["conn_fd"], layout["lifeline_fd"], layout["isolate"]) == (5, 6, True)
 
 
-def test_a_hidden_path_that_holds_the_code_is_refused():
+def test_a_hidden_path_that_is_the_code_is_refused_and_code_inside_one_is_bound_on_top(tmp_path):
     with pytest.raises(sandbox.BoundaryError, match=f"{ROOT} is hidden from the attack workers"):
-        sandbox.plan([str(ROOT)], [str(ROOT / "attacks")], 5, 6)
+        sandbox.plan([str(ROOT)], [str(ROOT)], 5, 6)
+    app = tmp_path / "runs" / "deployment" / "apps" / "fab"  # Flower's deployment installs the app there
+    app.mkdir(parents=True)
+    layout = sandbox.plan([str(tmp_path / "runs")], [str(ROOT), str(app)], 5, 6)
+    assert layout["over_hidden"] == [os.path.realpath(app)] and os.path.realpath(app) in layout["sys_path"]
+    assert not any(sandbox._inside(os.path.realpath(app), p) for p in layout["read_only"])
 
 
 def test_a_worker_killed_by_a_signal_is_reported_so():
