@@ -81,7 +81,7 @@ def plan(hidden: list[str], code: list[str], conn_fd: int, lifeline_fd: int, iso
     script folder (a user's home, a folder of runs), less entries inside a hidden path, and never a
     folder that holds ``/tmp``, ``/dev`` or ``/proc`` (the sandbox's own are fresh). Python or code
     inside a hidden path (``over_hidden``) is bound again on top of its cover, alone. Raises
-    :class:`BoundaryError` when a hidden path is, or holds, Python or ``code``."""
+    :class:`BoundaryError` when a hidden path is Python's or ``code``'s folder itself."""
     hidden = _outermost(os.path.realpath(h) for h in hidden if h)
     python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
@@ -89,9 +89,9 @@ def plan(hidden: list[str], code: list[str], conn_fd: int, lifeline_fd: int, iso
     fresh = ("/tmp", "/dev", "/proc")
     for path in sorted(python | code):
         for cover in hidden:
-            if _inside(cover, path):  # the cover would hide the code, or the code show what it covers
+            if cover == path:  # inside each other, the cover goes over the bind or the bind over the cover
                 raise BoundaryError(f"{cover} is hidden from the attack workers (it holds data, a cache or runs) "
-                                    f"but is also {path} or holds it, which they need to run")
+                                    f"but is also {path}, which they need to run")
         if any(_inside(f, path) for f in fresh):
             raise BoundaryError(f"{path} holds {', '.join(fresh)}, which the attack workers get fresh; "
                                 "put the code it holds (a plugin) in a folder of its own")
