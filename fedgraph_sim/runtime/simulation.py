@@ -20,6 +20,7 @@ from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_ro
 from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.runtime.stopping import kill_client_actors, quiet_console
 from fedgraph_sim.utility import final_utility
+from server.strategy import last_line
 
 log = logging.getLogger("fedgraph_sim")
 
@@ -41,14 +42,14 @@ class RunResult:
 def one_line(record: logging.LogRecord) -> logging.LogRecord:
     """``record``, or a copy showing only the last line of a message that spans several (Flower logs
     a failed client turn with its whole traceback, a Ray one 30 lines; the last is the error)."""
-    lines = [line.strip() for line in record.getMessage().splitlines() if line.strip()]
+    message = record.getMessage()
     if record.exc_info and record.exc_info[1] is not None:
-        lines.append(traceback.format_exception_only(record.exc_info[1])[-1].strip())
-    elif len(lines) <= 1:
+        message = traceback.format_exception_only(record.exc_info[1])[-1]
+    elif len(message.strip().splitlines()) <= 1:
         return record
     short = copy.copy(record)
     short.msg, short.args, short.exc_info, short.exc_text = (
-        f"{lines[-1] if lines else ''} (the traceback is in the run's log.txt)", None, None, None)
+        f"{last_line(message)} (the traceback is in the run's log.txt)", None, None, None)
     return short
 
 
