@@ -68,7 +68,9 @@ turns into it (as for a FedAvg update's rounding), and a graph is exact when its
 gradient, scaled by the factor in (0, 1] that fits the update best (a clipped update is the
 gradient scaled down), is within the noise's expected distance plus ``noise_z`` of its standard
 deviations. Where the noise's edge rises above the signal's weakest directions, true rows stop
-passing and the attack fails with its reason.
+passing and the attack fails with its reason; with [ext] ``rank_closed`` = k (off by default),
+a node type that centres no passing 1-hop or 2-hop block keeps instead its k candidates nearest
+the kept span, ranked after the passing ones (``ranking.py``).
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -87,8 +89,8 @@ from torch import Tensor
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Reconstruction,
                           Requirements, register)
 from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
-from attacks.grain.blocks import (Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks,
-                                  witnessed_one_hop_blocks)
+from attacks.grain.blocks import (Block, concat_one_hop, is_complete, one_hop_blocks, structure_filter,
+                                  two_hop_blocks, witnessed_one_hop_blocks)
 from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget, neighbourhood, preference, search
 from attacks.grain.coefficients import block_z_scores
 from attacks.grain.embed import SUPPORTED, StarLayer
@@ -96,8 +98,10 @@ from attacks.grain.local_training import LocalTraining
 from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.noise import NoiseEstimate
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
+from attacks.grain.ranking import nearest_one_hop, unexplained_centres
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 
@@ -171,9 +175,17 @@ class GRAIN(Attack):
         # and allowances and the exactness test set from it, the replay scaled to the update
         noise_aware: bool = False
         noise_z: float = 4.0  # the exactness test's margin, in standard deviations of the noise's distance
+        # [ext] with noise_aware, where the gap closes: a node type that centres no passing 1-hop
+        # (2-hop) block keeps its rank_closed candidates nearest the span, ranked after the
+        # passing ones (ranking.py); 0 = filtering only
+        rank_closed: int = 0
+        rank_closed_share: float = 0.25  # of the time budget, at most, for the ranked 1-hop enumeration
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
+        if self.params.rank_closed and not self.params.noise_aware:
+            raise ConfigError(f"attack.params.{self.name}.rank_closed: ranks where a defense's noise closes "
+                              "the spectral gap, so it needs noise_aware: true")
         if self.params.local_steps:  # a pseudo-gradient will do
             self.requires = Requirements(tasks=("graph", "node"))
 
@@ -343,6 +355,14 @@ class _Run:
                              max_combinations=p.max_one_hop_combinations,
                              expired=lambda: self.expired() or time.monotonic() > one_hop_deadline)
         self.info.update(one_hop_candidates=one_hop.candidates, one_hop_kept=len(one_hop))
+        unexplained = unexplained_centres(deg, one_hop) if p.rank_closed else []
+        if unexplained:  # where the gap closes: the nearest candidates, ranked after the passing
+            ranked_deadline = min(one_hop_deadline, time.monotonic() + p.rank_closed_share * self.ctx.budget.seconds)
+            ranked = self.stage("one_hop_ranked", nearest_one_hop, layer1, deg, spaces[1], unexplained,
+                                p.rank_closed, max_combinations=p.max_one_hop_combinations,
+                                expired=lambda: self.expired() or time.monotonic() > ranked_deadline)
+            one_hop = concat_one_hop(one_hop, ranked)
+            self.info["one_hop_ranked"] = len(ranked)
         self.ctx.progress(2, 5)
         for i in range(len(one_hop)):  # complete stars: every neighbour a leaf
             nbrs = one_hop.neighbours(i)
@@ -390,7 +410,8 @@ class _Run:
         rows: dict = {}
         blocks, checked, truncated = self.stage(
             "two_hop", two_hop_blocks, self.model, self.layer1, one_hop, self.degrees, self.x0, space,
-            tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired, inputs=rows)
+            tau=p.tau_two_hop, max_candidates=p.max_two_hop_candidates, expired=self.expired, inputs=rows,
+            nearest=p.rank_closed)
         self.info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=int(truncated))
         weighed = p.block_coefficients or (self.peeling is not None and p.batch_block_coefficients)
         if weighed and blocks and len(self.model.convs) == 2 and self.model.task == "graph" and \

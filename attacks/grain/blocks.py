@@ -232,7 +232,7 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
                               expired=expired, screen=screen, coordinates=coordinates, degrees=high,
                               neighbours=witnessed,
                               including=new)
-        blocks = _concat(blocks, more)
+        blocks = concat_one_hop(blocks, more)
         new = types_in(more) - witnessed
         if not new:
             break
@@ -240,7 +240,10 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
     return blocks
 
 
-def _concat(a: OneHopBlocks, b: OneHopBlocks) -> OneHopBlocks:
+def concat_one_hop(a: OneHopBlocks, b: OneHopBlocks) -> OneHopBlocks:
+    if len(a) == 0 or len(b) == 0:  # an empty set's tensors have placeholder widths
+        kept = b if len(a) == 0 else a
+        return OneHopBlocks(kept.centre, kept.nbrs, kept.mask, kept.states, kept.distance, a.candidates + b.candidates)
     width = max(a.nbrs.size(1), b.nbrs.size(1))
 
     def pad(t: Tensor, fill) -> Tensor:
@@ -277,11 +280,14 @@ def _gluings(one_hop: OneHopBlocks, i: int, deg: Tensor, by_centre: dict[int, li
 
 def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor, x0: Tensor,
                    space: RowSpace, *, tau: float, max_candidates: int,
-                   expired: Callable[[], bool], inputs: dict | None = None) -> tuple[list[Block], int, bool]:
+                   expired: Callable[[], bool], inputs: dict | None = None,
+                   nearest: int = 0) -> tuple[list[Block], int, bool]:
     """Glue compatible 1-hop blocks onto every dangling neighbour of each 1-hop block (Alg. 3),
     embed the centres through layer 2 and span-check them; returns ``(T2*, candidates checked,
     truncated)``. ``inputs``, when given, receives each passing block's checked row, by
-    ``(centre, slots)``."""
+    ``(centre, slots)``. ``nearest`` > 0 ([ext] ``rank_closed``, ``ranking.py``): a centre type
+    that no passing block has keeps its ``nearest`` candidates of smallest residual, ranked after
+    the passing blocks (their distance: the largest passing block's plus their residual)."""
     by_centre: dict[int, list[int]] = defaultdict(list)
     nbr_sets = [Counter(one_hop.neighbours(i)) for i in range(len(one_hop))]
     for i in range(len(one_hop)):
@@ -329,6 +335,11 @@ def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor,
     states = layer2(centre_rows, nbr_rows, mask, deg[centre_types], deg[nbr_types])
     checked_rows = check_input(model, x0[centre_types], states)
     keep, dist = space.passing(checked_rows, tau)
+    if nearest > 0:  # where the gap closes: the nearest candidates of the centres none explains
+        rest = torch.nonzero(~torch.isin(centre_types, centre_types[keep])).flatten()
+        extra, residual = space.nearest(checked_rows[rest], centre_types[rest], nearest)
+        offset = float(dist.max()) if dist.numel() else 0.0  # so that they rank after every passing block
+        keep, dist = torch.cat([keep, rest[extra]]), torch.cat([dist, offset + residual])
     out = []
     for k, d in zip(keep.tolist(), dist.tolist()):
         _, _, slots = entries[k]

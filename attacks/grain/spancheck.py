@@ -125,6 +125,16 @@ class RowSpace:
         return index[ok], r[ok]
 
 
+    def nearest(self, z: Tensor, groups: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        """``(indices, residuals)`` of the ``k`` rows of ``z`` of smallest :meth:`residual` within
+        each group of ``groups [B]`` (ranking where a threshold would keep none; ``ranking.py``)."""
+        residual, _ = self.residual(z)
+        picked = [rows[torch.argsort(residual[rows])[:k]]
+                  for rows in (torch.nonzero(groups == g).flatten() for g in groups.unique())]
+        index = torch.cat(picked) if picked else torch.zeros(0, dtype=torch.long)
+        return index, residual[index]
+
+
 class CoordinateScreen:
     r"""A necessary condition of the span check, on a few input coordinates only (our speed-up for
     the 1-hop enumeration, which a batch's large T0 makes the bulk of the work).
