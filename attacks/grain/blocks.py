@@ -335,7 +335,7 @@ def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor,
     states = layer2(centre_rows, nbr_rows, mask, deg[centre_types], deg[nbr_types])
     checked_rows = check_input(model, x0[centre_types], states)
     keep, dist = space.passing(checked_rows, tau)
-    if nearest > 0:  # where the gap closes: the nearest candidates of the centres none explains
+    if nearest > 0 and not expired():  # where the gap closes: the nearest candidates of the centres none explains
         rest = torch.nonzero(~torch.isin(centre_types, centre_types[keep])).flatten()
         extra, residual = space.nearest(checked_rows[rest], centre_types[rest], nearest)
         offset = float(dist.max()) if dist.numel() else 0.0  # so that they rank after every passing block

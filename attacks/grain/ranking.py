@@ -65,6 +65,8 @@ def nearest_one_hop(layer1: StarLayer, deg: Tensor, space: RowSpace, centres: li
             continue
         best_n, best_s, best_r, total = [], [], [], 0
         for combos in _multisets(allowed, degree):
+            if expired():
+                break
             for part in torch.split(combos, chunk):
                 if expired():
                     break
