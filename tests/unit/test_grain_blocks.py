@@ -3,7 +3,7 @@ import copy
 import pytest
 import torch
 
-from attacks.grain.blocks import Block, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
+from attacks.grain.blocks import Block, concat_one_hop, is_complete, one_hop_blocks, structure_filter, two_hop_blocks
 from attacks.grain.embed import StarLayer
 from attacks.grain.nodes import propose_nodes
 from attacks.grain.spancheck import RowSpace
@@ -145,3 +145,22 @@ def test_the_coordinate_screen_finds_the_same_blocks_as_the_exact_check():
     as_set = lambda t1: {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}  # noqa: E731
     assert len(screened) > 0 and as_set(screened) == as_set(exact)
     assert screened.candidates == exact.candidates
+
+
+def test_joining_blocks_with_an_empty_set_keeps_the_blocks():
+    """An enumeration that finds nothing returns placeholder widths (a frontier cell of noisy
+    batches crashed joining one to the blocks found before)."""
+    update, knowledge = observed("CCO")
+    g, schema = molecule("CCO")
+    grad = update.gradient
+    nodes = propose_nodes(schema, grad["convs.0.lin.weight"], tol=1e-7, tau=1e-3, group_size=10_000,
+                          abort_size=2_000_000)
+    layer1 = StarLayer(copy.deepcopy(victim("gcn")).double(), 0, nodes.x)
+    space = RowSpace(grad["convs.1.lin.weight"], 1e-7)
+    kw = dict(tau=1e-2, max_combinations=1e8, expired=NEVER)
+    found = one_hop_blocks(layer1, schema.degrees(nodes.x.float()), space, **kw)
+    none = one_hop_blocks(layer1, schema.degrees(nodes.x.float()), space, degrees={99}, **kw)
+    assert len(found) > 0 and len(none) == 0
+    for joined in (concat_one_hop(found, none), concat_one_hop(none, found)):
+        assert len(joined) == len(found) and torch.equal(joined.states, found.states)
+        assert joined.candidates == found.candidates + none.candidates
