@@ -66,12 +66,20 @@ def kill_client_actors(root: int | None = None) -> int:
     return killed
 
 
+def _is_resource_tracker(cmdline: bytes) -> bool:
+    """Python's multiprocessing resource tracker, which exits by itself when its parent does."""
+    return b"multiprocessing.resource_tracker" in cmdline
+
+
 def kill_descendants(root: int | None = None) -> None:
     """SIGKILL every process below ``root`` (default: this process): a stopped sweep's jobs, with
-    the Ray clusters and attack workers they started."""
+    the Ray clusters and attack workers they started. This process's resource tracker is spared:
+    killed, it is relaunched empty and prints a traceback for every semaphore the pool then
+    releases."""
     for pid in descendants(root):
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+            if not _is_resource_tracker(Path(f"/proc/{pid}/cmdline").read_bytes()):
+                os.kill(pid, signal.SIGKILL)
 
 
 def quiet_console(logger_name: str = "flwr") -> None:

@@ -112,8 +112,9 @@ def test_a_signal_to_the_runner_stops_the_sweep_and_everything_it_started(tmp_pa
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         start = time.time()
         os.kill(proc.pid, sig)  # the runner only, as a service manager or `kill` would
-        stdout, _ = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=60)
         assert time.time() - start < 20 and proc.returncode == 130
+        assert "Traceback" not in stderr, stderr[-3000:]
         assert f"interrupted; finished cells are kept. Continue with: fedgraph-sim sweep --resume {out}" in " ".join(
             stdout.split())  # the console wraps long lines
         deadline = time.time() + 10
