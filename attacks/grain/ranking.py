@@ -45,15 +45,16 @@ def unexplained_centres(deg: Tensor, one_hop: OneHopBlocks) -> list[int]:
     """The node types (of degree > 0) that centre no block in ``one_hop``, lowest degree first
     (the fewest candidates: a budget cut leaves the costliest unranked)."""
     have = set(one_hop.centre.tolist())
-    return sorted((t for t in range(deg.numel()) if int(deg[t]) > 0 and t not in have), key=lambda t: (int(deg[t]), t))
+    types = [t for t in range(deg.numel()) if int(deg[t]) > 0 and t not in have]
+    return sorted(types, key=lambda t: (int(deg[t]), t))
 
 
 def nearest_one_hop(layer1: StarLayer, deg: Tensor, space: RowSpace, centres: list[int], k: int, *,
                     max_combinations: float, expired: Callable[[], bool], chunk: int = 65536) -> OneHopBlocks:
     """Per type in ``centres``, the ``k`` 1-hop blocks whose layer-1 state has the smallest
-    residual on ``space`` (every multiset of ``deg[c]`` neighbour types; a degree whose ``|T0|^k``
-    exceeds ``max_combinations`` is skipped, as in ``blocks.one_hop_blocks``). ``distance`` is the
-    residual."""
+    residual on ``space`` (every multiset of ``deg[c]`` neighbour types; a centre whose
+    ``|T0|^deg[c]`` exceeds ``max_combinations`` is skipped, as in ``blocks.one_hop_blocks``), as
+    far as ``expired`` allows. ``distance`` is the residual."""
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
     found = OneHopBlocks(torch.zeros(0, dtype=torch.long), torch.zeros(0, 1, dtype=torch.long),
@@ -84,8 +85,8 @@ def nearest_one_hop(layer1: StarLayer, deg: Tensor, space: RowSpace, centres: li
         (nbrs,), (states,), (residual,) = _top(best_n, best_s, best_r, k)
         rows = [tuple(r) for r in nbrs.tolist()]
         padded, mask = _padded(rows, degree)
-        found = concat_one_hop(found, OneHopBlocks(torch.full((len(rows),), c, dtype=torch.long), padded, mask,
-                                            states, residual, total))
+        ranked = OneHopBlocks(torch.full((len(rows),), c, dtype=torch.long), padded, mask, states, residual, total)
+        found = concat_one_hop(found, ranked)
     return found
 
 
