@@ -14,7 +14,8 @@ variant's median and mean over paper GRAIN's. Paper GRAIN stops at once where th
 its gradients full rank, so a ratio there compares a search with a refusal: read it beside the
 exact counts. ``--variants noise_aware ranked`` sets ranking where the gap closes
 (``rank_closed``, ``--rank-closed`` candidates per node type) against the noise-aware filter
-alone; the ratio printed is then the second variant's over the first's. Without FEDGRAPH_DATA_ROOT it runs on ``synthetic`` with a degree block.
+alone; the ratio printed is then the second variant's over the first's. Without
+FEDGRAPH_DATA_ROOT it runs on ``synthetic`` with a degree block.
 """
 
 from __future__ import annotations

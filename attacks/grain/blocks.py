@@ -55,6 +55,13 @@ class OneHopBlocks:
     distance: Tensor
     candidates: int = 0
 
+    @classmethod
+    def empty(cls, candidates: int = 0) -> "OneHopBlocks":
+        """No block (placeholder widths of 1), after ``candidates`` were checked."""
+        return cls(torch.zeros(0, dtype=torch.long), torch.zeros(0, 1, dtype=torch.long),
+                   torch.zeros(0, 1, dtype=torch.bool), torch.zeros(0, 1, dtype=torch.float64),
+                   torch.zeros(0, dtype=torch.float64), candidates)
+
     def __len__(self) -> int:
         return self.centre.numel()
 
@@ -199,9 +206,7 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
                 kept_s.append(states[keep])
                 kept_d.append(dist)
     if not kept_c:
-        empty = torch.zeros(0, dtype=torch.long)
-        return OneHopBlocks(empty, torch.zeros(0, 1, dtype=torch.long), torch.zeros(0, 1, dtype=torch.bool),
-                            torch.zeros(0, 1, dtype=torch.float64), torch.zeros(0, dtype=torch.float64), total)
+        return OneHopBlocks.empty(total)
     width = max(n.size(1) for n in kept_n)
     rows = [tuple(r) for n in kept_n for r in n.tolist()]
     nbrs, mask = _padded(rows, width)
@@ -241,7 +246,7 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
 
 
 def concat_one_hop(a: OneHopBlocks, b: OneHopBlocks) -> OneHopBlocks:
-    if len(a) == 0 or len(b) == 0:  # an empty set's tensors have placeholder widths
+    if len(a) == 0 or len(b) == 0:  # an empty set's tensors have placeholder widths (OneHopBlocks.empty)
         kept = b if len(a) == 0 else a
         return OneHopBlocks(kept.centre, kept.nbrs, kept.mask, kept.states, kept.distance, a.candidates + b.candidates)
     width = max(a.nbrs.size(1), b.nbrs.size(1))

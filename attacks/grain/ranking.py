@@ -16,10 +16,10 @@ true rows still tend to lie *nearer* the kept span than wrong ones. TIGER (Kalik
 Dimitrov, Vechev, "TIGER: Inverting Transformer Gradients via Embedding-Subspace Distance
 Optimization", arXiv 2606.18312) replaces DAGER's membership test, brittle under DP noise, by
 minimising candidate embeddings' distance to the subspace; over GRAIN's discrete candidates the
-same principle is a ranking by that distance. Here every node type that centres no passing block keeps its ``k`` candidates of
-smallest residual, ranked after every passing block, and the search and the replayed gradient
-decide. The attacker uses nothing
-but the update: which types lack a block is read from the passing blocks.
+same principle is a ranking by that distance. Here every node type that centres no passing block
+keeps its ``k`` candidates of smallest residual, ranked after every passing block, and the search
+and the replayed gradient decide. The attacker uses nothing but the update: which types lack a
+block is read from the passing blocks.
 
 What ranking cannot give back: the order is only as good as the kept directions. When a lost
 direction is the one that told two candidates apart, the true one can rank far down (on a
@@ -57,9 +57,7 @@ def nearest_one_hop(layer1: StarLayer, deg: Tensor, space: RowSpace, centres: li
     far as ``expired`` allows. ``distance`` is the residual."""
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
-    found = OneHopBlocks(torch.zeros(0, dtype=torch.long), torch.zeros(0, 1, dtype=torch.long),
-                         torch.zeros(0, 1, dtype=torch.bool), torch.zeros(0, 1, dtype=torch.float64),
-                         torch.zeros(0, dtype=torch.float64), 0)
+    found = OneHopBlocks.empty()
     for c in centres:
         degree = int(deg[c])
         if deg.numel() ** degree > max_combinations or allowed.numel() == 0:

@@ -32,12 +32,12 @@ def closed_gap():
     for a, b in g.edge_index.T.tolist():
         neighbours[a].append(b)
     truth = {(types[v], tuple(sorted((types[u] for u in neighbours[v]), key=order.get))) for v in neighbours}
-    closed_gap.readout = (model, nodes.x, RowSpace(update.gradient[READ[2]], 1e-8, sigma))
-    return StarLayer(model, 0, nodes.x), deg, RowSpace(update.gradient[READ[1]], 1e-7, sigma), truth
+    readout = (model, nodes.x, RowSpace(update.gradient[READ[2]], 1e-8, sigma))
+    return StarLayer(model, 0, nodes.x), deg, RowSpace(update.gradient[READ[1]], 1e-7, sigma), truth, readout
 
 
 def test_where_no_block_passes_the_true_blocks_of_low_degree_centres_rank_first():
-    layer1, deg, space, truth = closed_gap()
+    layer1, deg, space, truth, _ = closed_gap()
     passing = one_hop_blocks(layer1, deg, space, tau=1e-2, max_combinations=1e8, expired=lambda: False)
     assert len(passing) == 0
     centres = unexplained_centres(deg, passing)
@@ -50,7 +50,7 @@ def test_where_no_block_passes_the_true_blocks_of_low_degree_centres_rank_first(
 
 
 def test_the_nearest_blocks_are_the_k_smallest_residuals_of_every_candidate():
-    layer1, deg, space, _ = closed_gap()
+    layer1, deg, space, _, _ = closed_gap()
     centre = next(t for t in range(deg.numel()) if int(deg[t]) == 2)
     top = nearest_one_hop(layer1, deg, space, [centre], 3, max_combinations=1e8, expired=lambda: False)
     every = one_hop_blocks(layer1, deg, space, tau=1e9, max_combinations=1e8, expired=lambda: False,
@@ -60,11 +60,11 @@ def test_the_nearest_blocks_are_the_k_smallest_residuals_of_every_candidate():
 
 
 def test_two_hop_ranking_adds_at_most_k_blocks_per_centre_none_explains():
-    layer1, deg, space, _ = closed_gap()
+    layer1, deg, space, _, readout_case = closed_gap()
     one_hop = nearest_one_hop(layer1, deg, space, unexplained_centres(deg, one_hop_blocks(
         layer1, deg, space, tau=1e-2, max_combinations=1e8, expired=lambda: False)), 3,
         max_combinations=1e8, expired=lambda: False)
-    model, x0, readout = closed_gap.readout
+    model, x0, readout = readout_case
     kw = dict(tau=1e-2, max_candidates=2_000_000, expired=lambda: False)
     filtered, checked, _ = two_hop_blocks(model, layer1, one_hop, deg, x0, readout, **kw)
     ranked, _, _ = two_hop_blocks(model, layer1, one_hop, deg, x0, readout, nearest=2, **kw)
