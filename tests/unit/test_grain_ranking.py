@@ -94,3 +94,5 @@ def test_a_clean_gradient_is_read_as_without_ranking():
 def test_ranking_needs_the_noise_aware_checks():
     with pytest.raises(ConfigError, match="rank_closed.*noise_aware"):
         GRAIN(rank_closed=3)
+    with pytest.raises(ConfigError, match="rank_closed: must be a finite number >= 0"):
+        GRAIN(rank_closed=-1, noise_aware=True)
