@@ -52,6 +52,10 @@ class Group:
         cols = run_columns(self.rows)
         return {"mean": cols["test_accuracy_mean"], "std": cols["test_accuracy_std"], "count": cols["federations"]}
 
+    def test_auc(self) -> float:
+        """Mean over the setting's federations of each one's test AUC (NaN without two classes)."""
+        return run_columns(self.rows)["test_auc_mean"]
+
     def epsilon(self) -> float:
         """The largest DP-SGD epsilon any attacked client had spent (NaN without DP-SGD)."""
         return run_columns(self.rows)["defense_epsilon_max"]

@@ -5,10 +5,10 @@ A setting *stops* the exact attack when every attack that is not a prior rebuild
 over every attacked graph, an attack that fails counting 0, as the tables show it). Of the
 settings of one family (and one dataset and training setting) that stop it, the *cheapest* is
 the one whose global model is the most accurate; without test accuracy, the weakest. Its cost is
-the accuracy lost against the undefended federation of the same training setting, and its ε the
-largest DP-SGD epsilon an attacked client had spent. An attack that does not apply
-(``not_applicable``) attacked no graph and does not count either way; a setting no attack was run
-on is left out.
+the accuracy (and, with two classes, the AUC) lost against the undefended federation of the same
+training setting, and its ε the largest DP-SGD epsilon an attacked client had spent. An attack
+that does not apply (``not_applicable``) attacked no graph and does not count either way; a
+setting no attack was run on is left out.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class Setting:
     value: float  # the best attack's mean of the stop metric
     attack: str
     accuracy: float
+    auc: float  # test AUC (two classes; NaN otherwise)
     epsilon: float
 
 
@@ -55,6 +56,13 @@ class Verdict:
             return math.nan
         return self.undefended.accuracy - self.cheapest.accuracy
 
+    @property
+    def auc_cost(self) -> float:
+        """Test AUC lost against the undefended federation (NaN when either is unknown)."""
+        if self.cheapest is None or self.undefended is None:
+            return math.nan
+        return self.undefended.auc - self.cheapest.auc
+
 
 def _settings(groups: list[Group], name: str) -> dict[tuple[str, str], list[Setting]]:
     """(dataset, training setting) -> its defense settings that some attack was run on."""
@@ -67,7 +75,7 @@ def _settings(groups: list[Group], name: str) -> dict[tuple[str, str], list[Sett
         value, attack = max(values)
         out[dataset, setting].append(Setting(
             defense, mine[0].family, mine[0].order, value, attack, mine[0].test_accuracy()["mean"],
-            largest_epsilon(mine)))
+            mine[0].test_auc(), largest_epsilon(mine)))
     return out
 
 
@@ -90,8 +98,17 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def _accuracy(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.3f}"
+def _utility(setting: Setting) -> str:
+    """Test accuracy, and the AUC beside it where the task has one."""
+    if math.isnan(setting.accuracy):
+        return "-"
+    return f"{setting.accuracy:.3f}" + ("" if math.isnan(setting.auc) else f" (AUC {setting.auc:.3f})")
+
+
+def _cost(verdict: Verdict) -> str:
+    if math.isnan(verdict.cost):
+        return "-"
+    return f"{verdict.cost:+.3f}" + ("" if math.isnan(verdict.auc_cost) else f" (AUC {verdict.auc_cost:+.3f})")
 
 
 def stopping_table(groups: list[Group], name: str = STOP_METRIC, below: float = STOP_BELOW) -> str:
@@ -105,22 +122,21 @@ def stopping_table(groups: list[Group], name: str = STOP_METRIC, below: float = 
              f"Per defense family: the setting of its ladder with the most accurate global model among "
              f"those where every attack rebuilds fewer than {100 * below:g}% of the attacked graphs "
              f"exactly ({short}, over every attacked graph, a failure counted as 0), beside the "
-             "undefended federation of the same training setting; cost: the test accuracy lost; ε: the "
+             "undefended federation of the same training setting; cost: the test accuracy (and AUC) lost; ε: the "
              "largest DP-SGD epsilon an attacked client had spent. \"none stops it\": the best attack's "
              f"{short} at the ladder's strongest setting instead.\n",
              f"| dataset | setting | family | undefended {short} (attack) | test acc | cheapest stopping setting "
              f"| its {short} (best attack) | test acc | cost | ε |", "|" + "---|" * 10]
     for v in found:
         base = v.undefended
-        before = (f"{_percent(base.value)} ({base.attack})", _accuracy(base.accuracy)) if base else ("-", "-")
+        before = (f"{_percent(base.value)} ({base.attack})", _utility(base)) if base else ("-", "-")
         chosen = v.cheapest
         if chosen is None:
             after = (f"none stops it (at {v.strongest.defense})", f"{_percent(v.strongest.value)} "
-                     f"({v.strongest.attack})", _accuracy(v.strongest.accuracy), "-", "-")
+                     f"({v.strongest.attack})", _utility(v.strongest), "-", "-")
         else:
             eps = "-" if math.isnan(chosen.epsilon) else f"{chosen.epsilon:.3g}"
-            cost = "-" if math.isnan(v.cost) else f"{v.cost:+.3f}"
-            after = (chosen.defense, f"{_percent(chosen.value)} ({chosen.attack})", _accuracy(chosen.accuracy),
-                     cost, eps)
+            after = (chosen.defense, f"{_percent(chosen.value)} ({chosen.attack})", _utility(chosen),
+                     _cost(v), eps)
         lines.append("| " + " | ".join([v.dataset, v.setting or "-", v.family, *before, *after]) + " |")
     return "\n".join(lines) + "\n"

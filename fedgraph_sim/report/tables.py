@@ -126,6 +126,11 @@ def _accuracy_cell(entry: dict) -> str:
     return f"{number(mean)} ± {number(entry.get('test_accuracy_std', math.nan))} (n={count})"
 
 
+def _auc_cell(entry: dict) -> str:
+    mean = entry.get("test_auc_mean")
+    return "-" if _nan(mean) else f"{number(mean)} ± {number(entry.get('test_auc_std', math.nan))}"
+
+
 def _epsilon_cell(entry: dict) -> str:
     value = entry.get("defense_epsilon_max")
     return "-" if _nan(value) else f"{value:.3g}"
@@ -133,6 +138,7 @@ def _epsilon_cell(entry: dict) -> str:
 
 #: Utility columns: header, cell, and whether any entry has a value.
 UTILITY = (("test acc", _accuracy_cell, lambda e: not _nan(e.get("test_accuracy_mean"))),
+           ("test AUC", _auc_cell, lambda e: not _nan(e.get("test_auc_mean"))),
            ("ε", _epsilon_cell, lambda e: not _nan(e.get("defense_epsilon_max"))))
 
 

@@ -92,3 +92,13 @@ def test_rows_without_exact_scores_give_no_section():
     for row in rows:
         row.pop("identity_full_repo")
     assert stopping_table(group_rows(rows)) == ""
+
+
+def test_a_two_class_task_shows_the_auc_and_its_cost_beside_the_accuracy():
+    rows = _federation("none", 5) + _federation("prune(p=0.9)", 0)
+    for row in rows:  # accuracy pinned at the majority class, the ranking learned less under pruning
+        row["test_auc"] = 0.80 if row["defense"] == "none" else 0.65
+    (verdict,) = verdicts(group_rows(rows))
+    assert verdict.auc_cost == pytest.approx(0.15)
+    assert "| 0.900 (AUC 0.800) | prune(p=0.9) | 0.0% (grain) | 0.800 (AUC 0.650) | +0.100 (AUC +0.150) | - |" \
+        in stopping_table(group_rows(rows))

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from torch_geometric.data import Batch
 
 from fedgraph_sim.data.synthetic import make_synthetic
 from fedgraph_sim.models import GraphClassifier
@@ -33,3 +34,17 @@ def test_final_utility_is_the_mean_over_the_last_tenth_of_the_rounds(tmp_path):
                                          "test_loss": float(round_)})
     assert final_utility(tmp_path) == {"test_accuracy": pytest.approx(0.65), "test_loss": pytest.approx(19.5)}
     assert with_utility([{"a": 1}], {"test_accuracy": 0.8}) == [{"a": 1, "test_accuracy": 0.8}]
+
+
+def test_auc_ranks_the_class_1_score_and_is_absent_with_one_class():
+    graphs = make_synthetic(num_graphs=12, seed=0).graphs
+    model = GraphClassifier(4, 2)
+    metrics = evaluate(model, graphs)
+    logits, y = model.logits_and_targets(Batch.from_data_list(graphs))
+    score = (logits[:, 1] - logits[:, 0]).detach()
+    positives, negatives = score[y == 1], score[y == 0]
+    # the AUC is the chance a positive outscores a negative (ties half)
+    pairs = (positives[:, None] > negatives[None, :]).double() + 0.5 * (positives[:, None] == negatives[None, :]).double()
+    assert metrics["test_auc"] == pytest.approx(float(pairs.mean()))
+    one_class = [g for g in graphs if int(g.y) == 0]
+    assert "test_auc" not in evaluate(model, one_class) and "test_accuracy" in evaluate(model, one_class)
