@@ -1,9 +1,10 @@
 """``pareto_<metric>.png``: what each setting costs and what it protects, as one point each.
 
 One figure per metric of the report's tables (a sweep spec's ``metrics``). Per dataset and
-(training setting, defense setting): x = the global model's final test accuracy
-(``utility.final_utility``: the mean over the last tenth of the rounds; then over the setting's
-federations), y = the best attack's information gain over the gradient-free priors on the same
+(training setting, defense setting): x = the global model's final test AUC where the task has two
+classes, else its test accuracy (``utility.final_utility``: the mean over the last tenth of the
+rounds; then over the setting's federations; on an imbalanced task the accuracy stays at the
+majority class and only the AUC shows what a defense costs), y = the best attack's information gain over the gradient-free priors on the same
 graphs (the largest gain of any attack that is not a prior, as the tables show it: for GRAIN's GSM
 and FULL over every attacked graph with failures as 0; no prior rebuilds a graph, so FULL's gain is
 FULL itself). The Pareto front, the settings no other beats on both (more accuracy and less gain), is
@@ -22,16 +23,22 @@ from fedgraph_sim.report.figures import _unique
 from fedgraph_sim.report.groups import Group, by_setting, largest_epsilon, setting_label
 
 
+def utility(members: list[Group]) -> tuple[float, str]:
+    """The setting's final test AUC where it has one, else its test accuracy, and which it is."""
+    auc = members[0].test_auc()
+    return (auc, "AUC") if not math.isnan(auc) else (members[0].test_accuracy()["mean"], "accuracy")
+
+
 def settings(groups: list[Group], name: str) -> dict[tuple, tuple[float, float, float, str]]:
-    """(dataset, setting, defense) -> (test accuracy, best attack's gain, epsilon, best attack)."""
+    """(dataset, setting, defense) -> (test AUC or accuracy, best attack's gain, epsilon, best attack)."""
     out = {}
     for key, members in by_setting(groups).items():
-        accuracy = members[0].test_accuracy()["mean"]
+        x, _ = utility(members)
         gains = [(g.shown(name)["gain"], g.attack) for g in members if g.attack not in PRIORS]
         gains = [(v, a) for v, a in gains if not math.isnan(v)]
-        if gains and not math.isnan(accuracy):
+        if gains and not math.isnan(x):
             gain, attack = max(gains)
-            out[key] = (accuracy, gain, largest_epsilon(members), attack)
+            out[key] = (x, gain, largest_epsilon(members), attack)
     return out
 
 
@@ -69,13 +76,16 @@ def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
         line = front([(x, y) for x, y, _, _ in mine.values()])
         ax.plot([p[0] for p in line], [p[1] for p in line], color="black", linewidth=1, label="Pareto front")
         ax.axhline(0, color="grey", linestyle="--", linewidth=0.8)
-        ax.set_xlabel("final test accuracy of the global model")
+        kinds = {utility(m)[1] for k, m in by_setting(groups).items() if k[0] == dataset}
+        ax.set_xlabel("final test AUC of the global model" if kinds == {"AUC"} else
+                      "final test accuracy of the global model" if kinds == {"accuracy"} else
+                      "final test AUC (two classes) or accuracy of the global model")
         ax.set_ylabel(f"best attack's gain in {metric(name).short} over the priors")
         ax.set_title(dataset)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    return save(figure, path, f"Privacy-utility per setting: x = final test accuracy (the mean over the last "
-                              "tenth of the rounds, then over federations), "
+    return save(figure, path, f"Privacy-utility per setting: x = final test AUC for a two-class task, else "
+                              "accuracy (the mean over the last tenth of the rounds, then over federations), "
                               f"y = the best attack's mean information gain in {metric(name).short} over the "
                               "gradient-free priors (0, dashed: the attacks learn nothing the priors do not know); "
                               "numbered points, the key beside the axes (setting, defense, epsilon, best attack); "

@@ -302,3 +302,16 @@ def test_figures_show_full_as_the_tables_do_failures_counting_zero():
     assert next(g for g in groups if g.attack == "grain" and g.defense == "none").shown("full_repo")["mean"] == 0.5
     points = settings(groups, "full_repo")
     assert points["toy", "", "none"][1] == 0.5 and points["toy", "", "prune(p=0.1)"][1] == 0.25
+
+
+def test_the_pareto_x_is_the_auc_where_the_task_has_one():
+    from fedgraph_sim.report.pareto import settings
+
+    def row(defense, auc):
+        out = {"run": defense, "dataset": "toy", "seed": 0, "graph_id": 0, "attack": "grain", "defense": defense,
+               "defense_family": defense.split("(")[0], "status": "ok", "defense_strength": 0.0,
+               "test_accuracy": 0.94, "identity_full_repo": 1.0, "prior_identity_full_repo": 0.0}
+        return out if auc is None else {**out, "test_auc": auc}
+    points = settings(group_rows([row("none", 0.7), row("prune(p=0.9)", 0.6)]), "full_repo")
+    assert points["toy", "", "none"][0] == 0.7 and points["toy", "", "prune(p=0.9)"][0] == 0.6
+    assert settings(group_rows([row("none", None)]), "full_repo")["toy", "", "none"][0] == 0.94
