@@ -1,7 +1,7 @@
 r"""GI-GAN's graph prior: a MolGAN-style generator trained with WGAN-GP on the attacker's
 auxiliary graphs (De Cao & Kipf, "MolGAN: An implicit generative model for small molecular
-graphs", arXiv:1805.11973), with the settings GraphDLG's Table 1 baseline states (Wei et al. 2026,
-spec "GI-GAN" row).
+graphs", arXiv:1805.11973), with the settings GraphDLG's Table 1 baseline states (Wei et al.,
+arXiv 2601.19745, 2026: its "GI-GAN" row).
 
 Generator: :math:`z \in \mathbb R^{32}` (N(0, 1)) -> MLP [128, 256, 512] with tanh -> edge logits
 :math:`E` (``N_max x N_max``, symmetrised as :math:`(E + E^\top)/2`) and node logits

@@ -1,4 +1,4 @@
-"""GraphDLG (Wei et al. 2026): embedding recovery, structure decoder, GNFR."""
+"""GraphDLG (Wei et al., arXiv 2601.19745, 2026): embedding recovery, structure decoder, GNFR."""
 
 from attacks.graphdlg.attack import GraphDLG
 from attacks.graphdlg.decoder import StructureDecoder, train_decoder

@@ -1,5 +1,5 @@
 """``graphdlg``: GraphDLG (Wei et al., "GraphDLG: Exploring Deep Leakage from Gradients in
-Federated Graph Learning", 2026).
+Federated Graph Learning", arXiv 2601.19745, 2026).
 
 Threat model: honest-but-curious server with the exact FedSGD gradient of one graph, the round's
 global weights (a GCN with mean or sum pooling and one linear classifier with a bias), and
@@ -75,7 +75,7 @@ def minmax_rows(x: torch.Tensor) -> torch.Tensor:
 @register
 class GraphDLG(Attack):
     name = "graphdlg"
-    paper = "Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. 2026"
+    paper = "Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. arXiv 2601.19745, 2026"
     requires = Requirements(exact_gradient=True, aux_graphs=True)
     batch_output = "one_for_batch"
     keeps_state = True  # the decoder trained in prepare(), shared by the variants

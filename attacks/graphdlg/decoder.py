@@ -17,7 +17,8 @@ embeddings is a constant (zero gradient), so we read it one of two ways:
   aux graphs; phi is that copy's output, compared with the fixed victim embeddings.
 
 Training uses batches of 64, at most ``epochs`` epochs, and early stopping with patience 20 on a
-10% validation split of the aux graphs (reconstruction loss only) [spec choices].
+10% validation split of the aux graphs (reconstruction loss only): our choices, which the paper
+leaves open.
 """
 
 from __future__ import annotations

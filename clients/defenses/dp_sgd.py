@@ -1,5 +1,5 @@
 """DP-SGD (Abadi et al., "Deep Learning with Differential Privacy", CCS 2016) with per-graph
-clipping, as the standard DP baseline of GraphDLG's spec (section 6).
+clipping, the standard DP baseline beside GraphDLG's defenses (Wei et al., arXiv 2601.19745).
 
 Each local step computes every graph's own gradient ``g_i`` (one ``torch.func.vmap`` over the
 dense model: Opacus' per-sample hooks would treat node rows as samples and fail on PyG layers),

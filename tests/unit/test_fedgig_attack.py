@@ -38,7 +38,7 @@ def ctx():
 
 
 def test_amc_recovers_a_five_node_path_exactly_with_known_features():
-    """The spec's end-to-end check: a 5-node path, one-hot X, a 2-layer GCN of width 100."""
+    """An end-to-end check: a 5-node path, one-hot X, a 2-layer GCN of width 100."""
     a = path()
     graph = Data(x=torch.eye(5, 6), edge_index=dense_to_sparse(a)[0], y=torch.tensor([1]))
     update, knowledge = observed(graph, 6)

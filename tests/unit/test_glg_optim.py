@@ -60,7 +60,7 @@ def test_projection_keeps_the_adjacency_in_the_unit_interval_and_symmetric():
 
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_graph_a_with_sage_recovers_a_ten_node_random_graph(symmetric):
-    """The spec's smoke test: X known (D = 32), A from the gradient, AUC > 0.95 in 500 steps, with
+    """A smoke test: X known (D = 32), A from the gradient, AUC > 0.95 in 500 steps, with
     the paper's plain matrix and with the mirrored upper triangle."""
     a, x = random_graph(10, 32, seed=2)
     model = victim("sage", 32, 10)

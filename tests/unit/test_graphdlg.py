@@ -1,4 +1,4 @@
-"""GraphDLG: the spec's suggested unit tests, plus the attack end to end on synthetic data."""
+"""GraphDLG: unit tests of its parts, plus the attack end to end on synthetic data."""
 
 import numpy as np
 import pytest
