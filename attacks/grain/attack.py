@@ -383,11 +383,7 @@ class _Run:
         self.ctx.progress(4, 5)
 
         r_max = max(s.rank for s in spaces)
-        budget = SearchBudget(max_depth=min(max(7, r_max // 3), 20), max_nodes=3 * r_max,
-                              grad_evals=p.grad_evals, start_blocks=p.start_blocks,
-                              seeds_per_block=p.seeds_per_block, pass_seconds=p.dfs_pass_seconds,
-                              total_seconds=p.dfs_total_seconds, overlap_seconds=p.overlap_seconds,
-                              score_complete=p.score_complete, prefer_smaller=p.prefer_smaller)
+        budget = SearchBudget.of(p, max_depth=min(max(7, r_max // 3), 20), max_nodes=3 * r_max)
         if self.batch is None and not p.restarts:
             result = self.stage("dfs", search, passes, self.deg, self.score, budget=budget,
                                 exact_tol=self.exact_tol, min_ring=p.min_ring, expired=self.expired,

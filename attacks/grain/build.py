@@ -329,18 +329,28 @@ def _fits(neighbours: tuple, slots: list[tuple[int, Counter]], used: int = 0) ->
 
 @dataclass
 class SearchBudget:
-    """The official code's DFS limits (App. A.6)."""
+    """The official code's DFS limits (App. A.6); their defaults are the attack's parameters'
+    (``GRAIN.Params``), read by :meth:`of`."""
 
     max_depth: int
     max_nodes: int
-    grad_evals: int = 500
-    start_blocks: int = 3
-    seeds_per_block: int = 6
-    pass_seconds: float = 900.0
-    total_seconds: float = 1800.0
-    overlap_seconds: float = 60.0
-    score_complete: bool = False
-    prefer_smaller: bool = False
+    grad_evals: int
+    start_blocks: int
+    seeds_per_block: int
+    pass_seconds: float
+    total_seconds: float
+    overlap_seconds: float
+    score_complete: bool
+    prefer_smaller: bool
+
+    @classmethod
+    def of(cls, params, max_depth: int, max_nodes: int) -> "SearchBudget":
+        """The limits ``params`` (a ``GRAIN.Params``) set, for a search of this depth and size."""
+        return cls(max_depth=max_depth, max_nodes=max_nodes, grad_evals=params.grad_evals,
+                   start_blocks=params.start_blocks, seeds_per_block=params.seeds_per_block,
+                   pass_seconds=params.dfs_pass_seconds, total_seconds=params.dfs_total_seconds,
+                   overlap_seconds=params.overlap_seconds, score_complete=params.score_complete,
+                   prefer_smaller=params.prefer_smaller)
 
 
 @dataclass

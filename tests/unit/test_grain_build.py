@@ -1,3 +1,4 @@
+from attacks.grain import GRAIN
 from attacks.grain.blocks import Block
 from attacks.grain.build import (FixedNeighbourhoods, PartialGraph, SearchBudget, glue, has_short_ring, may_be_a_cover,
                                  merge, ring_closures, search)
@@ -8,6 +9,11 @@ CH_BLOCK = Block(0, ((0, (0,)), (0, (0,))))  # an aromatic CH between two CH
 TOLUENE_C = Block(2, ((0, (0,)), (0, (0,)), (1, ())))
 CH_NEXT_TO_C = Block(0, ((2, (0, 1)), (0, (0,))))
 NEAR = Block(0, ((0, (2,)), (0, (0,))))  # a CH whose neighbour CH touches the substituted C
+
+
+def budget(**overrides) -> SearchBudget:
+    """The attack's own limits (its parameters' defaults) for a search of depth 7 and 20 nodes."""
+    return SearchBudget.of(GRAIN.Params(**overrides), max_depth=7, max_nodes=20)
 
 
 def ring(graph: PartialGraph) -> bool:
@@ -51,15 +57,14 @@ def test_search_finds_the_graph_the_scorer_accepts():
         seen.append(g.num_nodes)
         return 0.0 if ring(g) else 1.0
 
-    budget = SearchBudget(max_depth=7, max_nodes=20)
-    result = search([[TOLUENE_C, NEAR, CH_NEXT_TO_C, CH_BLOCK]], DEG, score, budget=budget, exact_tol=1e-6,
+    result = search([[TOLUENE_C, NEAR, CH_NEXT_TO_C, CH_BLOCK]], DEG, score, budget=budget(), exact_tol=1e-6,
                     min_ring=5, expired=lambda: False)
     assert result.exact and ring(result.graph) and result.evaluations == len(seen)
 
 
 def test_search_stops_when_the_budget_expires():
     result = search([[TOLUENE_C, NEAR, CH_BLOCK]], DEG, lambda g: 1.0,
-                    budget=SearchBudget(max_depth=7, max_nodes=20), exact_tol=1e-6, min_ring=5,
+                    budget=budget(), exact_tol=1e-6, min_ring=5,
                     expired=lambda: True)
     assert result.timed_out and not result.exact
 
@@ -78,9 +83,9 @@ def test_subtrees_below_one_evaluation_are_not_walked():
     # search can score nothing below the seeds, so it does not walk there; score_complete does.
     blocks = [[TOLUENE_C, NEAR, CH_NEXT_TO_C, CH_BLOCK]]
     kw = dict(exact_tol=1e-6, min_ring=5, expired=lambda: False)
-    paper = search(blocks, DEG, lambda g: 1.0, budget=SearchBudget(max_depth=7, max_nodes=20, grad_evals=1), **kw)
+    paper = search(blocks, DEG, lambda g: 1.0, budget=budget(grad_evals=1), **kw)
     walked = search(blocks, DEG, lambda g: 1.0,
-                    budget=SearchBudget(max_depth=7, max_nodes=20, grad_evals=1, score_complete=True), **kw)
+                    budget=budget(grad_evals=1, score_complete=True), **kw)
     assert paper.steps <= 3 * 6 and paper.evaluations <= paper.steps  # the seeds only
     assert walked.steps > 10 * paper.steps and walked.evaluations > 10 * paper.evaluations
 
