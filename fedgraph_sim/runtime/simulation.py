@@ -99,8 +99,10 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     timestamped directory under ``output.dir``); returns the run directory and summary."""
     from flwr.simulation import run_simulation
 
+    from fedgraph_sim.runtime import ray_backend
     from fedgraph_sim.runtime.apps import make_client_app, make_server_app
 
+    ray_backend.install()
     for key, value in FLOWER_ENV.items():
         os.environ.setdefault(key, value)
     start = time.time()

@@ -25,6 +25,7 @@ def _run(tmp_path: Path, death: str) -> tuple[list[dict], str]:
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "ClientAppActor.terminate failed" not in done.stderr  # the backend kills its actors at the end
     (results,) = (tmp_path / "runs").glob("*/results.jsonl")
     return [json.loads(line) for line in results.read_text().splitlines()], done.stderr
 
