@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fedgraph_sim.runtime.deployment import descendants  # noqa: E402
+from fedgraph_sim.processes import descendants  # noqa: E402
 
 
 def pss_kib(pid: int) -> int:

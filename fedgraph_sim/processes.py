@@ -1,4 +1,5 @@
-"""Process hygiene shared by the server's attack workers and the sweep runner's workers."""
+"""Process hygiene shared by the server's attack workers, the sweep runner's workers, the stop
+handlers and the deployment launcher."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import inspect
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Iterator
 
 import torch
@@ -16,14 +18,30 @@ import torch
 from fedgraph_sim.errors import ConfigError
 
 
-def die_with_parent(parent: int) -> None:
-    """Ask the kernel to SIGKILL this process when ``parent`` dies (Linux ``PR_SET_PDEATHSIG``;
-    elsewhere a worker notices at its next read from a closed pipe), so a killed server or sweep
-    runner leaves no orphan writing on."""
+def die_with_parent(parent: int | None, sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent dies (Linux
+    ``PR_SET_PDEATHSIG``; elsewhere a worker notices at its next read from a closed pipe), so a
+    killed server, sweep runner or launcher leaves no orphan writing on. With the ``parent``'s PID,
+    exit at once if it died before the request took effect (``None``: in a ``preexec_fn``, where
+    the parent is still waiting for the exec)."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before prctl took effect
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)
+    if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def descendants(root: int | None = None) -> set[int]:
+    """The process IDs below ``root`` (default: this process), read from ``/proc`` (Linux; empty
+    elsewhere)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    below, frontier = set(), {root or os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
+        below |= frontier
+    return below
 
 
 @contextlib.contextmanager

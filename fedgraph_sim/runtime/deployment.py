@@ -18,7 +18,7 @@ Roles (``role``): ``all`` starts the SuperLink, every SuperNode and the run on t
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import functools
 import json
 import os
 import shlex
@@ -33,6 +33,7 @@ from typing import Callable, TextIO
 
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.processes import descendants, die_with_parent
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.simulation import FLOWER_ENV
 
@@ -58,26 +59,6 @@ def parse_address(address: str | None) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"--superlink: '{address}' is not HOST:PORT (e.g. 127.0.0.1:9100)")
     return host, int(port)
-
-
-def _die_with_launcher() -> None:  # in the child, before exec: SIGTERM when the launcher dies
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (Linux ``/proc``; elsewhere none)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 def alive(pid: int) -> bool:
@@ -109,7 +90,8 @@ class Processes:
         log.write(f"$ {shlex.join(command)}\n")
         log.flush()
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.log_dir,
-                                start_new_session=True, preexec_fn=_die_with_launcher)
+                                start_new_session=True,
+                                preexec_fn=functools.partial(die_with_parent, None, signal.SIGTERM))
         self.started.append(proc)
         self.seen.add(proc.pid)
         return proc

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
+from fedgraph_sim.processes import descendants
+
 if TYPE_CHECKING:
     from flwr.app import Message
     from flwr.serverapp import Grid
@@ -36,20 +38,6 @@ def _is_ray_worker(cmdline: bytes) -> bool:
     """A Ray worker process: titled ``ray::<actor or task>`` once running, ``default_worker.py``
     while it starts (a client actor's first turn may still be importing torch)."""
     return cmdline.startswith(b"ray::") or b"/ray/_private/workers/default_worker.py" in cmdline
-
-
-def descendants(root: int | None = None) -> set[int]:
-    """The process IDs below ``root`` (default: this process), read from ``/proc`` (Linux; empty
-    elsewhere)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    below, frontier = set(), {root or os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
-        below |= frontier
-    return below
 
 
 def kill_client_actors(root: int | None = None) -> int:
