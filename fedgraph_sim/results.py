@@ -182,8 +182,8 @@ def federation_key(row: dict) -> tuple:
 
 def run_columns(rows: list[dict]) -> dict:
     """Per-federation numbers of a group of rows: test accuracy and (two classes) test AUC, mean ±
-    std over the distinct federations (a federation's rows repeat its value), and the largest DP-SGD epsilon spent by
-    any attacked client by its attacked round."""
+    std over the distinct federations (a federation's rows repeat its value), and the largest
+    DP-SGD epsilon spent by any attacked client by its attacked round."""
     per_federation = {federation_key(r): r for r in rows if r.get("test_accuracy") is not None}
     accuracy = aggregate(per_federation.values(), "test_accuracy")
     auc = aggregate(per_federation.values(), "test_auc")

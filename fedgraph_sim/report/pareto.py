@@ -4,11 +4,12 @@ One figure per metric of the report's tables (a sweep spec's ``metrics``). Per d
 (training setting, defense setting): x = the global model's final test AUC where the task has two
 classes, else its test accuracy (``utility.final_utility``: the mean over the last tenth of the
 rounds; then over the setting's federations; on an imbalanced task the accuracy stays at the
-majority class and only the AUC shows what a defense costs), y = the best attack's information gain over the gradient-free priors on the same
-graphs (the largest gain of any attack that is not a prior, as the tables show it: for GRAIN's GSM
-and FULL over every attacked graph with failures as 0; no prior rebuilds a graph, so FULL's gain is
-FULL itself). The Pareto front, the settings no other beats on both (more accuracy and less gain), is
-drawn as a line; DP-SGD points carry their epsilon.
+majority class and only the AUC shows what a defense costs), y = the best attack's information
+gain over the gradient-free priors on the same graphs (the largest gain of any attack that is not
+a prior, as the tables show it: for GRAIN's GSM and FULL over every attacked graph with failures
+as 0; no prior rebuilds a graph, so FULL's gain is FULL itself). The Pareto front, the settings no
+other beats on both (more utility and less gain), is drawn as a line; DP-SGD points carry their
+epsilon.
 """
 
 from __future__ import annotations

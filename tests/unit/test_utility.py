@@ -44,7 +44,8 @@ def test_auc_ranks_the_class_1_score_and_is_absent_with_one_class():
     score = (logits[:, 1] - logits[:, 0]).detach()
     positives, negatives = score[y == 1], score[y == 0]
     # the AUC is the chance a positive outscores a negative (ties half)
-    pairs = (positives[:, None] > negatives[None, :]).double() + 0.5 * (positives[:, None] == negatives[None, :]).double()
+    pairs = ((positives[:, None] > negatives[None, :]).double()
+             + 0.5 * (positives[:, None] == negatives[None, :]).double())
     assert metrics["test_auc"] == pytest.approx(float(pairs.mean()))
     one_class = [g for g in graphs if int(g.y) == 0]
     assert "test_auc" not in evaluate(model, one_class) and "test_accuracy" in evaluate(model, one_class)
