@@ -30,16 +30,17 @@ def utility(members: list[Group]) -> tuple[float, str]:
     return (auc, "AUC") if not math.isnan(auc) else (members[0].test_accuracy()["mean"], "accuracy")
 
 
-def settings(groups: list[Group], name: str) -> dict[tuple, tuple[float, float, float, str]]:
-    """(dataset, setting, defense) -> (test AUC or accuracy, best attack's gain, epsilon, best attack)."""
+def settings(groups: list[Group], name: str) -> dict[tuple, tuple[float, float, float, str, str]]:
+    """(dataset, setting, defense) -> (test AUC or accuracy, best attack's gain, epsilon, best
+    attack, which utility x is: "AUC" or "accuracy")."""
     out = {}
     for key, members in by_setting(groups).items():
-        x, _ = utility(members)
+        x, kind = utility(members)
         gains = [(g.shown(name)["gain"], g.attack) for g in members if g.attack not in PRIORS]
         gains = [(v, a) for v, a in gains if not math.isnan(v)]
         if gains and not math.isnan(x):
             gain, attack = max(gains)
-            out[key] = (x, gain, largest_epsilon(members), attack)
+            out[key] = (x, gain, largest_epsilon(members), attack, kind)
     return out
 
 
@@ -68,16 +69,16 @@ def _figure(groups: list[Group], name: str, path: Path) -> Saved | Skipped:
     for ax, dataset in zip(axes, datasets):
         mine = dict(sorted((k, v) for k, v in points.items() if k[0] == dataset))
         key = []  # points carry numbers, the key beside the axes says which setting each is
-        for number, ((_, setting, defense), (x, y, eps, attack)) in enumerate(mine.items(), start=1):
+        for number, ((_, setting, defense), (x, y, eps, attack, _)) in enumerate(mine.items(), start=1):
             ax.scatter(x, y, color="tab:red" if defense != "none" else "tab:blue", zorder=3)
             ax.annotate(str(number), (x, y), textcoords="offset points", xytext=(3, 2), fontsize=6)
             epsilon = "" if math.isnan(eps) else f" ε={eps:.3g}"
             key.append(f"{number}: {setting_label(setting, defense)}{epsilon} ({attack})")
         ax.text(1.02, 1.0, "\n".join(key), transform=ax.transAxes, va="top", fontsize=5.5, family="monospace")
-        line = front([(x, y) for x, y, _, _ in mine.values()])
+        line = front([(x, y) for x, y, *_ in mine.values()])
         ax.plot([p[0] for p in line], [p[1] for p in line], color="black", linewidth=1, label="Pareto front")
         ax.axhline(0, color="grey", linestyle="--", linewidth=0.8)
-        kinds = {utility(m)[1] for k, m in by_setting(groups).items() if k[0] == dataset}
+        kinds = {kind for *_, kind in mine.values()}
         ax.set_xlabel("final test AUC of the global model" if kinds == {"AUC"} else
                       "final test accuracy of the global model" if kinds == {"accuracy"} else
                       "final test AUC (two classes) or accuracy of the global model")
