@@ -37,10 +37,9 @@ from flwr.simulation import run_simulation
 
 from clients.training import batch_rng, fedavg_weights, fedsgd_gradient, sample_batches
 from fedgraph_sim.config import load_config
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import GraphClassifier, evaluate
 from fedgraph_sim.runtime.simulation import FLOWER_ENV, run
 from fedgraph_sim.scenario import cached_scenario
-from fedgraph_sim.utility import evaluate
 from server.strategy import initial_arrays
 
 

@@ -31,7 +31,7 @@ from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
 from attacks.grain import GRAIN
 from clients.defenses.dp_gradients import DPGradients
 from clients.training import mean_gradient
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from fedgraph_sim.models import to_dense
 from fedgraph_sim.threat import ObservedUpdate
 from grain_victims import grain_victims

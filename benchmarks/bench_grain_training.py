@@ -38,7 +38,7 @@ from attacks.grain.nodes import propose_nodes
 from attacks.grain.spancheck import RowSpace
 from clients.training import fedavg_weights, mean_gradient
 from fedgraph_sim.evaluation.batch import batch_assignment
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from fedgraph_sim.models import to_dense
 from fedgraph_sim.threat import ObservedUpdate
 from grain_victims import grain_victims

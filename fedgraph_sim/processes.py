@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-import torch
-
 from fedgraph_sim.errors import ConfigError
 
 
@@ -50,6 +48,8 @@ def one_torch_thread() -> Iterator[None]:
     whichever process does the work (a worker, the server, a sweep job), so rows do not depend on
     it. At molecule sizes a second thread gains little when the cores are free and costs several
     times over when they are busy with Ray, clients and workers (``benchmarks/bench_scoring.py``)."""
+    import torch  # here: the sweep runner and the launcher use this module without torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -26,7 +26,6 @@ from typing import Iterable
 from fedgraph_sim.errors import ConfigError, DiskFull
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric, metric_column
 from fedgraph_sim.metrics.catalogue import GRANT_OF
-from fedgraph_sim.threat import FAULTS
 
 #: What a summary entry is per: a sweep's training ``setting`` ("" outside a settings axis) too.
 SUMMARY_KEYS = ("dataset", "attack", "setting", "defense", "alignment")
@@ -305,6 +304,8 @@ def faults(rows: Iterable[dict], failed_turns: Iterable[str] = ()) -> str:
     """One warning line about the rows whose status is a fault (``threat.FAULTS``) and the client
     turns that failed over the whole run (``failed_turns``, their reasons: rows exist only for the
     attacked rounds and clients), or ``""`` when there is neither."""
+    from fedgraph_sim.threat import FAULTS  # here: threat loads torch and PyG, results needs neither
+
     counts = Counter(row.get("status") for row in rows if row.get("status") in FAULTS)
     turns = list(failed_turns)
     parts = []

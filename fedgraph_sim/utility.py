@@ -1,8 +1,9 @@
 """Utility of the federated model: accuracy and loss of the global model on the held-out test
-split (``data.test_fraction``), evaluated centrally after every round, so a defense's privacy and
-its cost come from the same run. A two-class task also gets the ROC AUC of the model's score for
-class 1: on an imbalanced task (Tox21's SR-p53 is 94% negative) the accuracy stays at the
-majority class while the ranking learns, and the AUC is what shows it (and what a defense costs).
+split (``data.test_fraction``), evaluated centrally after every round
+(:func:`fedgraph_sim.models.evaluate`), so a defense's privacy and its cost come from the same
+run. A two-class task also gets the ROC AUC of the model's score for class 1: on an imbalanced
+task (Tox21's SR-p53 is 94% negative) the accuracy stays at the majority class while the ranking
+learns, and the AUC is what shows it (and what a defense costs).
 
 ``<run>/utility.jsonl`` holds one line per round (round 0 = the initial model).
 """
@@ -11,38 +12,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
-
-import torch
-from torch_geometric.data import Batch, Data
-
-from fedgraph_sim.metrics.ranking import roc_auc
-from fedgraph_sim.models import classification_loss
+from typing import Iterable
 
 UTILITY_FILE = "utility.jsonl"
 UTILITY_KEYS = ("test_accuracy", "test_auc", "test_loss", "test_rmse", "test_r2")  # classification | regression
 FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of the rounds
-
-
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> dict[str, float]:
-    """Accuracy and mean training loss (``train.loss``) of ``model`` (evaluation mode) on ``graphs``
-    (on their labelled nodes, for a node classifier), and with two classes, both present, the ROC
-    AUC of the score ``logit_1 - logit_0``; for a regression model (``mse``) the RMSE and the
-    coefficient of determination R2 = 1 - SSE / SST instead of the accuracy."""
-    model.eval()
-    logits, y = model.logits_and_targets(Batch.from_data_list(list(graphs)))
-    out = {"test_loss": float(classification_loss(logits, y, loss)), "test_graphs": len(graphs)}
-    if loss == "mse":
-        error = logits[:, 0].double() - y.double()
-        spread = float(((y.double() - y.double().mean()) ** 2).sum())
-        out["test_rmse"] = float(error.pow(2).mean().sqrt())
-        out["test_r2"] = 1.0 - float(error.pow(2).sum()) / spread if spread > 0 else float("nan")
-    else:
-        out["test_accuracy"] = float((logits.argmax(1) == y).float().mean())
-        if logits.size(1) == 2 and y.dtype == torch.long and 0 < int(y.sum()) < len(y):
-            out["test_auc"] = roc_auc((y == 1).numpy(), (logits[:, 1] - logits[:, 0]).double().numpy())
-    return out
 
 
 def write_utility(run_dir: str | Path, round: int, metrics: dict) -> None:

@@ -15,7 +15,6 @@ and five layers of a fixed random GNN (``gsm.py``): an exact reconstruction scor
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 ALIGNMENTS = ("identity", "matched", "gsm")
 
@@ -39,6 +38,8 @@ def matched_alignment(x_hat: np.ndarray, x: np.ndarray, adj_hat: np.ndarray | No
     """Hungarian matching on features (and structural signatures when both adjacencies are
     given); returns, per true node, its reconstructed node (-1 for true nodes left unmatched
     when the reconstruction has fewer nodes)."""
+    from scipy.optimize import linear_sum_assignment  # here: results and reports load this module
+
     a, b = x_hat, x
     if adj_hat is not None and adj is not None:
         n = x.shape[0]

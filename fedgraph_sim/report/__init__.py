@@ -12,7 +12,7 @@ setting), ``stopping`` (the cheapest defense setting that stops the exact attack
 ``document`` (report.md).
 """
 
-from fedgraph_sim.report.document import render, write_report
-from fedgraph_sim.report.terminal import print_summary
+from fedgraph_sim.exports import lazy_exports
 
-__all__ = ["print_summary", "render", "write_report"]
+__getattr__, __all__ = lazy_exports(__name__, {"render": "document", "write_report": "document",
+                                                "print_summary": "terminal"})

@@ -12,12 +12,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from fedgraph_sim.report.artifacts import Saved, Skipped, failure
-from fedgraph_sim.report.drawings import drawing_figures
-from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
-from fedgraph_sim.report.pareto import pareto_figures
-from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table, window_entries
 from fedgraph_sim.report.stopping import stopping_table
 from fedgraph_sim.report.tables import caption, markdown, summary_grid
 from fedgraph_sim.results import federation_key, summarize
@@ -90,6 +86,8 @@ def markdown_tables(data: ReportInput, groups: list[Group]) -> str:
 def round_tables(data: ReportInput, groups: list[Group]) -> str:
     """Per dataset and alignment: each attack's summary per attacked round (or span of rounds),
     with the global model's test accuracy over those rounds; empty when one round was attacked."""
+    from fedgraph_sim.report.rounds import window_entries  # loads matplotlib (see render)
+
     entries = window_entries(data.rows, data.utility)
     if not entries:
         return ""
@@ -110,6 +108,13 @@ def round_tables(data: ReportInput, groups: list[Group]) -> str:
 def render(directory: str | Path) -> Report:
     """Write ``report.md`` and ``figures/*.png`` into ``directory``."""
     data = load(directory)
+    # The drawing modules load matplotlib and networkx (about a second): imported once the
+    # directory has been read, so a wrong path is refused at once.
+    from fedgraph_sim.report.drawings import drawing_figures
+    from fedgraph_sim.report.figures import frontiers, heatmaps, strength_figures
+    from fedgraph_sim.report.pareto import pareto_figures
+    from fedgraph_sim.report.rounds import leakage_figures, utility_figures, utility_table
+
     groups = group_rows(data.rows)
     order = defense_order(data.rows)
     out = data.directory / FIGURES

@@ -10,8 +10,8 @@ From a notebook::
     swept = sweep("experiments/configs/defense_matrix.yaml", jobs=2)   # swept.sweep_dir, .summary
 """
 
-from fedgraph_sim.runtime.session import Session, resolve
-from fedgraph_sim.runtime.simulation import RunResult, replay, run
-from fedgraph_sim.runtime.sweeps import SweepResult, sweep
+from fedgraph_sim.exports import lazy_exports
 
-__all__ = ["RunResult", "Session", "SweepResult", "replay", "resolve", "run", "sweep"]
+__getattr__, __all__ = lazy_exports(__name__, {
+    "Session": "session", "resolve": "session", "RunResult": "simulation", "replay": "simulation",
+    "run": "simulation", "SweepResult": "sweeps", "sweep": "sweeps"})

@@ -16,9 +16,8 @@ import numpy as np
 
 from clients.training import fedavg_weights
 from fedgraph_sim.config import RunConfig
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import GraphClassifier, evaluate
 from fedgraph_sim.scenario import Scenario
-from fedgraph_sim.utility import evaluate
 
 
 class CentralisedBaseline:

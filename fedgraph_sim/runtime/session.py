@@ -22,12 +22,13 @@ from fedgraph_sim.config import RunConfig, defense_label, merge_tree, to_yaml, v
 from fedgraph_sim.errors import ConfigError, RunFailed
 from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
+from fedgraph_sim.models import evaluate
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.results import provenance, read_rows, summarize, write_summary
 from fedgraph_sim.runtime.stopping import StopRequest
 from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge
-from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
+from fedgraph_sim.utility import final_utility, with_utility, write_utility
 
 log = logging.getLogger("fedgraph_sim")
 

@@ -3,10 +3,9 @@
 import torch
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import GraphClassifier, evaluate
 from fedgraph_sim.runtime.baseline import CentralisedBaseline
 from fedgraph_sim.scenario import build_scenario
-from fedgraph_sim.utility import evaluate
 
 
 def _baseline(overrides=()):

@@ -5,7 +5,6 @@ import json
 import pytest
 import torch
 
-from attacks.priors import AuxMeanAdjacency
 from attacks.random_guess import RandomGuess
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import load_config

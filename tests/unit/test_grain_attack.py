@@ -6,7 +6,7 @@ import torch
 from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
 from attacks.grain import GRAIN
 from attacks.grain.scorer import GradientScorer
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from tests.unit.grain_cases import dense_adj, molecule, observed
 
 
@@ -115,8 +115,7 @@ def test_restarts_search_again_from_blocks_no_search_started_from(monkeypatch):
     """The first search is made to find nothing: paper mode stops there, with ``restarts`` the
     next search starts from other blocks and recovers the molecule."""
     import attacks.grain.attack as grain_attack
-    from attacks.grain.build import neighbourhood
-    from attacks.grain.build import PartialGraph, SearchResult
+    from attacks.grain.build import PartialGraph, SearchResult, neighbourhood
 
     real_search, starts = grain_attack.search, []
 

@@ -11,7 +11,7 @@ from attacks.grain.build import PartialGraph
 from attacks.grain.scorer import GradientScorer
 from clients.training import mean_gradient
 from fedgraph_sim.evaluation.batch import batch_assignment
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from tests.unit.grain_cases import dense_adj, molecule, observed, victim
 
 

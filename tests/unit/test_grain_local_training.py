@@ -1,7 +1,6 @@
 import copy
 import dataclasses
 
-import numpy as np
 import pytest
 import torch
 
@@ -10,7 +9,7 @@ from attacks.grain import GRAIN
 from attacks.grain.local_training import LocalTraining
 from attacks.grain.scorer import GradientScorer
 from clients.training import fedavg_weights
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from tests.unit.grain_cases import dense_adj, molecule, observed, victim
 
 

@@ -8,7 +8,7 @@ from attacks.grain import GRAIN
 from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.scorer import GradientScorer
 from clients.training import mean_gradient
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 from tests.unit.grain_cases import GCN, dense_adj, molecule

@@ -8,7 +8,7 @@ from attacks.grain import GRAIN
 from attacks.grain.noise import NoiseEstimate
 from attacks.grain.scorer import GradientScorer
 from clients.defenses.dp_gradients import DPGradients
-from fedgraph_sim.metrics import gsm
+from fedgraph_sim.metrics.gsm import gsm
 from tests.unit.grain_cases import dense_adj, molecule, observed
 
 ASPIRIN = "CC(=O)Oc1ccccc1C(=O)O"
@@ -103,6 +103,7 @@ def test_a_noisy_fedavg_update_is_recovered_with_local_steps():
     entry (2e-7 in the pseudo-gradient): the rounding-aware checks alone miss the molecule, with the
     noise read off the spectrum they recover it."""
     import numpy as np
+
     from tests.unit.test_grain_local_training import fedavg_update
 
     update, knowledge, g = fedavg_update(ASPIRIN)

@@ -25,7 +25,7 @@ def test_a_sweep_at_a_scripts_top_level_is_refused_before_anything_is_written(tm
     done = _script(tmp_path, SWEEP + "sweep(spec, out_dir='out')\n")
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert f"my_sweep.py:4: fedgraph_sim.runtime.sweep() starts worker processes" in last
+    assert "my_sweep.py:4: fedgraph_sim.runtime.sweep() starts worker processes" in last
     assert "put the call under 'if __name__ == \"__main__\":'" in last
     assert not (tmp_path / "out").exists()
 

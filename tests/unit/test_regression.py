@@ -14,9 +14,8 @@ from fedgraph_sim.config import load_config
 from fedgraph_sim.data import make_synthetic
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.evaluation.rows import ResultRow
-from fedgraph_sim.models import GraphClassifier, classification_loss
+from fedgraph_sim.models import GraphClassifier, classification_loss, evaluate
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
-from fedgraph_sim.utility import evaluate
 
 SCHEMA = make_synthetic(num_graphs=2, seed=0).schema
 

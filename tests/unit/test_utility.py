@@ -3,8 +3,8 @@ import torch
 from torch_geometric.data import Batch
 
 from fedgraph_sim.data.synthetic import make_synthetic
-from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.utility import evaluate, final_utility, with_utility, write_utility
+from fedgraph_sim.models import GraphClassifier, evaluate
+from fedgraph_sim.utility import final_utility, with_utility, write_utility
 
 
 def test_accuracy_counts_correct_argmax_predictions():
