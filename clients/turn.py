@@ -83,7 +83,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
     # The leaky client's extra channel (threat.per_node_gradients), at the sent weights, undefended.
     leaked = per_node_gradients(model, batches[0][0], config.train.loss) if config.threat.per_node_gradients else {}
     state = state if state is not None else RecordDict()
-    defenses = build_defenses(config.defenses)
+    defenses = build_defenses(config.defenses, config.model.task)
     defenses.begin(ClientTurn(len(indices), batch_size, steps, config.federation.rounds), _saved_state(state))
     noise_seed = int(np.random.SeedSequence([config.seed, round_, partition_id, 1]).generate_state(1)[0])
     defense_rng = torch.Generator().manual_seed(noise_seed)

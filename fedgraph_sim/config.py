@@ -400,9 +400,6 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.data.node_labels is not None and config.model.task != "node":
         raise ConfigError("data.node_labels: random node labels make the task node classification; "
                           f"needs model.task: node (got {config.model.task})")
-    if config.model.task == "node" and any(isinstance(d, dict) and d.get("name") == "dp_sgd" for d in config.defenses):
-        raise ConfigError("defenses: dp_sgd clips per-graph gradients of graph classifiers; with model.task: node "
-                          "use dp_gradients or prune")
     if (config.data.task_type == "regression") != (config.train.loss == "mse"):
         raise ConfigError(f"train.loss: {config.train.loss} does not fit data.task_type: {config.data.task_type}; "
                           "regression trains with mse, classification with cross_entropy or bce")
@@ -436,7 +433,7 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.attack.workers != "auto" and config.attack.workers > cores:
         raise ConfigError(f"attack.workers: {config.attack.workers} attack worker processes, but this machine has "
                           f"{cores} cores; use at most {cores}, auto, or 0 (in the server's process)")
-    if fed.num_cpus > cores:
+    if fed.num_cpus > cores and fed.ray_address is None:  # a cluster's nodes are not this machine's cores
         raise ConfigError(f"federation.num_cpus: {fed.num_cpus:g} CPUs per client actor, but this machine "
                           f"has {cores}; no actor could start")
     if config.threat.secure_aggregation and config.attack.clients != "all":

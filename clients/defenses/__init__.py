@@ -3,44 +3,23 @@ an ordered stack from the config (docs/configuration.md, "Defenses"):
 
     defenses: [{name: prune, p: 0.9}, {name: dp_gradients, sigma: 0.1}]
 
-``build_defenses(entries)`` validates every entry (unknown names and parameters list the valid
-ones; bad numbers name ``defenses.<i>.<key>``) and returns a :class:`DefenseStack`.
+``build_defenses(entries, task)`` validates every entry (unknown names and parameters list the
+valid ones; bad numbers name ``defenses.<i>.<key>``) and the stack against the rules each defense
+declares (:class:`Defense`), and returns a :class:`DefenseStack`.
 """
 
 from __future__ import annotations
 
 import inspect
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from clients.defenses import dp_activations, dp_gradients, dp_hybrid, dp_sgd, prune  # noqa: F401
-from clients.defenses.base import Defense, Update
+from clients.defenses.base import ClientTurn, Defense, Update
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
-
-#: Defenses that add hooks to the forward pass cannot run under DP-SGD's vmapped per-graph pass.
-_HOOKED = ("dp_activations", "dp_hybrid")
-
-
-@dataclass(frozen=True)
-class ClientTurn:
-    """What a stateful defense needs to know about a client's turn."""
-
-    partition_size: int
-    batch_size: int
-    local_steps: int
-    rounds: int
-
-    @property
-    def sample_rate(self) -> float:
-        return min(1.0, self.batch_size / self.partition_size)
-
-    @property
-    def planned_steps(self) -> int:
-        return self.rounds * self.local_steps
 
 
 class DefenseStack:
@@ -53,24 +32,24 @@ class DefenseStack:
         return bool(self.defenses)
 
     def _stateful(self):
-        return [(f"{i}.{d.name}", d) for i, d in enumerate(self.defenses) if isinstance(d, dp_sgd.DPSGD)]
+        return [(i, f"{i}.{d.name}", d) for i, d in enumerate(self.defenses) if d.stateful]
 
     def validate(self, turns: list[ClientTurn]) -> None:
         """Fail before anything runs if some client's plan is impossible (e.g. a target epsilon)."""
-        for key, defense in self._stateful():
+        for i, _, defense in self._stateful():
             for turn in turns:
                 try:
-                    defense.plan(turn.sample_rate, turn.planned_steps)
+                    defense.plan(turn)
                 except ConfigError as exc:
-                    raise ConfigError(f"defenses.{key.split('.')[0]}.{exc}") from None
+                    raise ConfigError(f"defenses.{i}.{exc}") from None
 
     def begin(self, turn: ClientTurn, state: dict[str, Any]) -> None:
         """Restore per-client state (DP-SGD's accountant history) saved by earlier rounds."""
-        for key, defense in self._stateful():
-            defense.begin(turn.sample_rate, turn.planned_steps, state.get(key, []))
+        for _, key, defense in self._stateful():
+            defense.begin(turn, state.get(key))
 
     def state(self) -> dict[str, Any]:
-        return {key: [list(h) for h in defense.history] for key, defense in self._stateful()}
+        return {key: defense.state() for _, key, defense in self._stateful()}
 
     @contextmanager
     def training(self, model: torch.nn.Module, rng: torch.Generator):
@@ -101,7 +80,8 @@ def _build_one(entry: Any, i: int) -> Defense:
     name = entry["name"]
     cls = registry.defenses.get(name, key=f"defenses.{i}.name")
     params = {k: v for k, v in entry.items() if k != "name"}
-    signature = {k: v for k, v in inspect.signature(cls.__init__).parameters.items() if k != "self"}
+    signature = {k: v for k, v in inspect.signature(cls.__init__).parameters.items()
+                 if k != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)}  # object's (*args, **kwargs)
     for key in params:
         if key not in signature:
             raise ConfigError(f"defenses.{i}.{key}: {name} has no parameter '{key}'; "
@@ -115,14 +95,23 @@ def _build_one(entry: Any, i: int) -> Defense:
         raise ConfigError(f"defenses.{i}.{exc}") from None
 
 
-def build_defenses(entries: list[dict[str, Any]]) -> DefenseStack:
+def build_defenses(entries: list[dict[str, Any]], task: str = "graph") -> DefenseStack:
+    """The stack of ``entries`` for a model of ``model.task`` ``task``, checked against the rules
+    its defenses declare."""
     stack = [_build_one(entry, i) for i, entry in enumerate(entries)]
     names = [d.name for d in stack]
-    if names.count("dp_sgd") > 1:
-        raise ConfigError("defenses: dp_sgd appears more than once; one per stack")
-    if "dp_sgd" in names and any(n in _HOOKED for n in names):
-        raise ConfigError("defenses: dp_sgd cannot be combined with dp_activations or dp_hybrid "
-                          "(its vmapped per-graph pass does not run forward-noise hooks)")
+    for i, d in enumerate(stack):
+        if task not in d.tasks:
+            raise ConfigError(f"defenses.{i}.name: {d.name} serves model.task {' or '.join(d.tasks)}, "
+                              f"not {task}; with model.task: {task} use one of "
+                              f"{', '.join(n for n in registry.defenses if task in registry.defenses.get(n).tasks)}")
+        if d.once_per_stack and names.count(d.name) > 1:
+            raise ConfigError(f"defenses: {d.name} appears more than once; one per stack")
+    hooked = [d.name for d in stack if d.hooks_forward]
+    for d in stack:
+        if d.per_graph_pass and hooked:
+            raise ConfigError(f"defenses: {d.name} cannot be combined with {' or '.join(hooked)} (its per-graph "
+                              "pass does not run the forward hooks they add)")
     return DefenseStack(stack)
 
 

@@ -10,12 +10,21 @@ A :class:`Defense` may act at three points of a client's turn, each a no-op by d
 
 ``report()`` returns the defense's own numbers (noise variance, epsilon) for the result rows.
 Every defense draws its randomness from the client's seeded ``torch.Generator``.
+
+A defense carries its own rules as class attributes, which the stack and the config's checks
+read (nothing else names a defense): ``stateful`` (it keeps state across a client's rounds:
+``plan`` checks a client's turn before anything runs, ``begin`` restores the state ``state``
+returned at the end of the last turn), ``hooks_forward`` (``training`` hooks the forward pass),
+``per_graph_pass`` (``gradient_fn`` runs its own per-graph pass, which runs no forward hook, so
+it cannot be stacked with a defense that hooks), ``once_per_stack`` and ``tasks`` (the
+``model.task`` values it serves).
 """
 
 from __future__ import annotations
 
 import math
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 import torch
@@ -28,8 +37,41 @@ NOISES = ("laplace", "gaussian")
 LAPLACE_PARAMS = ("scale", "variance")
 
 
+@dataclass(frozen=True)
+class ClientTurn:
+    """What a stateful defense needs to know about a client's turn."""
+
+    partition_size: int
+    batch_size: int
+    local_steps: int
+    rounds: int
+
+    @property
+    def sample_rate(self) -> float:
+        return min(1.0, self.batch_size / self.partition_size)
+
+    @property
+    def planned_steps(self) -> int:
+        return self.rounds * self.local_steps
+
+
 class Defense:
     name = "defense"
+    stateful: bool = False
+    hooks_forward: bool = False
+    per_graph_pass: bool = False
+    once_per_stack: bool = False
+    tasks: tuple[str, ...] = ("graph", "node")
+
+    def plan(self, turn: ClientTurn) -> None:
+        """Raise ConfigError if this client's turn is impossible (stateful defenses)."""
+
+    def begin(self, turn: ClientTurn, state: Any) -> None:
+        """Start a client's turn from the ``state()`` its last turn ended with (None at first)."""
+
+    def state(self) -> Any:
+        """What ``begin`` needs at the client's next turn (JSON-serialisable)."""
+        return None
 
     def training(self, model: torch.nn.Module, rng: torch.Generator) -> ContextManager:
         return nullcontext()

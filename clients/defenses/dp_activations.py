@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 @registry.defenses.register
 class DPActivations(Defense):
     name = "dp_activations"
+    hooks_forward = True  # noise on the layer outputs, added by forward hooks
 
     def __init__(self, sigma: float, noise: str = "laplace", laplace_param: str = "scale") -> None:
         self.noise = Noise(sigma, noise, laplace_param)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 from torch_geometric.data import Batch, Data
 
-from clients.defenses.base import Defense, Update, check_number
+from clients.defenses.base import ClientTurn, Defense, Update, check_number
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.models import DenseForward, classification_loss, to_dense
@@ -72,6 +72,10 @@ def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
 @registry.defenses.register
 class DPSGD(Defense):
     name = "dp_sgd"
+    stateful = True  # the accountant's history, per client across rounds
+    per_graph_pass = True  # vmapped over the dense model: forward hooks do not run
+    once_per_stack = True  # one accountant
+    tasks = ("graph",)  # clips per-graph gradients
 
     def __init__(self, clip: float = 1.0, noise_multiplier: float | None = 1.0,
                  target_epsilon: float | None = None, delta: float = 1e-5) -> None:
@@ -84,17 +88,20 @@ class DPSGD(Defense):
         self.history: list[tuple[float, float, int]] = []
         self._z = self.noise_multiplier
 
-    def plan(self, sample_rate: float, planned_steps: int) -> float:
-        """The noise multiplier for a client with this sample rate (raises if unreachable)."""
+    def plan(self, turn: ClientTurn) -> float:
+        """The noise multiplier for this client's turn (raises if ``target_epsilon`` is out of reach)."""
         if self.target_epsilon is None:
             return self.noise_multiplier
-        return noise_for_target(self.target_epsilon, self.delta, sample_rate, planned_steps)
+        return noise_for_target(self.target_epsilon, self.delta, turn.sample_rate, turn.planned_steps)
 
-    def begin(self, sample_rate: float, planned_steps: int, history) -> None:
+    def begin(self, turn: ClientTurn, state: list | None) -> None:
         """Start a client's turn: its accountant history so far, and this turn's z."""
-        self.sample_rate = sample_rate
-        self.history = [tuple(h) for h in history]
-        self._z = self.plan(sample_rate, planned_steps)
+        self.sample_rate = turn.sample_rate
+        self.history = [tuple(h) for h in state or []]
+        self._z = self.plan(turn)
+
+    def state(self) -> list[list]:
+        return [list(h) for h in self.history]
 
     def gradient_fn(self, rng: torch.Generator):
         def step(model: nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> tuple[Update, float]:

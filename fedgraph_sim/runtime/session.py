@@ -97,7 +97,7 @@ class Session:
         load_plugins(config.plugins)  # a sweep worker may never have validated this config
 
         self.config, self.progress, self.capture = config, progress, capture
-        self.defenses = build_defenses(config.defenses)
+        self.defenses = build_defenses(config.defenses, config.model.task)
         self.attacks = build_attacks(config)
         self.scenario = scenario or build_scenario(config)
         check_model_fits(config, self.scenario)

@@ -4,9 +4,11 @@ import pytest
 import torch
 
 from clients.defenses import ClientTurn, build_defenses
-from clients.defenses.base import Noise
-from clients.defenses.prune import prune_smallest
+from clients.defenses.base import Defense, Noise
+from clients.defenses.dp_sgd import DPSGD
+from clients.defenses.prune import Prune, prune_smallest
 from clients.training import fedsgd_gradient
+from fedgraph_sim import registry
 from fedgraph_sim.data.synthetic import make_synthetic
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.models import GraphClassifier
@@ -137,7 +139,9 @@ def test_stack_applies_in_order():
     ([{"name": "dp_gradients", "sigma": 0.1, "noise": "cauchy"}], "defenses.0.noise: unknown value 'cauchy'"),
     ([{"name": "dp_sgd", "clip": 0}], "defenses.0.clip: must be a number > 0"),
     ([{"name": "dp_sgd", "target_epsilon": -1}], "defenses.0.target_epsilon: must be a number > 0"),
-    ([{"name": "dp_sgd"}, {"name": "dp_activations", "sigma": 0.1}], "defenses: dp_sgd cannot be combined"),
+    ([{"name": "dp_sgd"}, {"name": "dp_activations", "sigma": 0.1}],
+     "defenses: dp_sgd cannot be combined with dp_activations (its per-graph pass"),
+    ([{"name": "dp_sgd"}, {"name": "dp_sgd"}], "defenses: dp_sgd appears more than once; one per stack"),
     (["prune"], "defenses.0: each defense is a mapping with a name"),
 ])
 def test_bad_defense_entries_name_the_key(entries, message):
@@ -145,6 +149,44 @@ def test_bad_defense_entries_name_the_key(entries, message):
         build_defenses(entries)
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
+
+
+def test_a_defense_for_graph_classifiers_is_refused_for_a_node_classifier():
+    with pytest.raises(ConfigError, match=r"^defenses\.0\.name: dp_sgd serves model.task graph, not node; with "
+                                          r"model.task: node use one of dp_activations, dp_gradients, dp_hybrid, prune$"):
+        build_defenses([{"name": "dp_sgd"}], task="node")
+    assert build_defenses([{"name": "prune", "p": 0.5}], task="node")
+
+
+class Counting(Defense):
+    """A throwaway defense that declares its own rules: it counts its turns per client (stateful)
+    and hooks the forward pass."""
+
+    name = "counting_for_test"
+    stateful = True
+    hooks_forward = True
+
+    def begin(self, turn, state):
+        self.turns = (state or 0) + 1
+
+    def state(self):
+        return self.turns
+
+
+def test_the_stack_follows_the_rules_a_defense_declares(monkeypatch):
+    monkeypatch.setattr(registry, "defenses", registry.Registry("defense"))
+    for name in ("dp_sgd", "prune"):
+        registry.defenses.add(name, {"dp_sgd": DPSGD, "prune": Prune}[name])
+    registry.defenses.register(Counting)
+    stack = build_defenses([{"name": "prune", "p": 0.1}, {"name": "counting_for_test"}])
+    turn = ClientTurn(partition_size=10, batch_size=1, local_steps=1, rounds=3)
+    state = {}
+    for expected in (1, 2, 3):  # the state survives the client's turns, under the defense's stack key
+        stack.begin(turn, state)
+        state = stack.state()
+        assert state == {"1.counting_for_test": expected}
+    with pytest.raises(ConfigError, match="^defenses: dp_sgd cannot be combined with counting_for_test"):
+        build_defenses([{"name": "counting_for_test"}, {"name": "dp_sgd"}])
 
 
 def test_unreachable_target_epsilon_is_caught_before_the_run():

@@ -196,7 +196,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     for i, item in enumerate(_axis(axes, "defenses", ["none"])):
         for setting in expand_defenses(item, i):
             try:
-                build_defenses(setting.stack)
+                build_defenses(setting.stack, base_config.model.task)
             except ConfigError as exc:  # name the axis item: defenses.J.key -> axes.defenses.I[.J].key
                 where = f"axes.defenses.{i}" + ("" if isinstance(item, dict) else ".\\1")
                 raise ConfigError(re.sub(r"^defenses\.(\d+)", where, str(exc))) from None
