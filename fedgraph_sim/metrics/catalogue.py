@@ -4,7 +4,8 @@ A :class:`Metric` holds a metric's column name, its short header, its direction,
 graph it scores (node features or structure: a part the threat model grants earns no gain) and
 the function that computes it. Result rows, the
 information gain, summaries, terminal and markdown tables, reproduction tables and figures are all
-derived from :data:`CATALOGUE`; adding a metric is one entry here and its function.
+derived from :data:`CATALOGUE`; adding a metric is one entry here and its function. Where a metric
+is shown by default is the entry's own ``shown`` (:data:`PLACES`; :func:`shown_in` lists a place's).
 
 **Sign convention.** The information gain over the prior is positive when the attack knows more
 than the prior on the same graph: ``value - prior`` for metrics where higher means a closer
@@ -41,6 +42,13 @@ PRIORS: tuple[str, ...] = (MAJORITY_TYPE, AUX_MEAN_ADJACENCY, AUX_SAMPLE)
 GRANT_OF: dict[str, str] = {"nodes": "hint_features", "structure": "hint_adjacency"}
 
 
+#: Where a metric can be shown by default: ``terminal`` (the summary a run or sweep prints),
+#: ``report`` (report.md's tables and its per-metric heatmaps, frontiers and Pareto figures; a
+#: metric that ``counts_failures`` only where some row was scored for it), ``rounds`` (the
+#: leakage-vs-round figure). Every metric is in every row and in summary.csv regardless.
+PLACES: tuple[str, ...] = ("terminal", "report", "rounds")
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str  # the row column is ``<alignment>_<name>``
@@ -49,6 +57,12 @@ class Metric:
     part: Literal["nodes", "structure"]  # what it scores: node features, or structure (``GRANT_OF``)
     compute: Callable[[r.Aligned], float]
     counts_failures: bool = False  # also summarised over every attacked graph, failures as 0
+    shown: tuple[str, ...] = ()  # the PLACES that show it by default
+
+    def __post_init__(self) -> None:
+        unknown = [p for p in self.shown if p not in PLACES]
+        if unknown:
+            raise ValueError(f"metric {self.name}: unknown places {unknown}; valid: {', '.join(PLACES)}")
 
     def best(self, values) -> float:
         """The closest of ``values`` (the priors' scores on one graph) in this metric's direction."""
@@ -63,18 +77,22 @@ def _gsm(key: str) -> Callable[[r.Aligned], float]:
     return lambda p: p.gsm[key]
 
 
+#: In the papers' order of interest, which tables and figures follow.
 CATALOGUE: tuple[Metric, ...] = (
-    Metric("feature_mse", "feat MSE", "lower", "nodes", r.feature_mse),
-    Metric("node_type_accuracy", "type ACC", "higher", "nodes", r.node_type_accuracy),
-    Metric("adj_auc", "AUC", "higher", "structure", r.adj_auc),
-    Metric("adj_ap", "AP", "higher", "structure", r.adj_ap),
-    Metric("edge_accuracy", "edge ACC", "higher", "structure", r.edge_accuracy),
+    Metric("node_type_accuracy", "type ACC", "higher", "nodes", r.node_type_accuracy,
+           shown=("terminal", "report", "rounds")),
+    Metric("adj_auc", "AUC", "higher", "structure", r.adj_auc, shown=("terminal", "report", "rounds")),
+    Metric("adj_ap", "AP", "higher", "structure", r.adj_ap, shown=("terminal", "report")),
+    Metric("feature_mse", "feat MSE", "lower", "nodes", r.feature_mse, shown=("terminal", "report")),
+    Metric("edge_accuracy", "edge ACC", "higher", "structure", r.edge_accuracy, shown=("report",)),
     Metric("degree_distance", "deg dist", "lower", "structure", r.degree_distance),
     Metric("spectral_distance", "spec dist", "lower", "structure", r.spectral_distance),
-    Metric("gsm0", "GSM-0", "higher", "nodes", _gsm("gsm0"), counts_failures=True),
+    Metric("gsm0", "GSM-0", "higher", "nodes", _gsm("gsm0"), counts_failures=True, shown=("terminal", "report")),
     Metric("gsm1", "GSM-1", "higher", "structure", _gsm("gsm1"), counts_failures=True),
-    Metric("gsm2", "GSM-2", "higher", "structure", _gsm("gsm2"), counts_failures=True),
-    Metric("full_iso", "FULL", "higher", "structure", _gsm("full_iso"), counts_failures=True),
+    Metric("gsm2", "GSM-2", "higher", "structure", _gsm("gsm2"), counts_failures=True,
+           shown=("terminal", "report")),
+    Metric("full_iso", "FULL", "higher", "structure", _gsm("full_iso"), counts_failures=True,
+           shown=("terminal", "report")),
     Metric("full_repo", "FULL (GSM-1 = 1)", "higher", "structure", _gsm("full_repo"),
            counts_failures=True),
     # GLG's (Sinha et al., arXiv:2411.19440, Sec. 5 and App. F, with the fixes of its definitions)
@@ -89,6 +107,11 @@ CATALOGUE: tuple[Metric, ...] = (
 )
 METRICS: tuple[str, ...] = tuple(m.name for m in CATALOGUE)
 _BY_NAME = {m.name: m for m in CATALOGUE}
+
+
+def shown_in(place: str) -> tuple[str, ...]:
+    """The metrics ``place`` (one of :data:`PLACES`) shows by default, in catalogue order."""
+    return tuple(m.name for m in CATALOGUE if place in m.shown)
 
 
 def metric(name: str) -> Metric:

@@ -21,7 +21,7 @@ import yaml
 
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.metrics import ALIGNMENTS
+from fedgraph_sim.metrics import ALIGNMENTS, metric
 from fedgraph_sim.report.tables import REPORT_METRICS, table_metrics
 from fedgraph_sim.utility import final_utility, read_utility
 
@@ -74,15 +74,12 @@ def paper_row(reference: dict, dataset: str, defense: str, attack: str) -> dict[
     return {m: float(v) for m, v in zip(reference.get("metrics") or [], numbers) if _numeric(v)}
 
 
-#: Exact-recovery columns a default table gains when some row was scored for them (GRAIN's).
-EXACT_METRICS = ("gsm0", "gsm2", "full_iso")
-
-
 def _default_metrics(rows: list[dict]) -> tuple[str, ...]:
-    """The report's default columns, then GSM-0, GSM-2 and FULL if any row carries them."""
-    scored = any(row.get(f"{alignment}_{name}") is not None
-                 for row in rows for name in EXACT_METRICS for alignment in ALIGNMENTS)
-    return REPORT_METRICS + (EXACT_METRICS if scored else ())
+    """The report's metrics, those counting failures (GRAIN's GSM and FULL) only if a row carries them."""
+    def scored(name: str) -> bool:
+        return any(row.get(f"{alignment}_{name}") is not None for row in rows for alignment in ALIGNMENTS)
+
+    return tuple(m for m in REPORT_METRICS if not metric(m).counts_failures or scored(m))
 
 
 def _table_metrics(spec: dict, kind: str, rows: list[dict], notes: list[str]) -> tuple[str, ...]:

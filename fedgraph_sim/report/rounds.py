@@ -20,13 +20,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
-from fedgraph_sim.metrics import PRIORS, aggregate, metric
+from fedgraph_sim.metrics import PRIORS, aggregate, metric, shown_in
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _colors, _unique
 from fedgraph_sim.report.groups import Group, setting_label
 from fedgraph_sim.results import summarize
 
-LEAKAGE_METRICS = ("node_type_accuracy", "adj_auc")
+LEAKAGE_METRICS = shown_in("rounds")
 
 
 def _mean_curve(curves: list[list[dict]], key: str) -> tuple[list[int], list[float]]:

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fedgraph_sim.errors import require
-from fedgraph_sim.metrics import METRICS, direction_note, metric, prior_note
+from fedgraph_sim.metrics import METRICS, direction_note, metric, prior_note, shown_in
 
 #: The terminal summary's metric columns (every metric is in summary.csv).
-TERMINAL_METRICS = ("feature_mse", "node_type_accuracy", "adj_auc", "adj_ap", "gsm0", "gsm2", "full_iso")
-#: The report's markdown tables, in the papers' order of interest.
-REPORT_METRICS = ("node_type_accuracy", "adj_auc", "adj_ap", "feature_mse", "edge_accuracy")
+TERMINAL_METRICS = shown_in("terminal")
+#: The report's markdown tables and per-metric figures (those counting failures where scored).
+REPORT_METRICS = shown_in("report")
 #: The label columns a summary entry can be told apart by.
 SUMMARY_LABELS = ("dataset", "attack", "setting", "defense", "alignment")
 

@@ -44,3 +44,15 @@ def test_captions_are_derived_from_the_catalogue():
         "(same alignment, same node count), for feat MSE, AP")
     with pytest.raises(KeyError):
         metric("nope")
+
+
+def test_a_metric_declares_where_it_is_shown():
+    from fedgraph_sim.metrics import CATALOGUE, Metric, shown_in
+    from fedgraph_sim.report.rounds import LEAKAGE_METRICS
+    from fedgraph_sim.report.tables import REPORT_METRICS, TERMINAL_METRICS
+
+    assert TERMINAL_METRICS == tuple(m.name for m in CATALOGUE if "terminal" in m.shown) == shown_in("terminal")
+    assert REPORT_METRICS == shown_in("report") and LEAKAGE_METRICS == shown_in("rounds")
+    assert "full_iso" in REPORT_METRICS and "degree_distance" not in REPORT_METRICS
+    with pytest.raises(ValueError, match="metric x: unknown places \\['readme'\\]; valid: terminal, report, rounds"):
+        Metric("x", "X", "higher", "nodes", lambda p: 0.0, shown=("readme",))

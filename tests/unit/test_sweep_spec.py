@@ -64,7 +64,7 @@ def test_victim_graphs_sets_the_rounds_from_client_zero():
     ({"base": [BASE]}, "base: must be a mapping of run-config keys"),
     ({"victim_graphs": "100"}, "victim_graphs: must be an integer >= 1 (got '100')"),
     ({"victim_graphs": 0}, "victim_graphs: must be an integer >= 1 (got 0)"),
-    ({"metrics": ["adj_auc", "nope"]}, "metrics: unknown metric 'nope'; valid: feature_mse"),
+    ({"metrics": ["adj_auc", "nope"]}, "metrics: unknown metric 'nope'; valid: node_type_accuracy"),
     ({"metrics": {"entries": "full"}}, "metrics: a non-empty list of metric names, the tables' columns"),
 ])
 def test_bad_specs_name_the_key(spec, message):
