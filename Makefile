@@ -22,6 +22,7 @@ run: $(VENV)/.installed
 	$(PY) experiments/run_round.py
 
 test: $(VENV)/.installed
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed

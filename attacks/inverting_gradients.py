@@ -11,9 +11,9 @@ are only right with the label hint, ``threat.label``, as the paper's multi-step 
 assume them known).
 Objective: ``1 - cos(grad_hat, grad)`` over all layers concatenated; no total-variation prior
 (it has no graph analogue; GraphDLG omits it too).
-Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): Adam lr 0.1 on signed gradients, step decay x0.1 at 3/8, 5/8
-and 7/8 of the budget, 100 iterations, ``randn`` initialisation. The original uses 4800
-iterations (24k in breaching).
+Defaults (as GraphDLG, Wei et al. 2026, runs its baselines): Adam lr 0.1 on signed gradients, step
+decay x0.1 at 3/8, 5/8 and 7/8 of the budget, 100 iterations, ``randn`` initialisation. The original
+uses 4800 iterations (24k in breaching).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ def main() -> None:
                 print(f"attack.boundary={boundary}: attacks {seconds[boundary][-1]:.1f} s, "
                       f"total {result.timings['total']:.1f} s", flush=True)
     median = {b: statistics.median(s) for b, s in seconds.items()}
-    print(f"boundary cost (namespaces / process, medians of {args.repeats}) = {median['namespaces'] / median['process']:.2f}")
+    print(f"boundary cost (namespaces / process, medians of {args.repeats}) = "
+          f"{median['namespaces'] / median['process']:.2f}")
     print(f"rows identical: {all(r == rows[0] for r in rows)} ({len(rows[0])} rows, {len(rows)} runs)")
 
 

@@ -79,7 +79,8 @@ def main() -> None:
             attack.reconstruct(update, hinted, AttackContext(seed=0, budget=Budget(3600)))
             seconds[label] += time.perf_counter() - start
     per = {k: v / len(victims) for k, v in seconds.items()}
-    print(f"per attacked graph ({len(victims)} graphs, {nodes:.1f} nodes on average, {args.iterations} steps): AMC fit {per['fedgig']:.2f} s, "
+    print(f"per attacked graph ({len(victims)} graphs, {nodes:.1f} nodes on average, {args.iterations} steps): "
+          f"AMC fit {per['fedgig']:.2f} s, "
           f"without AMC {per['without amc']:.2f} s, ratio {per['fedgig'] / per['without amc']:.2f}")
 
 

@@ -103,7 +103,8 @@ def main() -> None:
     print(f"\n{args.dataset} {args.conv}, {len(results)} molecules, budget {args.budget:g} s per molecule")
     print(f"seconds per molecule: median {statistics.median(seconds):.2f}, p90 {percentile(seconds, 0.9):.1f}, "
           f"mean {statistics.mean(seconds):.1f}; exact ones ({len(exact)}): median "
-          f"{statistics.median(exact) if exact else float('nan'):.2f}, p90 {percentile(exact, 0.9) if exact else float('nan'):.1f}")
+          f"{statistics.median(exact) if exact else float('nan'):.2f}, "
+          f"p90 {percentile(exact, 0.9) if exact else float('nan'):.1f}")
     for budget in (b for b in args.budgets if b <= args.budget):
         within = sum(1 for s in exact if s <= budget)
         print(f"budget {budget:6g} s per molecule: {within} of {len(results)} matched exactly "
@@ -166,7 +167,8 @@ def screen_speedup(results, ds, scenario, model) -> None:
         timings[screen] = (time.perf_counter() - start, len(blocks), blocks.candidates)
     print(f"1-hop blocks of a {g.num_nodes}-atom molecule ({timings[True][2]} candidates, "
           f"{timings[True][1]} kept either way: {timings[True][1] == timings[False][1]}): exact only / "
-          f"screened = {timings[False][0] / timings[True][0]:.1f}x ({timings[False][0]:.1f} s / {timings[True][0]:.1f} s)")
+          f"screened = {timings[False][0] / timings[True][0]:.1f}x "
+          f"({timings[False][0]:.1f} s / {timings[True][0]:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -83,7 +83,8 @@ def main() -> None:
     print(f"  GraphDLG + refine_features    {np.mean(refine_times) * 1e3:8.2f} ms per graph"
           f"   (refine/paper = {np.mean(refine_times) / np.mean(attack_times):.1f})")
     print(f"  decoder training, first round {first_training:8.2f} s")
-    print(f"  decoder warm fine-tune/round  {warm_training:8.2f} s   (first/warm = {first_training / warm_training:.1f})")
+    print(f"  decoder warm fine-tune/round  {warm_training:8.2f} s   "
+          f"(first/warm = {first_training / warm_training:.1f})")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,8 @@ def main() -> None:
                                 "attack.names=[idlg,aux_mean_adjacency]", "attack.clients_per_round=1",
                                 f"output.dir={out}"])
         print(f"{dataset}, {k} clients, {args.rounds} rounds, {max(1, k // 10)} training per round, one attacked: "
-              f"peak PSS {gb:.2f} GB, wall {seconds:.0f} s ({seconds / args.rounds:.1f} s per round, start-up included)")
+              f"peak PSS {gb:.2f} GB, wall {seconds:.0f} s "
+              f"({seconds / args.rounds:.1f} s per round, start-up included)")
     if args.engines:
         # per round = (T(1 + R rounds) - T(1 round)) / R: start-up (Ray, the SuperLink) cancels out
         tiny = ["data.dataset=synthetic", "data.options={num_graphs: 60}", "federation.num_clients=2",

@@ -32,7 +32,8 @@ def replaced_process() -> bool:
     first, _first_turn_in_process = _first_turn_in_process, False
     ray = sys.modules.get("ray")
     try:
-        return first and bool(ray and ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed)
+        return first and bool(ray and ray.is_initialized() and
+                              ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # outside an actor (deployment, tests)
         return False
 

@@ -1,4 +1,5 @@
-"""`python experiments/reproduce.py ...` is `fedgraph-sim reproduce ...`: see fedgraph_sim/runtime/commands/reproduce.py."""
+"""`python experiments/reproduce.py ...` is `fedgraph-sim reproduce ...`: see
+fedgraph_sim/runtime/commands/reproduce.py."""
 
 import sys
 

@@ -211,7 +211,8 @@ class AttackConfig(Section):
     clients_per_round: int | None = Field(None, ge=1)  # at most this many selected updates per round, a seeded draw
     limit: dict[str, Annotated[int, Field(ge=1)]] = {}  # at most this many attacked updates per attack over the run
     time_budget: float = Field(120.0, gt=0, allow_inf_nan=False)  # seconds per attack call
-    time_budgets: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # per-attack overrides, e.g. {dlg@softmax: 400}
+    time_budgets: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # per-attack overrides, e.g.
+                                                                                      # {dlg@softmax: 400}
     # Attack worker processes (server/attack_workers.py): auto = this machine's cores; 0 = in the
     # server's process (no isolation, no hard limit: for debugging an attack)
     workers: Literal["auto"] | Annotated[int, Field(ge=0)] = "auto"

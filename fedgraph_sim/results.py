@@ -278,8 +278,9 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     for key, status in statuses.items():
         dataset, attack, setting, defense = key
         for alignment in ALIGNMENTS:
-            entry = {"dataset": dataset, "attack": attack, "setting": setting, "defense": defense, "alignment": alignment,
-                     "graphs": len(groups[key]), "failed": sum(status.values()) - len(groups[key]),
+            entry = {"dataset": dataset, "attack": attack, "setting": setting, "defense": defense,
+                     "alignment": alignment, "graphs": len(groups[key]),
+                     "failed": sum(status.values()) - len(groups[key]),
                      "statuses": " ".join(f"{k}={v}" for k, v in sorted(status.items()))}
             for m in CATALOGUE:
                 scored = mean_and_gain(groups[key], m.name, alignment)

@@ -32,8 +32,8 @@ def read_utility(run_dir: str | Path) -> list[dict]:
 
 
 def final_utility(run_dir: str | Path) -> dict:
-    """Test accuracy (regression: RMSE and R2) and loss at the end of training: the mean over the last tenth of the rounds
-    (at least the last round; round 0, the initial model, only when nothing else was evaluated).
+    """Test accuracy (regression: RMSE and R2) and loss at the end of training: the mean over the last tenth of
+    the rounds (at least the last round; round 0, the initial model, only when nothing else was evaluated).
     One round's accuracy on a test split of a few dozen graphs moves by whole graphs from round to
     round, so the mean over the last rounds is the figure FL papers report. Empty without a test
     split."""

@@ -106,7 +106,8 @@ class AttackRunner:
     def _call(self, kind: str, name: str, payload, knowledge, round: int, client_key: int) -> Call:
         self._calls += 1
         group = self.fit_groups[name]
-        return Call(self._calls, kind, name, payload, knowledge, attack_seed(self.config.seed, round, client_key, group),
+        return Call(self._calls, kind, name, payload, knowledge,
+                    attack_seed(self.config.seed, round, client_key, group),
                     self.config.attack.budget_of(name), fit_group=group)
 
     def _take(self, name: str) -> bool:

@@ -5,18 +5,20 @@ never re-imported) that holds none of the server's memory (no audit records, no 
 directory). By default it runs in the sandbox's namespaces, where the data, the caches, the runs
 and the server's processes do not exist (:mod:`server.boundary`); in every mode the data, cache
 and run locations are removed from its environment, it runs on one torch thread, and it exits
-when the server dies (its lifeline pipe closes). The server sends it pickled copies of what an attack may see, the ``ObservedUpdate`` and the
-``AttackerKnowledge`` with the granted hints, and receives pickled results back, so an attack can
-neither read the ground truth through the server's objects nor change what the server holds.
+when the server dies (its lifeline pipe closes). The server sends it pickled copies of what an
+attack may see, the ``ObservedUpdate`` and the ``AttackerKnowledge`` with the granted hints, and
+receives pickled results back, so an attack can neither read the ground truth through the server's
+objects nor change what the server holds.
 
 Calls of attacks that keep state between calls (``Attack.keeps_state``: GraphDLG's decoder) run
 in one worker per attack, variants included (``graphdlg`` and ``graphdlg@refine`` share a
 ``ctx.shared`` store), in the order the server makes them; every other call goes to the first free
 worker, followed there by the calls that share its fit on the same update (``Attack.after_fit``:
-``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``). Every call seeds torch's global RNG with its own seed and runs on one torch thread, so rows
-do not depend on the number of workers. A call still running ``grace`` seconds after its budget is
-killed (status ``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any);
-a worker that dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
+``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``). Every call seeds
+torch's global RNG with its own seed and runs on one torch thread, so rows do not depend on the
+number of workers. A call still running ``grace`` seconds after its budget is killed (status
+``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any); a worker that
+dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
 next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
 
 ``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for

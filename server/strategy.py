@@ -237,6 +237,6 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
     fed = config.federation
     available = fed.min_available or fed.num_clients
     return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
-               same_batch=config.train.sampling == "repeat", run_dir=str(run_dir), observer=observer, secure_aggregation=config.threat.secure_aggregation,
-               audits=audits, fraction_train=fed.fraction_train,
+               same_batch=config.train.sampling == "repeat", run_dir=str(run_dir), observer=observer,
+               secure_aggregation=config.threat.secure_aggregation, audits=audits, fraction_train=fed.fraction_train,
                min_train_nodes=available if fed.fraction_train == 1 else 1, min_available_nodes=available, **chosen)

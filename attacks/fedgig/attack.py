@@ -94,7 +94,8 @@ class FedGIG(Attack):
         super().__init__(**params)
         p, where = self.params, f"attack.params.{self.name}"
         for key, valid in (("features", FEATURES), ("sparsity_reference", SPARSITY_REFERENCES),
-                           ("sr_calibration", SR_CALIBRATIONS), ("symmetrise", SYMMETRISATIONS), ("ste_scope", STE_SCOPES)):
+                           ("sr_calibration", SR_CALIBRATIONS), ("symmetrise", SYMMETRISATIONS),
+                           ("ste_scope", STE_SCOPES)):
             if getattr(p, key) not in valid:
                 raise ConfigError(f"{where}.{key}: unknown '{getattr(p, key)}'; valid: {', '.join(valid)}")
         if p.n_max < 1 or p.alpha < 0 or not 0 < p.beta < 1 or not 0 <= p.mask_ratio < 1:

@@ -36,9 +36,10 @@ takes out of the batch's (``batch_peeling``), and removed: the span checks rerun
 A batch's search explores only partial graphs whose every 2-hop neighbourhood, as far as fixed,
 is among the passing blocks (``build.FixedNeighbourhoods``; ``fixed_neighbourhoods`` for one
 graph), and keeps only the 2-hop blocks that carry weight in the readout's gradient, fitted over
-all passing blocks (``coefficients.py``; ``block_coefficients`` for one graph). 1-hop blocks of degree >= 3 take only neighbour types witnessed by other blocks
-(``blocks.witnessed_one_hop_blocks``): a batch's T0 holds every degree for many types. A batch
-whose layer-1 gradient has full rank is not applicable.
+all passing blocks (``coefficients.py``; ``block_coefficients`` for one graph). 1-hop blocks of
+degree >= 3 take only neighbour types witnessed by other blocks (``blocks.witnessed_one_hop_blocks``):
+a batch's T0 holds every degree for many types. A batch whose layer-1 gradient has full rank is
+not applicable.
 FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
 (``train.sampling: repeat``), read as the pseudo-gradient; steps on different batches are, with
 ``batches``, one batch of all their graphs, read from one-step gradients and replayed in every

@@ -20,8 +20,9 @@ nodes), the logit gradient is :math:`\\partial L / \\partial z_v = a_v - s\\, e_
 a least-squares problem for the label rows :math:`Y`, exact for the true graph when its nodes'
 rows :math:`[h_v; 1]` are independent. Nodes with equal rows (the same view of the graph two hops
 out) share one unknown there; how their labels split is read from the whole gradient, which is
-linear in them as well (one backward pass per such node and class). Each node takes the class of its largest entry, or, with
-the counts known, classes are assigned to maximise the summed entries under the counts.
+linear in them as well (one backward pass per such node and class). Each node takes the class of its
+largest entry, or, with the counts known, classes are assigned to maximise the summed entries under
+the counts.
 
 Args:
     model: the attacked node classifier (per-node readout, float64).

@@ -78,7 +78,8 @@ class GradientScorer:
         out = []
         for c in range(self.num_classes):
             loss = classification_loss(logits, torch.tensor([c]), self.loss)
-            out.append([g.detach() for g in torch.autograd.grad(loss, self.params, retain_graph=c < self.num_classes - 1)])
+            out.append([g.detach() for g in torch.autograd.grad(loss, self.params,
+                                                                retain_graph=c < self.num_classes - 1)])
         return out
 
     def replay(self, batches: list[tuple[Tensor, Tensor, Tensor, Tensor | None]]) -> list[Tensor]:

@@ -75,7 +75,8 @@ def minmax_rows(x: torch.Tensor) -> torch.Tensor:
 @register
 class GraphDLG(Attack):
     name = "graphdlg"
-    paper = "Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. arXiv 2601.19745, 2026"
+    paper = ("Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. "
+             "arXiv 2601.19745, 2026")
     requires = Requirements(exact_gradient=True, aux_graphs=True)
     batch_output = "one_for_batch"
     keeps_state = True  # the decoder trained in prepare(), shared by the variants

@@ -2,8 +2,8 @@
 
 For each tensor separately, zero its ``k = floor(p * numel)`` entries of smallest magnitude
 (ties broken by index: a stable argsort), so ``p`` is the fraction removed. ``floor``, not
-``round``: a 2-entry bias at p = 0.99 keeps one entry, as DLG's pruning removes at most the fraction p. ``scope: global`` ranks
-all entries of the update jointly instead.
+``round``: a 2-entry bias at p = 0.99 keeps one entry, as DLG's pruning removes at most the fraction
+p. ``scope: global`` ranks all entries of the update jointly instead.
 """
 
 from __future__ import annotations

@@ -87,8 +87,8 @@ def make_random_graphs(num_graphs: int = 100, nodes: int = 50, spread: int = 10,
                            edge_index=random_edges(n, degree, rng), y=torch.tensor([int(rng.integers(classes))]),
                            num_nodes=n, graph_id=i))
     return GraphDataset(name="random_graphs", graphs=graphs, num_classes=classes, schema=continuous_schema(features),
-                        source="synthetic", meta={"generator": {"num_graphs": num_graphs, "nodes": nodes, "spread": spread,
-                                                                "degree": degree, "seed": seed}})
+                        source="synthetic", meta={"generator": {"num_graphs": num_graphs, "nodes": nodes,
+                                                                "spread": spread, "degree": degree, "seed": seed}})
 
 
 def bfs_ball(neighbours: list[np.ndarray], center: int, hops: int, cap: int) -> list[int]:

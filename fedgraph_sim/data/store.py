@@ -68,7 +68,8 @@ def prepare(family: str, folder: str) -> Path:
     except (OSError, shutil.Error) as exc:  # a read-only, missing or full place for the cache
         key = "FEDGRAPH_CACHE" if os.environ.get("FEDGRAPH_CACHE") else "the dataset cache (FEDGRAPH_CACHE unset)"
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{key}: cannot write {cache_root()} ({why}); set FEDGRAPH_CACHE to a writable folder") from None
+        raise ConfigError(f"{key}: cannot write {cache_root()} ({why}); "
+                          "set FEDGRAPH_CACHE to a writable folder") from None
     return cache_root() / family
 
 

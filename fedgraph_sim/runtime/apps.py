@@ -4,8 +4,9 @@
 Flower ``Context``: ``run`` passes closures over the session it built (under ``run_simulation`` the
 run config is empty), while the module-level ``server_app`` and ``client_app`` serve ``flwr run .``
 and read the config file from ``[tool.flwr.app.config]``; there the server opens a fresh
-timestamped run directory per run, or the one ``fedgraph-sim deploy`` made (``run-dir``). Clients learn the run directory from the server's train
-config (``run-dir``), where they write the audit records.
+timestamped run directory per run, or the one ``fedgraph-sim deploy`` made (``run-dir``). Clients
+learn the run directory from the server's train config (``run-dir``), where they write the audit
+records.
 """
 
 from __future__ import annotations

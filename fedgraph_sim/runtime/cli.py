@@ -108,7 +108,8 @@ def attack_catalogue(plugins: list[str]) -> list[dict]:
     out = []
     for name in registry.attacks:
         cls = registry.attacks.get(name)
-        needs = [f.name for f in dataclasses.fields(cls.requires) if f.name != "tasks" and getattr(cls.requires, f.name)]
+        needs = [f.name for f in dataclasses.fields(cls.requires)
+                 if f.name != "tasks" and getattr(cls.requires, f.name)]
         params = {f.name: getattr(cls.Params(), f.name) for f in dataclasses.fields(cls.Params)}
         out.append({"name": name, "paper": cls.paper, "requires": needs, "tasks": list(cls.requires.tasks),
                     "batch_output": cls.batch_output, "params": params})

@@ -4,12 +4,12 @@ A reproduction YAML holds ``reference`` (a paper table, see :func:`load_referenc
 ``base`` (run-config keys over ``default.yaml``), optionally ``set`` (dotted overrides for every
 case, e.g. a width over the cases of the config it ``extends``), ``cases`` (each a ``label``, dotted
 ``set`` overrides and optionally its own ``victim_graphs``) and optionally ``victim_graphs`` (rounds =
-min(victim_graphs, the victim partition size): one victim graph, or batch, per FedSGD round), ``metrics`` (the table's columns, default the
-reconstruction metrics) and ``alignments``. ``extends: OTHER.yaml`` takes another config's base
-and cases (``cases`` may then list labels to keep); ``group_by: {num_nodes: [15, 25]}`` renders
-one table per graph-size bucket (n <= 15, 16-25, >= 26) over the rows of all cases together.
-``markdown`` renders our summary beside the paper's (the report's table model,
-``fedgraph_sim.report.tables``).
+min(victim_graphs, the victim partition size): one victim graph, or batch, per FedSGD round),
+``metrics`` (the table's columns, default the reconstruction metrics) and ``alignments``.
+``extends: OTHER.yaml`` takes another config's base and cases (``cases`` may then list labels to
+keep); ``group_by: {num_nodes: [15, 25]}`` renders one table per graph-size bucket
+(n <= 15, 16-25, >= 26) over the rows of all cases together. ``markdown`` renders our summary beside
+the paper's (the report's table model, ``fedgraph_sim.report.tables``).
 
 A case's config is validated as written here; the command resolves it (with ``victim_graphs``)
 through the runs' one validation path, ``fedgraph_sim.runtime.session.resolve``.

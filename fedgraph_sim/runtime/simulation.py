@@ -123,7 +123,8 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
                                # max_restarts: Ray replaces a client process that dies (its turn
                                # fails, the next turn runs in the new one); Flower does not
                                backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
-                                                                    "num_gpus": 0.0, "max_restarts": -1, "max_task_retries": 1},
+                                                                    "num_gpus": 0.0, "max_restarts": -1,
+                                                                    "max_task_retries": 1},
                                                "init_args": ray_init_args(config)})
             except Exception:  # after a stop: RunStopped from the ServerApp thread, or an error of
                 if not session.stop:  # what the stop killed, neither of them the run's

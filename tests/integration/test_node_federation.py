@@ -37,8 +37,9 @@ def test_leaky_clients_feed_node_2_and_the_rows_record_the_grant(tmp_path):
 
 def test_node_1_targets_the_centre_of_each_subgraph(tmp_path):
     config = load_config(None, NODE + ["data.options={num_subgraphs: 12, subgraph_nodes: 10, features: 16, "
-                                       "labelled: center}", "data.node_order=shuffled", "attack.names=[glg, majority_type]",
-                                       "attack.params.glg.iterations=60", f"output.dir={tmp_path}"])
+                                       "labelled: center}", "data.node_order=shuffled",
+                                       "attack.names=[glg, majority_type]", "attack.params.glg.iterations=60",
+                                       f"output.dir={tmp_path}"])
     rows = rows_of(run(config))
     glg = [r for r in rows if r["attack"] == "glg"]
     assert glg and all(r["info_variant"] == "node_1" and not r["hint_per_node_gradients"] for r in glg)

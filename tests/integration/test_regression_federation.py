@@ -12,8 +12,8 @@ pytestmark = pytest.mark.slow
 
 def test_freesolv_regression_round_scores_rmse_and_target_errors(tmp_path, data_root):
     config = load_config(None, [
-        "data.dataset=FreeSolv", "data.task_type=regression", "data.subset=60", "data.test_fraction=0.2", "federation.num_clients=2",
-        "attack.clients=[0]", "attack.names=[dlg, tableak, aux_mean_adjacency]",
+        "data.dataset=FreeSolv", "data.task_type=regression", "data.subset=60", "data.test_fraction=0.2",
+        "federation.num_clients=2", "attack.clients=[0]", "attack.names=[dlg, tableak, aux_mean_adjacency]",
         "attack.params.dlg={optimizer: adam, lr: 0.1, iterations: 20}", f"output.dir={tmp_path}"])
     assert config.train.loss == "mse"
     run_dir = run(config).run_dir

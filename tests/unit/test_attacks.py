@@ -107,7 +107,8 @@ def test_dlg_plus_bp_is_the_plain_variants_own_fit_binarised():
     knowledge = knowledge.with_hints(node_counts=[g.num_nodes], features=[g.x])
     fits = {}
     params = dict(features="granted", optimizer="adam", iterations=20, lr=0.01)
-    (plain,) = registry.attacks.get("dlg")(**params).reconstruct(update, knowledge, AttackContext(7, Budget(60), fits=fits))
+    (plain,) = registry.attacks.get("dlg")(**params).reconstruct(update, knowledge,
+                                                                 AttackContext(7, Budget(60), fits=fits))
     (bp,) = registry.attacks.get("dlg")(**params, discretize=True).reconstruct(update, knowledge,
                                                                                AttackContext(7, Budget(60), fits=fits))
     assert 0 < float(plain.adj.triu(1).max()) < 1 and torch.equal(bp.adj, (plain.adj >= 0.5).float())

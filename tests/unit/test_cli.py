@@ -37,7 +37,8 @@ def test_missing_data_offline_names_the_root(capsys, monkeypatch, tmp_path, offl
     monkeypatch.setenv("FEDGRAPH_CACHE", str(tmp_path))
     assert main(["info", "MUTAG"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: dataset MUTAG: not available offline (FEDGRAPH_DATA_ROOT is not set)")
+    assert len(err) == 1 and err[0].startswith("error: dataset MUTAG: not available offline "
+                                               "(FEDGRAPH_DATA_ROOT is not set)")
 
 
 def test_a_max_nodes_that_keeps_no_graph_is_one_line_and_exit_2(capsys):

@@ -62,7 +62,8 @@ def test_loader_options_reach_the_loader_and_are_type_checked():
     the same name), and an option of another type than the loader's default is one line."""
     data = load_dataset("synthetic", options={"num_graphs": 20, "min_nodes": 6, "max_nodes": 7})
     assert len(data) == 20 and {g.num_nodes for g in data.graphs} <= {6, 7}
-    with pytest.raises(ConfigError, match=r"data.options.min_nodes: must be an integer, like the default 6 \(got 'abc'\)"):
+    with pytest.raises(ConfigError,
+                       match=r"data.options.min_nodes: must be an integer, like the default 6 \(got 'abc'\)"):
         load_dataset("synthetic", options={"min_nodes": "abc"})
     with pytest.raises(ConfigError, match="data.options.num_graphs: must be an integer"):
         load_dataset("synthetic", options={"num_graphs": True})

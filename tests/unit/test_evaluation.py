@@ -126,10 +126,11 @@ def test_a_result_row_flattens_to_the_jsonl_columns():
                     graph_id=3, num_nodes=4, attack="a", defense="none", defense_stack=[], status="ok",
                     message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
                     local_steps=1, attack_input="gradient",
-                    aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False, hint_features=False,
-                    hint_per_node_gradients=False, hint_node_labels=False, read_node_count=True, read_label=False,
-                    read_adjacency=False, read_features=False, read_node_labels=False, node_order="original", label_true=1, defense_report={"epsilon": 2.0},
-                    extra={"cell": "c"}, label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
+                    aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False,
+                    hint_features=False, hint_per_node_gradients=False, hint_node_labels=False, read_node_count=True,
+                    read_label=False, read_adjacency=False, read_features=False, read_node_labels=False,
+                    node_order="original", label_true=1, defense_report={"epsilon": 2.0}, extra={"cell": "c"},
+                    label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
     flat = row.as_dict()
     assert flat["defense_epsilon"] == 2.0 and flat["cell"] == "c" and flat["info_rank"] == 2
     assert flat["label_correct"] == 1 and flat["identity_adj_auc"] == 0.75

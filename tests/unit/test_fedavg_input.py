@@ -18,8 +18,9 @@ def updates():
     sent = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     grad, _ = fedsgd_gradient(model, data.graphs[:1])
     new, _ = fedavg_weights(model, [data.graphs[:1], data.graphs[1:2], data.graphs[2:3]], 0.1)
-    weights = ObservedUpdate(round=1, client_key=0, global_weights=sent, returned={k: v.numpy() for k, v in new.items()},
-                             kind="weights", num_examples=3, metrics={}, lr=0.1, local_steps=3, batch_size=1)
+    weights = ObservedUpdate(round=1, client_key=0, global_weights=sent,
+                             returned={k: v.numpy() for k, v in new.items()}, kind="weights", num_examples=3,
+                             metrics={}, lr=0.1, local_steps=3, batch_size=1)
     return ObservedUpdate.fedsgd(model, grad), weights
 
 

@@ -25,7 +25,8 @@ def scenario(graphs=(0,), model=None, aux=True, data=DATA):
     batch = [data.graphs[i] for i in graphs]
     knowledge = AttackerKnowledge(model=model or {}, num_features=data.schema.width, num_classes=2,
                                   schema=data.schema,
-                                  aux_graphs=tuple(g for i, g in enumerate(data.graphs) if i not in graphs) if aux else (),
+                                  aux_graphs=tuple(g for i, g in enumerate(data.graphs)
+                                                   if i not in graphs) if aux else (),
                                   aux_scenario="same" if aux else "none")
     torch.manual_seed(0)
     net = knowledge.build_model()

@@ -40,7 +40,8 @@ def test_the_true_graphs_node_labels_are_read_from_the_gradient(loss):
     reader = NodeLabelReader(model, update.gradient, loss)
     x, adj = g.x.to(torch.float64), dense_adj(g).to(torch.float64)
     scores = reader.scores(x, adj)
-    assert torch.allclose(scores, torch.nn.functional.one_hot(g.node_y, 2).to(scores.dtype), atol=1e-4)  # a float32 gradient
+    assert torch.allclose(scores, torch.nn.functional.one_hot(g.node_y, 2).to(scores.dtype),
+                          atol=1e-4)  # a float32 gradient
     assert reader(x, adj).tolist() == g.node_y.tolist()
     counts = tuple(torch.bincount(g.node_y, minlength=2).tolist())
     assert NodeLabelReader(model, update.gradient, loss, counts)(x, adj).tolist() == g.node_y.tolist()
@@ -92,4 +93,5 @@ def test_node_classification_takes_one_graphs_gradient_only():
     reason = GRAIN(batches=True).not_applicable(batch, knowledge)
     assert reason and reason.startswith("node classification: one graph's FedSGD gradient only")
     glg_model = {**knowledge.model}
-    assert GRAIN().not_applicable(update, dataclasses.replace(knowledge, model={**glg_model, "readout_placement": "after_pool"}))
+    assert GRAIN().not_applicable(update, dataclasses.replace(knowledge,
+                                                              model={**glg_model, "readout_placement": "after_pool"}))

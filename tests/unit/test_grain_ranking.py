@@ -86,7 +86,8 @@ def test_ranking_lets_the_attack_go_on_where_filtering_stops():
 
 def test_a_clean_gradient_is_read_as_without_ranking():
     update, knowledge = observed("c1ccncc1")
-    plain, ranked = attack(update, knowledge, noise_aware=True), attack(update, knowledge, noise_aware=True, rank_closed=3)
+    plain, ranked = attack(update, knowledge, noise_aware=True), attack(update, knowledge, noise_aware=True,
+                                                                        rank_closed=3)
     assert ranked.info["exact"] == plain.info["exact"] == 1 and "one_hop_ranked" not in ranked.info
     assert torch.equal(ranked.adj, plain.adj)
 

@@ -58,7 +58,8 @@ def test_simulating_five_local_steps_recovers_features_better_than_one_gradient(
         for key, observed in (("simulated", update), ("one_gradient", as_gradient)):
             recs = InvertingGradients().reconstruct(observed, knowledge, AttackContext(0, Budget(300)))
             assert recs[0].info["attack_input"] == ("simulated_local_training" if key == "simulated" else "gradient")
-            mse[key].append(np.mean([graph_metrics(r.x, r.adj, g.x, to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0],
+            mse[key].append(np.mean([graph_metrics(r.x, r.adj, g.x,
+                                                   to_dense_adj(g.edge_index, max_num_nodes=g.num_nodes)[0],
                                                    alignment="matched", schema=DATA.schema)["feature_mse"]
                                      for r, g in zip(recs, graphs)]))
     assert np.mean(mse["simulated"]) < 0.7 * np.mean(mse["one_gradient"]), mse

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from attacks.common.dummy import DummyGraphs
-from attacks.common.parametrisations import (BoxedFeatures, FullAdjacency, Known, ProjectedAdjacency, SchemaSoftmaxFeatures,
-                                             SigmoidAdjacency, SoftLabels, free, known, projected_adjacency,
-                                             sigmoid_adjacency)
+from attacks.common.parametrisations import (BoxedFeatures, FullAdjacency, Known, ProjectedAdjacency,
+                                             SchemaSoftmaxFeatures, SigmoidAdjacency, SoftLabels, free, known,
+                                             projected_adjacency, sigmoid_adjacency)
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
 
 SCHEMA = FeatureSchema((FeatureBlock("element", ("C", "N", "O")), FeatureBlock("charge", (-1, 0, 1, 2))),

@@ -102,7 +102,8 @@ def test_markdown_cells_are_mean_and_std_over_ok_graphs(sweep_report):
     assert cells[2] == "2 (1 error)"
     assert cells[3] == "0.7000 ± 0.1000 [Δ +0.2000 vs 0.5000]"  # the gain over the prior beside it
     assert cells[4] == "0.8500 ± 0.0500 [Δ +0.2500 vs 0.6000]"
-    assert _table_row(md, "| graphdlg | dp_gradients(sigma=1.0) |").split("|")[4].strip() == "0.2000 ± 0.0000 [Δ -0.3000 vs 0.5000]"
+    assert _table_row(md, "| graphdlg | dp_gradients(sigma=1.0) |").split("|")[4].strip() == ("0.2000 ± 0.0000 "
+                                                                                              "[Δ -0.3000 vs 0.5000]")
 
 
 def test_test_accuracy_is_averaged_over_federations_not_rows(sweep_report):

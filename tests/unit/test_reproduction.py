@@ -11,8 +11,8 @@ from fedgraph_sim.runtime.reproduction import load_reproduction, markdown
 REPRO = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "reproduce"
 
 
-@pytest.mark.parametrize("name, cases", [("graphdlg_table1", 5), ("graphdlg_table1_shuffled", 5), ("graphdlg_table3", 5),
-                                         ("graphdlg_table4", 12)])
+@pytest.mark.parametrize("name, cases", [("graphdlg_table1", 5), ("graphdlg_table1_shuffled", 5),
+                                         ("graphdlg_table3", 5), ("graphdlg_table4", 12)])
 def test_reproduction_configs_validate(name, cases):
     spec, loaded, reference = load_reproduction(REPRO / f"{name}.yaml")
     assert len(loaded) == cases
@@ -98,7 +98,8 @@ def test_markdown_puts_the_paper_row_under_ours():
     assert lines[-2].startswith("| graphdlg | identity | 3 | 0.5000 ± 0.1000 | "
                                 "0.5000 ± 0.1000 [Δ -0.2500 vs 0.7500] | 0.5000 ± 0.1000 |")
     assert lines[-1] == ("| *graphdlg (paper)* | *identity* |  | *0.7435* | *0.9042* | *0.7556* | "
-                         "*0.0844* | *0.9341* |" + "  |" * 9)  # deg, spec dist, GLG's five, FedGIG's two: no paper value
+                         "*0.0844* | *0.9341* |"
+                         + "  |" * 9)  # deg, spec dist, GLG's five, FedGIG's two: no paper value
 
 
 def test_grain_configs_extend_and_bucket():

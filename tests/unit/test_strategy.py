@@ -30,7 +30,8 @@ def global_arrays():
 
 def test_fedavg_mode_aggregates_exactly_like_fedavg():
     seen = []
-    curious = CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1, observer=lambda updates, failures: seen.extend(updates),
+    curious = CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1,
+                            observer=lambda updates, failures: seen.extend(updates),
                             min_train_nodes=3, min_available_nodes=3)
     curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
     ours, metrics = curious.aggregate_train(1, replies(np.random.default_rng(0)))
@@ -45,7 +46,8 @@ def test_fedavg_mode_aggregates_exactly_like_fedavg():
 
 def test_fedsgd_mode_steps_the_global_model_with_fedavgs_mean_gradient():
     seen = []
-    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1, observer=lambda updates, failures: seen.extend(updates),
+    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1,
+                            observer=lambda updates, failures: seen.extend(updates),
                             min_train_nodes=3, min_available_nodes=3)
     messages = list(curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid()))
     config = messages[0].content["config"]
@@ -63,7 +65,8 @@ def test_fedsgd_mode_steps_the_global_model_with_fedavgs_mean_gradient():
 
 def test_secure_aggregation_observes_only_the_weighted_mean_fedavg_computes():
     seen = []
-    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1, observer=lambda updates, failures: seen.extend(updates),
+    curious = CuriousFedAvg(lr=0.1, local_steps=1, batch_size=1,
+                            observer=lambda updates, failures: seen.extend(updates),
                             secure_aggregation=True, min_train_nodes=3, min_available_nodes=3)
     curious.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid())
     curious.aggregate_train(1, replies(np.random.default_rng(0)))
@@ -87,7 +90,8 @@ def test_a_failed_client_turn_is_reported_and_left_out_of_the_aggregate(flower_t
     ok = replies(np.random.default_rng(0))
     broken = failure_reply(sent[2], 2, "RuntimeError: client 2 has an empty partition")
     ours, _ = curious.aggregate_train(1, ok[:2] + [broken])
-    plain, _ = FedAvg(min_train_nodes=2, min_available_nodes=2).aggregate_train(1, replies(np.random.default_rng(0))[:2])
+    plain, _ = FedAvg(min_train_nodes=2, min_available_nodes=2).aggregate_train(1,
+                                                                                replies(np.random.default_rng(0))[:2])
     for key in plain:
         assert np.allclose(ours[key].numpy(), global_arrays()[key].numpy() - 0.1 * plain[key].numpy(), atol=1e-7)
     assert [u.client_key for u in seen] == [0, 1]
@@ -194,7 +198,8 @@ def test_a_run_in_which_every_client_failed_a_round_is_not_a_result(tmp_path):
                       run_dir=tmp_path)
     try:
         session.observer([], [ClientFailure(1, 0, "RuntimeError: vmap\nmore"), ClientFailure(1, 1, "RuntimeError")])
-        with pytest.raises(RunFailed, match=r"round 1: every client turn failed, the first with RuntimeError: vmap;") as info:
+        with pytest.raises(RunFailed,
+                           match=r"round 1: every client turn failed, the first with RuntimeError: vmap;") as info:
             session.check_trained()
         assert "\n" not in str(info.value)
     finally:

@@ -128,7 +128,8 @@ def test_metrics_are_the_tables_columns_and_change_no_job():
 
 
 def test_a_setting_may_name_its_own_dataset_unless_the_sweep_has_a_datasets_axis():
-    settings = [{"label": "plain", "train.lr": 0.1}, {"label": "small", "data": {"dataset": "synthetic", "max_nodes": 8}}]
+    settings = [{"label": "plain", "train.lr": 0.1},
+                {"label": "small", "data": {"dataset": "synthetic", "max_nodes": 8}}]
     spec = {"name": "s", "base": BASE, "axes": {"attacks": ["random"], "settings": settings}}
     sweep = build_sweep(spec, Path("."))
     assert [(f.config.data.dataset, f.config.data.max_nodes) for f in sweep.federations] == [

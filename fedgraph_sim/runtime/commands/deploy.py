@@ -33,7 +33,8 @@ def _partitions(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fedgraph-sim deploy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=None, help="YAML file (default: the default round, experiments/configs/default_round.yaml)")
+    parser.add_argument("--config", default=None,
+                        help="YAML file (default: the default round, experiments/configs/default_round.yaml)")
     parser.add_argument("--role", default="all", help="all (default) | superlink | supernodes")
     parser.add_argument("--superlink", default=None, help="the SuperLink's HOST:PORT (default 127.0.0.1, a free port)")
     parser.add_argument("--partitions", type=_partitions, default=None,

@@ -50,12 +50,15 @@ def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fedgraph-sim reproduce", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="fedgraph-sim reproduce", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True)
-    parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all); a label with a comma in it is given as it is")
+    parser.add_argument("--cases", default=None, help="comma-separated case labels (default: all); "
+                                                      "a label with a comma in it is given as it is")
     parser.add_argument("--reuse", nargs="+", default=[], help="earlier reproductions' directories to take runs from")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any row records a failure")
-    parser.add_argument("--dry-run", action="store_true", help="validate every case and list them; run and write nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate every case and list them; run and write nothing")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")

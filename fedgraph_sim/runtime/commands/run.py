@@ -20,7 +20,8 @@ from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fedgraph-sim run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="fedgraph-sim run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=None,
                         help="YAML file (default: the default round, experiments/configs/default_round.yaml)")
     parser.add_argument("--dry-run", action="store_true", help="validate and print the resolved config")

@@ -22,7 +22,8 @@ from fedgraph_sim.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fedgraph-sim sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="fedgraph-sim sweep", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--config", help="sweep spec (YAML)")
     source.add_argument("--resume", help="an interrupted sweep directory to continue")
@@ -30,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="local",
                         help="local (--jobs spawned processes) | ray (Ray tasks; the cluster sets the parallelism)")
     parser.add_argument("--ray-address", default=None,
-                        help="with --backend ray: the cluster to join (e.g. auto, ray://HOST:10001); default a local Ray")
+                        help="with --backend ray: the cluster to join (e.g. auto, ray://HOST:10001); "
+                             "default a local Ray")
     parser.add_argument("--out", default=None, help="sweep directory (default: a new one under output.dir)")
     parser.add_argument("--force-new", action="store_true",
                         help="when --out holds a sweep of another spec, write to a new directory instead")

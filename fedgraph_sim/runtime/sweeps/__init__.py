@@ -31,8 +31,8 @@ def open_sweep(plan: Sweep, out_dir: str | Path | None = None, jobs: int = 1, pr
     return runner
 
 
-def sweep(spec: str | Path | dict | Sweep, out_dir: str | Path | None = None, jobs: int = 1,
-          progress=None, force_new: bool = False, backend: str = "local", ray_address: str | None = None) -> SweepResult:
+def sweep(spec: str | Path | dict | Sweep, out_dir: str | Path | None = None, jobs: int = 1, progress=None,
+          force_new: bool = False, backend: str = "local", ray_address: str | None = None) -> SweepResult:
     """Run a sweep: a spec file, a spec mapping (paper tables looked up in the current folder) or
     an expanded :class:`Sweep`, into ``out_dir`` (see :func:`open_sweep`). Jobs already finished
     there are kept, so the same call resumes an interrupted sweep. Everything is validated before

@@ -203,7 +203,8 @@ class SweepRunner:
     def _run(self) -> SweepResult:
         feds = [f for f in self.sweep.federations if not self._done(self.fed_dir(f))]
         cells = [c for c in self.sweep.cells if not self._done(self.cell_dir(c))]
-        self._counts = {"federation": len(self.sweep.federations) - len(feds), "cell": len(self.sweep.cells) - len(cells)}
+        self._counts = {"federation": len(self.sweep.federations) - len(feds),
+                        "cell": len(self.sweep.cells) - len(cells)}
         self._overall = None
         if self.progress is not None:
             total = len(self.sweep.federations) + len(self.sweep.cells)

@@ -218,7 +218,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                     f"'{label}' names its own dataset, so the sweep cannot also have axes.datasets")
             dataset = tree["data"]
         data = {"dataset": dataset} if isinstance(dataset, str) else dict(dataset)
-        require("dataset" in data, "axes.datasets", f"each entry is a name or a mapping with 'dataset' (got {dataset!r})")
+        require("dataset" in data, "axes.datasets",
+                f"each entry is a name or a mapping with 'dataset' (got {dataset!r})")
         tree = merge_tree(tree, {"data": data, "seed": seed, "defenses": setting.stack,
                                  "name": _slug(f"{name}-{data['dataset']}-s{seed}")})
         tree["attack"] = {**tree.get("attack", {}), "names": [], "params": {}, "limit": {}, "time_budgets": {}}
@@ -235,7 +236,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
         for attack in attack_names:
             cell_tree = config.model_dump(mode="json")
             cell_tree["attack"].update(names=[attack], **{
-                part: {attack: getattr(base_config.attack, part)[attack]} if attack in getattr(base_config.attack, part) else {}
+                part: {attack: getattr(base_config.attack, part)[attack]}
+                      if attack in getattr(base_config.attack, part) else {}
                 for part in ("params", "limit", "time_budgets")})
             for grant in ATTACK_GRANTS:
                 cell_tree["threat"][grant] = _only(getattr(base_config.threat, grant), [attack])
