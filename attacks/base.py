@@ -115,6 +115,13 @@ class Attack(ABC):
 
     name: ClassVar[str]
     paper: ClassVar[str]
+    #: What ``fedgraph-sim attacks`` and the README's attack table (``--markdown``) show: the
+    #: paper cited short (default ``paper``), the threat model it needs, what it recovers and its
+    #: defaults in words (markdown allowed).
+    cited_as: ClassVar[str] = ""
+    threat_model: ClassVar[str] = ""
+    recovers: ClassVar[str] = ""
+    defaults_note: ClassVar[str] = "-"
     requires: ClassVar[Requirements] = Requirements()
     #: ``per_graph``: one reconstruction per graph of the batch, in batch order.
     #: ``one_for_batch``: one reconstruction that stands for the whole batch (e.g. decoded from

@@ -59,6 +59,11 @@ def discretized(rec: Reconstruction, knowledge: AttackerKnowledge) -> Reconstruc
 @register
 class DLG(Attack):
     name = "dlg"
+    cited_as = "Zhu et al., NeurIPS 2019"
+    threat_model = "a FedSGD gradient, or a FedAvg update whose local steps it simulates; node count"
+    recovers = "features, edge scores, label (soft, optimised)"
+    defaults_note = ("L-BFGS lr 1, 100 steps, L2 distance, randn init; `optimizer: adam` with `signed: true` is "
+                     "TabLeak's sign trick")
     paper = "Zhu, Liu, Han. Deep Leakage from Gradients. NeurIPS 2019"
     requires = Requirements(node_count=True, regression=True)
     after_fit = ("discretize",)  # a "+BP" variant binarises the plain variant's own fit

@@ -37,6 +37,10 @@ def classifier_gradients(update: ObservedUpdate, knowledge: AttackerKnowledge):
 @register
 class IDLG(DLG):
     name = "idlg"
+    cited_as = "Zhao et al., 2020"
+    threat_model = "as dlg"
+    recovers = "features, edge scores; label from iDLG's rule first (counted for batches)"
+    defaults_note = "as dlg, `label_rule: idlg` (or `bias`)"
     paper = "Zhao, Mopuri, Bilen. iDLG: Improved Deep Leakage from Gradients. arXiv 2001.02610, 2020"
 
     @dataclass

@@ -71,6 +71,10 @@ def _crop(matrix: torch.Tensor, n: int) -> torch.Tensor:
 @register
 class MajorityType(Attack):
     name = "majority_type"
+    cited_as = "gradient-free prior"
+    threat_model = "aux graphs, node count"
+    recovers = "every node the aux set's most frequent type; no edges"
+    defaults_note = "-"
     paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
     requires = PRIOR_NEEDS
 
@@ -84,6 +88,10 @@ class MajorityType(Attack):
 @register
 class AuxMeanAdjacency(Attack):
     name = "aux_mean_adjacency"
+    cited_as = "gradient-free prior"
+    threat_model = "aux graphs, node count"
+    recovers = "mean aux adjacency cropped to n; aux type frequencies"
+    defaults_note = "-"
     paper = "gradient-free prior (our control for GraphDLG, Wei et al. 2026)"
     requires = PRIOR_NEEDS
 
@@ -98,6 +106,10 @@ class AuxMeanAdjacency(Attack):
 @register
 class AuxSample(Attack):
     name = "aux_sample"
+    cited_as = "gradient-free prior"
+    threat_model = "aux graphs, node count"
+    recovers = "a random aux graph of the closest size, cropped or padded to n"
+    defaults_note = "-"
     paper = "gradient-free prior: a random auxiliary graph of the victim's size"
     requires = PRIOR_NEEDS
 

@@ -17,6 +17,10 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 @register
 class RandomGuess(Attack):
     name = "random"
+    cited_as = "baseline (GraphDLG Table 1)"
+    threat_model = "node count"
+    recovers = "nothing: U[0,1] features and edge scores"
+    defaults_note = "-"
     paper = "uniform random baseline (GraphDLG, Wei et al. 2026, Table 1)"
     requires = Requirements(node_count=True, tasks=("graph", "node"), regression=True)
 

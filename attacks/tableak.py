@@ -37,6 +37,10 @@ def aligned(member: Reconstruction, reference: Reconstruction) -> Reconstruction
 @register
 class TabLeak(DLG):
     name = "tableak"
+    cited_as = "Vero et al., ICML 2023"
+    threat_model = "as dlg"
+    recovers = "features (per-block softmax), adjacency, label: median of an aligned ensemble"
+    defaults_note = "10 L-BFGS runs, lr 0.1, 2000 steps, discretised (GRAIN's adaptation)"
     paper = ("Vero, Balunović, Dimitrov, Vechev. TabLeak: Tabular Data Leakage in Federated Learning. "
              "ICML 2023")
 

@@ -61,6 +61,12 @@ SR_CALIBRATIONS = ("none", "amc_edges")
 @register
 class FedGIG(Attack):
     name = "fedgig"
+    cited_as = "Xiao et al., arXiv:2412.18513"
+    threat_model = ("exact FedSGD gradient of one graph, node count, the features (`threat.features_known`; "
+                    "`features: joint` recovers them), aux graphs for its auto-encoder")
+    recovers = ("a binary, symmetric, degree-capped adjacency (AMC), completed by a masked graph auto-encoder (SR) "
+                "into edge probabilities; label from the bias gradient")
+    defaults_note = "Adam lr 0.01, 1000 steps, L2 distance, n_max 4, alpha 0.15, beta 0.5; ablations `amc`, `sr`"
     paper = ("Xiao, Li, Qi, Wang, Li. FedGIG: Graph Inversion from Gradient in Federated Learning. "
              "arXiv 2412.18513, 2024")
     requires = Requirements(exact_gradient=True, node_count=True, single_graph=True, regression=True)

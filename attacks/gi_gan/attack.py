@@ -78,6 +78,14 @@ class Latent:
 @register
 class GIGAN(Attack):
     name = "gi_gan"
+    cited_as = ("GraphDLG's GI-GAN baseline: GIAS (Jeon et al., NeurIPS 2021) / GGL (Li et al., CVPR 2022) with a "
+                "MolGAN generator (De Cao & Kipf, arXiv:1805.11973)")
+    threat_model = ("exact FedSGD gradient of one graph, node count, aux graphs to train its generator (n <= the "
+                    "largest)")
+    recovers = ("features (per-block softmax) and edge probabilities from a WGAN-GP generator whose latent is "
+                "fitted to the gradient, cropped to n; label from the bias gradient")
+    defaults_note = ("WGAN-GP 500 generator steps (lambda 10, 5 critic steps, Adam 1e-4); Adam lr 0.01 on z, 100 "
+                     "steps, cosine distance")
     paper = ("GraphDLG's GI-GAN baseline: Jeon et al., Gradient Inversion with Generative Image Prior, NeurIPS "
              "2021 (GIAS) and Li et al., Generative Gradient Leakage, CVPR 2022 (GGL), with De Cao & Kipf's "
              "MolGAN generator, arXiv:1805.11973")

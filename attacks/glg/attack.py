@@ -72,6 +72,15 @@ def variant(update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
 @register
 class GLG(Attack):
     name = "glg"
+    cited_as = "Sinha et al., arXiv:2411.19440"
+    threat_model = ("exact FedSGD gradient of one graph (or a batch; with `fedavg: pseudo_gradient`, a FedAvg "
+                    "update read as one: an approximation), node count; Graph-a with `threat.features_known`, "
+                    "Graph-b with `threat.adjacency_known`, Graph-c with neither")
+    recovers = "edge probabilities (the projected N x N matrix, symmetrised), features, label (bias gradient, App. B)"
+    defaults_note = ("Adam lr 0.01, 2000 steps, cosine distance, no regularisers (the paper's molecule setting), "
+                     "Bernoulli(0.5) init; on node classifiers Node-2a/b/c with `threat.per_node_gradients`, else "
+                     "Node-1 (the paper's depth-2 tree, 10 children per node, 1000 steps); batches: Graph-a/b, "
+                     "Node-1 with `targets`")
     paper = ("Sinha, Liu, Du, Shen. Gradient Inversion Attack on Graph Neural Networks. "
              "arXiv 2411.19440, 2024")
     requires = Requirements(exact_gradient=True, node_count=True, tasks=("graph", "node"))

@@ -91,6 +91,13 @@ def edge_probabilities(h: Tensor) -> Tensor:
 @register
 class GRAGFA(Attack):
     name = "gra_gfa"
+    cited_as = ("Chen et al., IEEE TNSE 2024 (GraphDLG's \"GRA-GRF\" baseline)")
+    threat_model = ("exact FedSGD gradient of one graph (final layer only), node count, aux graphs for its feature "
+                    "generator")
+    recovers = ("edge scores sigmoid(H H^T) of node embeddings fitted to the final layer's gradient; node types "
+                "from a 2-layer GCN trained on the aux graphs, fed (those scores, N(0,1) features); label from the "
+                "bias gradient")
+    defaults_note = "Adam lr 0.1, 100 steps, L2 distance; generator hidden 64, 100 epochs, lr 0.01"
     paper = ("Chen, Ma, Ma, Zheng, Zhang. An Empirical Evaluation of the Data Leakage in Federated Graph "
              "Learning. IEEE TNSE 11(2), 2024 (GRA-GFA; GraphDLG's App. A.4 and Table 1 'GRA-GRF')")
     requires = Requirements(exact_gradient=True, node_count=True, single_graph=True, aux_graphs=True)

@@ -109,6 +109,15 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 @register
 class GRAIN(Attack):
     name = "grain"
+    cited_as = "Drencheva et al., ICLR 2025"
+    threat_model = ("exact FedSGD gradient of one graph (of a batch with the [ext] `batches`; local steps on one "
+                    "batch with the [ext] `local_steps`; a noisy or clipped update with the [ext] `noise_aware`, "
+                    "its noise read from the spectrum, and [ext] `rank_closed` ranking candidates where the noise "
+                    "closes the spectral gap; a node classifier's gradient, its node labels read from it), feature "
+                    "schema with a degree block, per-node readout (GCN or GAT)")
+    recovers = ("the whole graph, exactly up to isomorphism when the replayed gradient matches; else the closest "
+                "graph found; label")
+    defaults_note = "the official code's thresholds and budgets, see [GRAIN results](docs/results/grain.md)"
     paper = ("Drencheva, Petrov, Baader, Dimitrov, Vechev. GRAIN: Exact Graph Reconstruction from "
              "Gradients. ICLR 2025 (arXiv 2503.01838)")
     requires = Requirements(exact_gradient=True, tasks=("graph", "node"))

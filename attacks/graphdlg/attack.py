@@ -75,6 +75,11 @@ def minmax_rows(x: torch.Tensor) -> torch.Tensor:
 @register
 class GraphDLG(Attack):
     name = "graphdlg"
+    cited_as = "Wei et al., arXiv 2601.19745, 2026"
+    threat_model = ("exact FedSGD gradient (or, with `fedavg: pseudo_gradient`, a FedAvg update read as one: an "
+                    "approximation), auxiliary graphs, node count (`oracle`)")
+    recovers = "embedding, structure (decoder), features (GNFR), label"
+    defaults_note = "see [GraphDLG results](docs/results/graphdlg.md)"
     paper = ("Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. "
              "arXiv 2601.19745, 2026")
     requires = Requirements(exact_gradient=True, aux_graphs=True)

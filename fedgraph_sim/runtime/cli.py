@@ -7,7 +7,7 @@ inspect datasets before running anything, report on results after.
     fedgraph-sim deploy [--config FILE] [key=value ...]   one federation on the Deployment Engine
     fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
     fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
-    fedgraph-sim attacks [--plugin M] [--json]   every registered attack: paper, needs, defaults
+    fedgraph-sim attacks [--plugin M] [--json | --markdown]   every registered attack: paper, needs, defaults
     fedgraph-sim report DIR             report.md and figures/ for a run or sweep directory
 """
 
@@ -94,7 +94,7 @@ def _glg_full_row_rank(dataset) -> int:
 
 def attack_catalogue(plugins: list[str]) -> list[dict]:
     """Every registered attack (the package's and the ``plugins``'): name, paper, what it needs
-    from the threat model, its batch output and its parameters' defaults."""
+    from the threat model, its batch output, its parameters' defaults and its listing's words."""
     import dataclasses
 
     import attacks  # noqa: F401  (registers the package's attacks)
@@ -111,9 +111,35 @@ def attack_catalogue(plugins: list[str]) -> list[dict]:
         needs = [f.name for f in dataclasses.fields(cls.requires)
                  if f.name != "tasks" and getattr(cls.requires, f.name)]
         params = {f.name: getattr(cls.Params(), f.name) for f in dataclasses.fields(cls.Params)}
-        out.append({"name": name, "paper": cls.paper, "requires": needs, "tasks": list(cls.requires.tasks),
-                    "batch_output": cls.batch_output, "params": params})
+        out.append({"name": name, "paper": cls.paper, "cited_as": cls.cited_as or cls.paper, "requires": needs,
+                    "tasks": list(cls.requires.tasks), "batch_output": cls.batch_output, "params": params,
+                    "threat_model": cls.threat_model, "recovers": cls.recovers, "defaults": cls.defaults_note})
     return out
+
+
+def attack_table(rows: list[dict]) -> str:
+    """The markdown table of ``rows`` (:func:`attack_catalogue`), as the README shows it."""
+    lines = ["| name | paper | threat model | recovers | defaults |", "|---|---|---|---|---|"]
+    lines += [f"| `{r['name']}` | {r['cited_as']} | {r['threat_model'] or '-'} | {r['recovers'] or '-'} | "
+              f"{r['defaults']} |" for r in rows]
+    return "\n".join(lines)
+
+
+def readme_lists(plugins: list[str]) -> dict[str, str]:
+    """The README's generated parts, by the marker they stand between: the attack table and the
+    defense and metric lists, from the registries and the metric catalogue (``plugins`` imported
+    first). ``fedgraph-sim attacks --markdown`` prints them; ``tests/unit/test_readme.py`` keeps
+    the README equal to them."""
+    import clients.defenses  # noqa: F401  (registers the package's defenses)
+    from fedgraph_sim import registry
+    from fedgraph_sim.metrics import CATALOGUE
+
+    attacks = attack_table(attack_catalogue(plugins))
+    defenses = "Defenses (`defenses:` entries, stacked in order): " + ", ".join(
+        f"`{name}`" for name in registry.defenses) + "; secure aggregation is `threat.secure_aggregation`."
+    metrics = "Metrics (in every row, under each alignment, with the prior and the gain): " + ", ".join(
+        f"`{m.name}` ({m.short})" for m in CATALOGUE) + "."
+    return {"attacks": attacks, "defenses": defenses, "metrics": metrics}
 
 
 def cmd_attacks(args) -> int:
@@ -124,6 +150,10 @@ def cmd_attacks(args) -> int:
     rows = attack_catalogue(args.plugin)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
+        return 0
+    if args.markdown:
+        for name, text in readme_lists(args.plugin).items():
+            print(f"<!-- {name}: fedgraph-sim attacks --markdown -->\n{text}\n<!-- /{name} -->\n")
         return 0
     table = Table(title="attacks (attack.names; variants as name@label)")
     for column in ("name", "paper", "requires", "parameters (defaults)"):
@@ -162,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("attacks", help="every registered attack with its paper, needs and defaults")
     p.add_argument("--plugin", action="append", default=[], help="a plugin module to import first (repeatable)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--markdown", action="store_true",
+                   help="the README's generated parts: the attack table, the defense and metric lists")
     p.set_defaults(func=cmd_attacks)
     p = sub.add_parser("report", help="tables and figures of a run or sweep directory")
     p.add_argument("directory", help="a run directory (runs/...) or a sweep directory")

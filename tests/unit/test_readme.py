@@ -1,0 +1,66 @@
+"""The README's attack table and its defense and metric lists are what the registries and the
+metric catalogue say (``fedgraph-sim attacks --markdown`` prints them), and a plugin's pieces
+join them without any edit elsewhere."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from fedgraph_sim.runtime.cli import readme_lists
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BLOCK = re.compile(r"<!-- (\w+): fedgraph-sim attacks --markdown -->\n(.*?)\n<!-- /\1 -->", re.S)
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+from attacks import Attack, register
+from clients.defenses.base import Defense
+from fedgraph_sim import registry
+
+
+@register
+class Throwaway(Attack):
+    name = "throwaway_attack"
+    paper = "nobody, never"
+    cited_as = "a test's plugin"
+    threat_model = "whatever the server sees"
+    recovers = "nothing"
+
+    @dataclass
+    class Params:
+        steps: int = 3
+
+    def reconstruct(self, update, knowledge, ctx):
+        raise NotImplementedError
+
+
+@registry.defenses.register
+class ThrowawayDefense(Defense):
+    name = "throwaway_defense"
+'''
+
+
+def test_the_readme_shows_what_the_registries_hold():
+    shown = dict(BLOCK.findall(README.read_text()))
+    generated = readme_lists([])
+    assert set(shown) == set(generated) == {"attacks", "defenses", "metrics"}
+    for name, text in generated.items():
+        assert shown[name] == text, f"README's {name} differ from the registry: paste `fedgraph-sim attacks --markdown`"
+
+
+def test_a_plugins_attack_and_defense_join_the_listings(tmp_path):
+    # in a process of its own: the plugin's pieces stay out of this one's registries
+    (tmp_path / "throwaway_plugin.py").write_text(PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(README.parent)])}
+
+    def listing(*flags: str) -> str:
+        return subprocess.run([sys.executable, "-m", "fedgraph_sim", "attacks", "--plugin", "throwaway_plugin",
+                               *flags], env=env, capture_output=True, text=True, check=True).stdout
+
+    markdown = listing("--markdown")
+    assert "| `throwaway_attack` | a test's plugin | whatever the server sees | nothing | - |" in markdown
+    assert "`throwaway_defense`" in markdown and "| `grain` |" in markdown
+    assert "throwaway_attack" in listing() and '"name": "throwaway_attack"' in listing("--json")
