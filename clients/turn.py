@@ -16,7 +16,7 @@ from clients.defenses import ClientTurn, build_defenses
 from clients.training import fedavg_weights, fedsgd_gradient, per_node_gradients, round_batches
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import build_model
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.scenario import cached_scenario
 from fedgraph_sim.threat import PER_NODE_PREFIX
@@ -75,7 +75,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
     lr, steps, batch_size = float(settings["lr"]), int(settings["local-steps"]), int(settings["batch-size"])
 
     ds = scenario.dataset
-    model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+    model = build_model(config.model, ds.num_features, ds.num_classes)
     sent = msg.content["arrays"].to_torch_state_dict()  # load_state_dict copies: stays the sent weights
     model.load_state_dict(sent)
     chosen = round_batches(config.train.sampling, indices, batch_size, steps, round_, config.seed, partition_id)

@@ -389,7 +389,7 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.model.pool == "flatten" or config.model.flatten_nodes is not None:
         # the flatten readout's combinations, checked where the model declares them (a 1-feature,
         # 2-class stand-in: the data's widths are not known yet)
-        models.GraphClassifier(1, 2, **config.model.model_dump())
+        models.build_model(config.model, 1, 2)
     if config.threat.per_node_gradients and (config.model.task != "node" or config.train.local_steps != 1
                                              or config.train.batch_size != 1):
         raise ConfigError("threat.per_node_gradients: a leaky client replies per-node gradients of one subgraph: "

@@ -17,7 +17,7 @@ import torch
 from torch_geometric.data import Data
 
 from fedgraph_sim.data.schema import FeatureSchema
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import GraphClassifier, build_model
 
 
 #: ``client_key`` of the one update a server behind secure aggregation observes per round.
@@ -166,7 +166,7 @@ class AttackerKnowledge:
     def build_model(self, weights: dict[str, np.ndarray] | None = None,
                     dtype: torch.dtype = torch.float32) -> GraphClassifier:
         """The attacked architecture, loaded with ``weights`` (e.g. the round's global arrays)."""
-        model = GraphClassifier(self.num_features, self.num_classes, **self.model)
+        model = build_model(self.model, self.num_features, self.num_classes)
         if weights is not None:
             state = {k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()}
             model.load_state_dict(state)

@@ -35,7 +35,7 @@ from flwr.serverapp.strategy.fedopt import FedOpt
 from flwr.serverapp.strategy.strategy_utils import sample_nodes
 
 from fedgraph_sim.config import AGGREGATION_KEYS, RunConfig
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import AGGREGATE, PER_NODE_PREFIX, ClientFailure, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
@@ -219,7 +219,7 @@ STRATEGIES: dict[str, type] = {"fedavg": CuriousFedAvg, "fedavgm": CuriousFedAvg
 
 def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> ArrayRecord:
     torch.manual_seed(config.seed)
-    model = GraphClassifier(num_features, num_classes, **config.model.model_dump())
+    model = build_model(config.model, num_features, num_classes)
     return ArrayRecord(model.state_dict())
 
 

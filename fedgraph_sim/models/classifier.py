@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
@@ -240,6 +242,14 @@ class GraphClassifier(nn.Module):
         if self.readout_placement == "per_node":
             return dense_pool(self.classifier(rows), mask, self.pool)
         return self.classifier(dense_pool(rows, mask, self.pool, self.flatten_nodes))
+
+
+def build_model(spec: Any, num_features: int, num_classes: int) -> GraphClassifier:
+    """The model of the config's ``model`` section ``spec`` (a ``ModelConfig`` or its dict, as the
+    attacker's knowledge carries the architecture) for data of ``num_features`` and
+    ``num_classes``: the one way the server, the clients, the baseline and the attacker build it."""
+    options = spec if isinstance(spec, dict) else spec.model_dump()
+    return GraphClassifier(num_features, num_classes, **options)
 
 
 class DenseForward(nn.Module):

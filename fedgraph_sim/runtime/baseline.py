@@ -16,7 +16,7 @@ import numpy as np
 
 from clients.training import fedavg_weights
 from fedgraph_sim.config import RunConfig
-from fedgraph_sim.models import GraphClassifier, evaluate
+from fedgraph_sim.models import build_model, evaluate
 from fedgraph_sim.scenario import Scenario
 
 
@@ -25,7 +25,7 @@ class CentralisedBaseline:
         ds = scenario.dataset
         self.config, self.dataset = config, ds
         self.pool = np.concatenate([np.asarray(c) for c in scenario.clients if len(c)])
-        self.model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+        self.model = build_model(config.model, ds.num_features, ds.num_classes)
         self.model.load_state_dict(initial)
         self.round = 0
 

@@ -157,7 +157,7 @@ class Session:
         centralised baseline after as many rounds (``runtime/baseline.py``)."""
         from flwr.app import MetricRecord
 
-        from fedgraph_sim.models import GraphClassifier
+        from fedgraph_sim.models import build_model
         from fedgraph_sim.runtime.baseline import CentralisedBaseline
 
         test = self.scenario.test
@@ -165,7 +165,7 @@ class Session:
             return None
         ds = self.scenario.dataset
         graphs = [ds.graphs[i] for i in test]
-        model = GraphClassifier(ds.num_features, ds.num_classes, **self.config.model.model_dump())
+        model = build_model(self.config.model, ds.num_features, ds.num_classes)
         model.load_state_dict(arrays.to_torch_state_dict())
         metrics = evaluate(model, graphs, self.config.train.loss)
         if self.baseline is None:  # round 0: the initial weights, which the baseline starts from

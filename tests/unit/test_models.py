@@ -239,3 +239,16 @@ def test_node_classifier_scores_labelled_nodes_only():
     assert logits.shape == (2, 2) and targets.tolist() == [1, 1]
     graph_logits, graph_targets = GraphClassifier(3, 2).logits_and_targets(Batch.from_data_list([g]))
     assert graph_logits.shape == (1, 2) and graph_targets.tolist() == [1]
+
+
+def test_build_model_makes_the_same_model_from_the_config_section_or_its_dict():
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.models import build_model
+
+    section = load_config(None, ["model.hidden=8", "model.layers=3"]).model
+    torch.manual_seed(0)
+    from_section = build_model(section, 5, 3)
+    torch.manual_seed(0)
+    from_dict = build_model(section.model_dump(), 5, 3)
+    assert len(from_section.convs) == 3 and from_section.classifier.out_features == 3
+    assert all(torch.equal(a, b) for a, b in zip(from_section.state_dict().values(), from_dict.state_dict().values()))
