@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fedgraph_sim.errors import ConfigError, DiskFull
+from fedgraph_sim.jsonl_files import read_jsonl
 from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric, metric_column
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 
@@ -166,10 +167,8 @@ def _jsonable(value):
 
 
 def read_rows(run_dir: str | Path) -> list[dict]:
-    path = Path(run_dir) / "results.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The rows of ``<run_dir>/results.jsonl`` (a broken line skipped with a warning: :func:`read_jsonl`)."""
+    return read_jsonl(Path(run_dir) / "results.jsonl")
 
 
 def federation_key(row: dict) -> tuple:

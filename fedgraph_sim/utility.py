@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Iterable
 
+from fedgraph_sim.jsonl_files import read_jsonl
+
 UTILITY_FILE = "utility.jsonl"
 UTILITY_KEYS = ("test_accuracy", "test_auc", "test_loss", "test_rmse", "test_r2")  # classification | regression
 FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of the rounds
@@ -25,10 +27,7 @@ def write_utility(run_dir: str | Path, round: int, metrics: dict) -> None:
 
 
 def read_utility(run_dir: str | Path) -> list[dict]:
-    path = Path(run_dir) / UTILITY_FILE
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(Path(run_dir) / UTILITY_FILE)
 
 
 def final_utility(run_dir: str | Path) -> dict:

@@ -17,13 +17,13 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.jsonl_files import read_jsonl
 from fedgraph_sim.metrics import ALIGNMENTS, metric
 from fedgraph_sim.report.tables import REPORT_METRICS, table_metrics
 from fedgraph_sim.utility import final_utility, read_utility
+from fedgraph_sim.yaml_files import read_yaml
 
 RESULTS = "results.jsonl"
 REFERENCE = "reference.yaml"
@@ -95,31 +95,14 @@ def _table_metrics(spec: dict, kind: str, rows: list[dict], notes: list[str]) ->
         return _default_metrics(rows)
 
 
-def _read_jsonl(path: Path, notes: list[str]) -> list[dict]:
-    rows, bad = [], 0
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None  # e.g. the half-written last line of a killed run
-        if isinstance(row, dict):
-            rows.append(row)
-        else:
-            bad += 1
-    if bad:
-        notes.append(f"{path.name}: {bad} unreadable line(s) ignored")
-    return rows
-
-
 def _read_yaml(path: Path, notes: list[str]) -> dict:
+    """``path``'s mapping, or ``{}`` with a note: the report is written whatever a stored file holds."""
     if not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        notes.append(f"{path.name}: not readable YAML ({exc.__class__.__name__}); ignored")
+        data = read_yaml(path, path.name)
+    except ConfigError as exc:
+        notes.append(f"{exc}; ignored")
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -186,7 +169,7 @@ def load(directory: str | Path) -> ReportInput:
     notes: list[str] = []
     kind = "sweep" if (directory / "sweep.yaml").is_file() else "run"
     spec = _read_yaml(directory / ("sweep.yaml" if kind == "sweep" else "config.yaml"), notes)
-    rows = _with_utility(_read_jsonl(directory / RESULTS, notes), directory, kind)
+    rows = _with_utility(read_jsonl(directory / RESULTS, notes.append), directory, kind)
     for row in rows:
         # Grouping keys are text everywhere downstream, even where a row has them null.
         for key, default in (("dataset", ""), ("attack", "?"), ("defense", "none")):

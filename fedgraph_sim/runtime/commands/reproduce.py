@@ -21,11 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
-
 from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
 from fedgraph_sim.runtime.reproduction import case_grid, load_reproduction, markdown, size_buckets, table_columns
+from fedgraph_sim.yaml_files import read_yaml
 
 
 def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
@@ -39,7 +37,7 @@ def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
     if label not in runs:
         raise ConfigError(f"--reuse: no run of case '{label}' in {', '.join(map(str, reuse))}")
     run_dir = Path(runs[label])
-    earlier = yaml.safe_load((run_dir / "config.yaml").read_text())
+    earlier = read_yaml(run_dir / "config.yaml", "--reuse") or {}
     mine = config.model_dump(mode="json")
     for key in ("name", "output", "versions", "project"):
         earlier.pop(key, None)
@@ -118,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{time.time() - start:.0f} s (attacks {result.timings['attacks']:.0f} s)")
         else:
             summary = summarize(read_rows(run_dir))
-            earlier_version = (yaml.safe_load((run_dir / "config.yaml").read_text()) or {}).get("project", {})
+            earlier_version = (read_yaml(run_dir / "config.yaml", "--reuse") or {}).get("project", {})
             note = (f"{config.federation.rounds} rounds; reused run `{run_dir}` "
                     f"(commit {str(earlier_version.get('commit', 'unknown'))[:12]})")
         case_runs[case.label] = str(run_dir)

@@ -52,14 +52,9 @@ def main(argv: list[str] | None = None) -> int:
             sweep_dir = Path(args.resume)
             if not (sweep_dir / "sweep.yaml").is_file():
                 raise ConfigError(f"--resume: {sweep_dir} is not a sweep directory (no sweep.yaml)")
-            import yaml
+            from fedgraph_sim.yaml_files import read_yaml
 
-            try:
-                stored = yaml.safe_load((sweep_dir / "sweep.yaml").read_text())
-            except yaml.YAMLError as exc:
-                raise ConfigError(f"--resume: {sweep_dir / 'sweep.yaml'} is not valid YAML "
-                                  f"({str(exc).splitlines()[0]})") from None
-            sweep = build_sweep(stored, sweep_dir)
+            sweep = build_sweep(read_yaml(sweep_dir / "sweep.yaml", "--resume"), sweep_dir)
         else:
             sweep = load_sweep(args.config)
             sweep_dir = None

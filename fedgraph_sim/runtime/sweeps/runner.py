@@ -43,6 +43,7 @@ from fedgraph_sim.processes import die_with_parent
 from fedgraph_sim.runtime.stopping import kill_descendants
 from fedgraph_sim.results import project_version, read_rows, summarize, write_summary
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
+from fedgraph_sim.yaml_files import read_yaml
 
 DONE = "done"
 BACKENDS = ("local", "ray")  # a pool of spawned processes | Ray tasks (runtime.sweeps.ray_pool)
@@ -173,8 +174,8 @@ class SweepRunner:
         spec_file = self.dir / "sweep.yaml"
         if spec_file.exists():
             try:
-                stored = yaml.safe_load(spec_file.read_text())
-            except yaml.YAMLError:
+                stored = read_yaml(spec_file, "--out")
+            except ConfigError:  # unreadable: it differs from this spec, which the check says
                 stored = None
             differences = spec_differences(stored, spec)
             if differences:
