@@ -49,6 +49,8 @@ from server import sandbox
 from server.boundary import Boundary
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
+#: What the sandbox runs in the worker once it is inside (``module:function``, called with the socket).
+ENTRY = "server.attack_workers:serve"
 HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
 #: How long a new worker may take to import torch and build its attacks before its first call
 #: starts (the call's own clock starts when it does).
@@ -256,7 +258,7 @@ class WorkerPool:
     def _start(self, worker: _Worker) -> None:
         parent_end, child_end = socket.socketpair()
         life_read, worker.lifeline = os.pipe()
-        layout = self.boundary.layout(child_end.fileno(), life_read)
+        layout = {**self.boundary.layout(child_end.fileno(), life_read), "entry": ENTRY}
         env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
         try:
             worker.process = subprocess.Popen(sandbox.command(layout), pass_fds=(child_end.fileno(), life_read),

@@ -26,6 +26,7 @@ reads end-of-file there, so a killed server leaves no worker computing on.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import shutil
@@ -231,9 +232,10 @@ def main(layout: dict) -> None:
         _reap_as_init(layout)
     sys.path[:] = layout["sys_path"]
     _watch_lifeline(layout["lifeline_fd"])
-    from server.attack_workers import serve
-
-    serve(layout["conn_fd"])
+    # The program to run inside is named by the caller (the attack workers' ``ENTRY``), so the
+    # sandbox knows nothing above it and is imported by them, never the other way round.
+    module, _, function = layout["entry"].partition(":")
+    getattr(importlib.import_module(module), function)(layout["conn_fd"])
 
 
 if __name__ == "__main__":

@@ -61,3 +61,59 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     (tmp_path / "fine.py").write_text("from fedgraph_sim.config import load_config\n")
     found = offending([tmp_path / "core.py", tmp_path / "fine.py"], ABOVE_CORE)
     assert found == ["core.py imports fedgraph_sim.runtime", "core.py imports fedgraph_sim.runtime.run"]
+
+
+def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the project modules its imports name (function-local ones included). An import of
+    a module's own enclosing package is left out: a package's ``__init__`` running its submodules
+    is how Python loads it, not a circle between modules."""
+    from tests.unit.test_threat_boundary import module_name
+
+    files = [p for package in ("fedgraph_sim", "clients", "server", "attacks")
+             for p in sorted((root / package).rglob("*.py"))]
+    modules = {module_name(p, root): p for p in files}
+    graph = {}
+    for name, path in modules.items():
+        targets = {t for t in imported_modules(path, root) if t in modules}
+        graph[name] = {t for t in targets if t != name and not name.startswith(t + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v), on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_imports_another_in_a_circle():
+    graph = module_graph()
+    assert len(graph) > 100
+    assert circles(graph) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -22,7 +22,7 @@ from fedgraph_sim.processes import die_with_parent
 
 
 def run_job(job: str, args: list) -> dict:
-    """In a Ray worker: run ``job`` (a function of ``runner``) on ``args`` in a fresh interpreter."""
+    """In a Ray worker: run ``job`` (a function of :mod:`.jobs`) on ``args`` in a fresh interpreter."""
     proc = subprocess.run([sys.executable, "-m", __name__], input=json.dumps({"job": job, "args": args}),
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -72,10 +72,10 @@ def _main() -> None:
     die_with_parent(os.getppid())
     import torch
 
-    from fedgraph_sim.runtime.sweeps import runner
+    from fedgraph_sim.runtime.sweeps import jobs
 
     torch.set_num_threads(1)
-    result = getattr(runner, request["job"])(*request["args"])
+    result = getattr(jobs, request["job"])(*request["args"])
     print(json.dumps(result))
 
 

@@ -28,24 +28,20 @@ import fcntl
 import json
 import multiprocessing
 import os
-import shutil
-import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.processes import die_with_parent
 from fedgraph_sim.runtime.stopping import kill_descendants
 from fedgraph_sim.results import project_version, read_rows, summarize, write_summary
+from fedgraph_sim.runtime.sweeps.jobs import DONE, cell_job, federation_job, init_worker
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 from fedgraph_sim.yaml_files import read_yaml
 
-DONE = "done"
 BACKENDS = ("local", "ray")  # a pool of spawned processes | Ray tasks (runtime.sweeps.ray_pool)
 
 
@@ -56,69 +52,6 @@ def check_backend(backend: str, ray_address: str | None) -> None:
     if ray_address and backend != "ray":
         raise ConfigError("--ray-address: only with --backend ray")
 REFERENCE = "reference.yaml"  # the paper table the report sets beside ours
-
-
-@contextmanager
-def _output_to(log_path: Path):
-    """Send this process' stdout and stderr (file descriptors, so Ray's too) to ``log_path``."""
-    sys.stdout.flush(), sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a") as fh:
-        os.dup2(fh.fileno(), 1), os.dup2(fh.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush(), sys.stderr.flush()
-            os.dup2(saved[0], 1), os.dup2(saved[1], 2)
-            os.close(saved[0]), os.close(saved[1])
-
-
-@contextmanager
-def _job(final: Path, start: float, **info):
-    """A job's directory: written as ``<final>.partial`` (an interrupted attempt's leftovers
-    removed first), renamed to ``final`` once its done marker is in."""
-    partial = final.with_name(final.name + ".partial")
-    for stale in (partial, final):
-        if stale.exists():
-            shutil.rmtree(stale)  # an interrupted job: start it over
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    yield partial, info
-    (partial / DONE).write_text(json.dumps({"seconds": time.time() - start, **info}))
-    partial.rename(final)
-
-
-def _init_worker(parent: int) -> None:
-    # Die with the runner: a killed sweep leaves no worker writing on (elsewhere than Linux a
-    # worker finishes its job, whose .partial directory the next run discards).
-    die_with_parent(parent)
-    # One thread per worker: parallel jobs do not oversubscribe the cores, and float reductions
-    # run in the same order whatever --jobs is, so rows do not depend on it.
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def federation_job(config_json: str, fed_dir: str, log: str) -> dict:
-    """Worker: run one federation with capture on and no attacks."""
-    from fedgraph_sim.config import RunConfig
-    from fedgraph_sim.runtime import Session, run
-
-    with _job(Path(fed_dir), time.time()) as (path, _), _output_to(Path(log)):
-        config = RunConfig.model_validate_json(config_json)
-        run(config, session=Session(config, capture=True), run_dir=path)
-    return {}
-
-
-def cell_job(config_json: str, fed_dir: str, cell_dir: str, columns: dict, log: str) -> dict:
-    """Worker: replay a finished federation's capture to one attack."""
-    from fedgraph_sim.config import RunConfig
-    from fedgraph_sim.runtime.simulation import replay
-
-    with _job(Path(cell_dir), time.time()) as (path, info), _output_to(Path(log)):
-        info["rows"] = len(replay(RunConfig.model_validate_json(config_json), Path(fed_dir), path,
-                                  extra_columns=columns))
-    return info
 
 
 class SpecMismatch(ConfigError):
@@ -267,7 +200,7 @@ class SweepRunner:
 
             return RayPool(self.ray_address)
         context = multiprocessing.get_context("spawn")  # fresh interpreters: Ray and torch threads
-        return ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_init_worker,
+        return ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=init_worker,
                                    initargs=(os.getpid(),))
 
     def _federation_config(self, fed: Federation, pool) -> str:
