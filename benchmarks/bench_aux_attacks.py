@@ -20,7 +20,6 @@ import time
 
 import torch
 
-import attacks  # noqa: F401  (registers the attacks)
 from attacks.base import AttackContext, Budget, build_attack
 from clients.training import fedsgd_gradient
 from fedgraph_sim.data import load_dataset

@@ -19,7 +19,6 @@ import time
 import torch
 from torch_geometric.utils import to_dense_adj
 
-import attacks  # noqa: F401  (registers the attacks)
 from attacks.base import AttackContext, Budget, build_attack
 from attacks.fedgig.mgae import Training, train_mgae
 from clients.training import fedsgd_gradient

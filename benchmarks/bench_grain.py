@@ -30,7 +30,6 @@ import time
 
 import torch
 
-import attacks  # noqa: F401
 from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
 from attacks.grain import GRAIN
 from attacks.grain.blocks import one_hop_blocks

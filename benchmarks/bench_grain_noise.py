@@ -26,7 +26,6 @@ import time
 
 import torch
 
-import attacks  # noqa: F401
 from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
 from attacks.grain import GRAIN
 from clients.defenses.dp_gradients import DPGradients

@@ -15,7 +15,6 @@ import time
 import numpy as np
 import torch
 
-import attacks  # noqa: F401
 from attacks.base import AttackContext, Budget
 from attacks.graphdlg import GraphDLG, gnfr
 from clients.training import fedsgd_gradient

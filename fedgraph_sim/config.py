@@ -379,7 +379,16 @@ def validate_config(tree: dict) -> RunConfig:
 
 
 def _check_cross_fields(config: RunConfig) -> None:
-    from fedgraph_sim import models, registry  # models registers the conv types
+    from fedgraph_sim import registry
+
+    # First the names the registries declare, which imports nothing (torch comes with models).
+    for name in config.attack.names:
+        if ATTACK_NAME.fullmatch(name) and name.split("@")[0] not in registry.attacks:
+            registry.attacks.get(name.split("@")[0], key="attack.names")
+    for i, entry in enumerate(config.defenses):
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"] not in registry.defenses:
+            registry.defenses.get(entry["name"], key=f"defenses.{i}.name")
+    from fedgraph_sim import models  # registers the conv types
 
     k, m = config.federation.num_clients, config.federation.min_available
     if m is not None and m > k:

@@ -186,8 +186,6 @@ def serve(conn_fd: int) -> None:
     torch.set_num_threads(1)
     from fedgraph_sim.plugins import load_plugins
 
-    import attacks  # noqa: F401  (registers the attacks)
-
     specs, plugins = pickle.loads(conn.recv_bytes())
     load_plugins(plugins)
     instances = {name: cls(**params) for name, (cls, params) in specs.items()}

@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 
-from clients.defenses import dp_activations, dp_gradients, dp_hybrid, dp_sgd, prune  # noqa: F401
 from clients.defenses.base import ClientTurn, Defense, Update
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError

@@ -97,7 +97,6 @@ def attack_catalogue(plugins: list[str]) -> list[dict]:
     from the threat model, its batch output, its parameters' defaults and its listing's words."""
     import dataclasses
 
-    import attacks  # noqa: F401  (registers the package's attacks)
     from fedgraph_sim import registry
     from fedgraph_sim.plugins import load_plugins
 
@@ -130,7 +129,6 @@ def readme_lists(plugins: list[str]) -> dict[str, str]:
     defense and metric lists, from the registries and the metric catalogue (``plugins`` imported
     first). ``fedgraph-sim attacks --markdown`` prints them; ``tests/unit/test_readme.py`` keeps
     the README equal to them."""
-    import clients.defenses  # noqa: F401  (registers the package's defenses)
     from fedgraph_sim import registry
     from fedgraph_sim.metrics import CATALOGUE
 

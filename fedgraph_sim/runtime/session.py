@@ -50,7 +50,6 @@ def resolve(tree: dict, *, victim_graphs: int | None = None,
 
 def build_attacks(config: RunConfig) -> dict:
     """Every attack of ``attack.names`` built with its ``attack.params`` (by row name)."""
-    import attacks  # noqa: F401  (registers the attacks)
     from attacks.base import build_attack
 
     for name in config.attack.params:
@@ -62,7 +61,6 @@ def build_attacks(config: RunConfig) -> dict:
 
 def build_priors(config: RunConfig) -> dict[str, Prior]:
     """The gradient-free priors the metric catalogue compares with, as the evaluator calls them."""
-    import attacks  # noqa: F401
     from attacks.base import AttackContext, Budget, build_attack
 
     def prior(attack) -> Prior:

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 from fedgraph_sim.errors import ConfigError
@@ -41,8 +44,6 @@ def test_a_class_registers_under_its_own_name():
 
 def test_every_kind_registers_classes_by_their_name():
     """Attacks, defenses, conv types and auxiliary scenarios: one style, the name read from the class."""
-    import attacks  # noqa: F401
-    import clients.defenses  # noqa: F401  (registers the defenses)
     import fedgraph_sim.data.auxiliary  # noqa: F401  (registers the auxiliary scenarios)
     import fedgraph_sim.models  # noqa: F401
     from fedgraph_sim import registry
@@ -51,3 +52,27 @@ def test_every_kind_registers_classes_by_their_name():
         assert len(kind) > 0
         for name in kind:
             assert isinstance(kind.get(name), type) and kind.get(name).name == name
+
+
+def test_declared_pieces_load_when_first_looked_up():
+    # in a fresh process: this one has imported every attack already
+    probe = ("import sys\nfrom fedgraph_sim import registry\n"
+             "names = registry.attacks.names()\n"
+             "assert 'grain' in names and 'grain' in registry.attacks and 'prune' in registry.defenses\n"
+             "assert not any(m.startswith(('attacks.', 'clients.')) for m in sys.modules), 'names imported'\n"
+             "assert registry.attacks.get('GRAIN').name == 'grain'\n"
+             "assert 'attacks.grain.attack' in sys.modules and 'attacks.dlg' not in sys.modules\n"
+             "print('ok')")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_a_declared_piece_that_does_not_load_is_one_line():
+    from importlib import metadata
+
+    reg = Registry("attack", group="fedgraph_sim.attacks")
+    reg._declared = {"broken": metadata.EntryPoint("broken", "attacks.no_such_module:Nothing",
+                                                   "fedgraph_sim.attacks")}
+    with pytest.raises(ConfigError, match=r"^attack.names: attack 'broken' is declared as attacks.no_such_module:"
+                                          r"Nothing but does not load: ModuleNotFoundError"):
+        reg.get("broken", key="attack.names")

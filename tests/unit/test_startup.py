@@ -25,7 +25,7 @@ print("LOADED", " ".join(m for m in {heavy!r} if m in sys.modules))
     (["deploy", "--help"], 0), (["attacks", "--help"], 0), (["report", "--help"], 0),
     (["run", "--config", "/nonexistent.yaml"], 2), (["run", "federation.rounds=x"], 2),
     (["sweep", "--config", "/nonexistent.yaml"], 2), (["reproduce", "--config", "/nonexistent.yaml"], 2),
-    (["report", "/nonexistent"], 2),
+    (["report", "/nonexistent"], 2), (["run", "attack.names=[nope]"], 2), (["run", "defenses=[{name: nope}]"], 2),
 ])
 def test_help_and_early_errors_load_no_heavy_library(argv, code):
     out = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)], capture_output=True,

@@ -165,7 +165,6 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
     from clients.defenses import build_defenses
     from fedgraph_sim.runtime.session import Session, resolve
 
-    import attacks  # noqa: F401  (registers the attacks)
     from attacks.base import build_attack
 
     require(isinstance(spec, dict), "--config", "a sweep spec is a mapping")
