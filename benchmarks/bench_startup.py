@@ -7,7 +7,9 @@ directory) take, against a bare Python start, in fresh processes.
 Prints per command the median wall seconds and its ratio to ``python -c pass``. The heavy
 libraries (torch, PyG, Flower, Ray, matplotlib) are imported where a command needs them, so these
 lines stay well under a second; ``tests/unit/test_startup.py`` checks which modules they load.
-An error that needs the registries (an unknown attack or dataset) loads them and is not here.
+An unknown attack or defense is refused from the declared names; an error that needs a dataset
+loaded is not here. Run from another checkout (``cd OTHER && python /path/to/bench_startup.py``)
+to compare commits: ``-m fedgraph_sim`` imports the working directory's code.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ COMMANDS = (
     ["attacks", "--help"], ["report", "--help"],
     ["run", "--config", "/nonexistent.yaml"], ["run", "federation.rounds=x"], ["run", "no.such.key=1"],
     ["sweep", "--config", "/nonexistent.yaml"], ["reproduce", "--config", "/nonexistent.yaml"],
-    ["report", "/nonexistent"],
+    ["report", "/nonexistent"], ["run", "attack.names=[nope]"],
 )
 
 
