@@ -37,6 +37,7 @@ from typing import Any
 
 from fedgraph_sim.config import (ATTACK_GRANTS, DefenseSetting, RunConfig, default_tree, merge_tree, set_dotted,
                                  validate_config)
+from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.report.tables import table_metrics
 from fedgraph_sim.runtime.reproduction import load_reference
@@ -186,6 +187,9 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                   reference=load_reference(Path(folder), spec.get("reference")),
                   metrics=table_metrics(spec["metrics"]) if "metrics" in spec else None)
     if isinstance(axes.get("attacks"), list):  # per-attack settings in base refer to these
+        for name in axes["attacks"]:  # named by the axis, before the base config's own check
+            if isinstance(name, str) and name.split("@")[0] not in registry.attacks:
+                registry.attacks.get(name.split("@")[0], key="axes.attacks")
         base.setdefault("attack", {})["names"] = axes["attacks"]
     base_config = validate_config(copy.deepcopy(base))
     datasets = _axis(axes, "datasets", [base_config.data.dataset])
