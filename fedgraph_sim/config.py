@@ -383,11 +383,11 @@ def _check_cross_fields(config: RunConfig) -> None:
 
     # First the names the registries declare, which imports nothing (torch comes with models).
     for name in config.attack.names:
-        if ATTACK_NAME.fullmatch(name) and name.split("@")[0] not in registry.attacks:
-            registry.attacks.get(name.split("@")[0], key="attack.names")
+        if ATTACK_NAME.fullmatch(name):
+            registry.attacks.check(name.split("@")[0], key="attack.names")
     for i, entry in enumerate(config.defenses):
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"] not in registry.defenses:
-            registry.defenses.get(entry["name"], key=f"defenses.{i}.name")
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            registry.defenses.check(entry["name"], key=f"defenses.{i}.name")
     from fedgraph_sim import models  # registers the conv types
 
     k, m = config.federation.num_clients, config.federation.min_available

@@ -80,6 +80,11 @@ class Registry(Generic[T]):
             return self._items[k]
         raise ConfigError(f"{where}unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())}")
 
+    def check(self, name: str, key: str | None = None) -> None:
+        """Raise like :meth:`get` if ``name`` is neither registered nor declared, importing nothing."""
+        if name not in self:
+            self.get(name, key)
+
     def canonical(self, name: str) -> str:
         """The registered spelling of ``name`` (raises like :meth:`get`)."""
         self.get(name)

@@ -188,8 +188,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                   metrics=table_metrics(spec["metrics"]) if "metrics" in spec else None)
     if isinstance(axes.get("attacks"), list):  # per-attack settings in base refer to these
         for name in axes["attacks"]:  # named by the axis, before the base config's own check
-            if isinstance(name, str) and name.split("@")[0] not in registry.attacks:
-                registry.attacks.get(name.split("@")[0], key="axes.attacks")
+            if isinstance(name, str):
+                registry.attacks.check(name.split("@")[0], key="axes.attacks")
         base.setdefault("attack", {})["names"] = axes["attacks"]
     base_config = validate_config(copy.deepcopy(base))
     datasets = _axis(axes, "datasets", [base_config.data.dataset])
