@@ -11,17 +11,20 @@ Usage in a package's ``__init__.py``::
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any, Callable
 
 
 def lazy_exports(package: str, homes: dict[str, str]) -> tuple[Callable[[str], Any], list[str]]:
     """A module ``__getattr__`` serving each name of ``homes`` (name -> submodule of ``package``
-    that defines it) from its submodule, imported when the name is first used, and the sorted
-    ``__all__``."""
+    that defines it) from its submodule, imported when the name is first used and then kept as
+    the package's attribute, and the sorted ``__all__``."""
 
     def __getattr__(name: str) -> Any:
         if name not in homes:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f"{package}.{homes[name]}"), name)
+        value = getattr(importlib.import_module(f"{package}.{homes[name]}"), name)
+        setattr(sys.modules[package], name, value)  # later lookups skip this function
+        return value
 
     return __getattr__, sorted(homes)

@@ -11,7 +11,7 @@ of the schema their knowledge carries) does not import every loader with it
 
 from __future__ import annotations
 
-import importlib
+from fedgraph_sim.exports import lazy_exports
 
 _HOMES = {
     "schema": ("FeatureBlock", "FeatureSchema", "single_block_schema"),
@@ -25,22 +25,10 @@ _HOMES = {
     "tu": ("TU_NAMES", "load_tu"),
     "loaders": ("available_datasets", "load_dataset"),
 }
-_HOME = {name: module for module, names in _HOMES.items() for name in names}
+__getattr__, _ = lazy_exports(__name__, {name: module for module, names in _HOMES.items() for name in names})
 
 __all__ = [
     "FeatureBlock", "FeatureSchema", "GraphDataset", "adapt_width", "auxiliary_graphs",
     "available_datasets", "dirichlet_partition", "dirichlet_sample", "drop_large_graphs", "erdos_renyi_graphs",
     "load_dataset", "make_synthetic", "single_block_schema",
 ]
-
-
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
