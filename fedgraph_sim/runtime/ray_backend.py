@@ -9,11 +9,28 @@ counts each exit as a failed task and schedules a retry; when that retry is sche
 no traceback. Seen at the end of 2 of 3 reproduction cases on a loaded 2-core machine, and as the
 console line "Task ClientAppActor.terminate failed. There are 1 retries remaining" where the race
 went the other way. Killing the actors without restart submits no task, so nothing is retried.
+
+The same holds for a stop request (:mod:`fedgraph_sim.runtime.stopping`): :func:`kill_actors` kills
+every client actor, the busy ones included, without restart, so the backend's waits on the turns
+in flight end at once with an error and no turn is retried. Killing their processes instead would
+make Ray restart them and retry the turn, the race above. And ``ray.init`` replaces the SIGTERM
+handler by ``sys.exit``, which would end the main thread under the backend's worker threads
+(left waiting forever); the backend puts back the handler it found.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
+import weakref
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # the backends built in this process and not yet ended
+
+
+def kill_actors() -> int:
+    """Kill, without restart, every client actor of this process's live backends; returns how many."""
+    return sum(backend.kill_actors() for backend in list(_LIVE))
 
 
 def install() -> None:
@@ -27,14 +44,31 @@ def install() -> None:
     class KillingRayBackend(raybackend.RayBackend):
         kills_actors_on_terminate = True
 
-        def terminate(self) -> None:
+        def __init__(self, backend_config) -> None:
+            main = threading.current_thread() is threading.main_thread()
+            sigterm = signal.getsignal(signal.SIGTERM) if main else None
+            super().__init__(backend_config)  # ray.init
+            if sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
+            _LIVE.add(self)
+
+        def kill_actors(self) -> int:
+            """Kill the idle and the busy client actors without restart; returns how many."""
             import ray
 
+            if not self.pool:
+                return 0
+            actors = [*self.pool.pool, *list(self.pool._future_to_actor.values())]
+            for actor in actors:
+                with contextlib.suppress(Exception):  # already dead: nothing to end
+                    ray.kill(actor, no_restart=True)
+            return len(actors)
+
+        def terminate(self) -> None:
+            self.kill_actors()
             if self.pool:
-                for actor in self.pool.pool:
-                    with contextlib.suppress(Exception):  # already dead: nothing to end
-                        ray.kill(actor, no_restart=True)
                 self.pool.pool.clear()
+            _LIVE.discard(self)
             super().terminate()  # no actor left to terminate; shuts Ray down
 
     raybackend.RayBackend = KillingRayBackend

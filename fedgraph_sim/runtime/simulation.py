@@ -18,7 +18,7 @@ from fedgraph_sim.config import RunConfig, to_yaml
 from fedgraph_sim.errors import Stopped
 from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows
 from fedgraph_sim.runtime.session import Session, attack_pipeline
-from fedgraph_sim.runtime.stopping import kill_client_actors, quiet_console
+from fedgraph_sim.runtime.stopping import quiet_console
 from fedgraph_sim.utility import final_utility
 from server.strategy import last_line
 
@@ -28,7 +28,10 @@ FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
               "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
               # Ray's driver would otherwise install absl's failure handler for SIGTERM over ours
               # (runtime.stopping) and abort the run on it, its rows unsummarised
-              "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+              "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
+              # No task events (they feed Ray's dashboard, unused here): after a SIGTERM to the
+              # process group has ended Ray's GCS, ray.shutdown() waited 5 s for their buffer
+              "RAY_task_events_report_interval_ms": "0"}
 
 
 @dataclass
@@ -102,9 +105,9 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     from fedgraph_sim.runtime import ray_backend
     from fedgraph_sim.runtime.apps import make_client_app, make_server_app
 
-    ray_backend.install()
-    for key, value in FLOWER_ENV.items():
+    for key, value in FLOWER_ENV.items():  # before Ray is imported: it reads some at import
         os.environ.setdefault(key, value)
+    ray_backend.install()
     start = time.time()
     session = session or Session(config, progress=progress)
     run_dir = claim_run_dir(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
@@ -115,7 +118,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         config_json = config.model_dump_json()
         server_app = make_server_app(lambda context: session)
         client_app = make_client_app(lambda context: config_json)
-        session.stop.callbacks += [quiet_console, kill_client_actors]
+        session.stop.callbacks += [quiet_console, ray_backend.kill_actors]
         with session.stop.on_signals():
             try:
                 run_simulation(server_app=server_app, client_app=client_app,
@@ -130,7 +133,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
                 if not session.stop:  # what the stop killed, neither of them the run's
                     raise
                 log.debug("after the stop request", exc_info=True)
-            except SystemExit as exc:  # ray.init replaces our SIGTERM handler by sys.exit(15)
+            except SystemExit as exc:  # SIGTERM during ray.init, whose handler is sys.exit(15)
                 if exc.code != signal.SIGTERM:
                     raise
                 session.stop.set("SIGTERM")

@@ -5,8 +5,8 @@ Ray backend. Interrupting the main thread (Python's default for SIGINT) tears Ra
 backend's worker threads, which then wait forever for their results and keep the process alive.
 Here the first signal only sets a :class:`StopRequest` and runs its callbacks: the attack
 workers are killed (no row is written after them) and so are the Ray actors running client turns
-(:func:`kill_client_actors`; a turn in flight would otherwise be awaited, and an actor's first
-turn, its imports included, can take a minute on a loaded machine). The ServerApp's grid
+(:func:`fedgraph_sim.runtime.ray_backend.kill_actors`; a turn in flight would otherwise be awaited,
+and an actor's first turn, its imports included, can take a minute on a loaded machine). The ServerApp's grid
 (:class:`StoppableGrid`) raises :class:`RunStopped` at its next poll, which ends the strategy's
 loop, and the backend then shuts down as at the end of any run.
 The run writes the summary of the rows so far and reports the stop
@@ -32,26 +32,6 @@ if TYPE_CHECKING:
     from flwr.serverapp import Grid
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _is_ray_worker(cmdline: bytes) -> bool:
-    """A Ray worker process: titled ``ray::<actor or task>`` once running, ``default_worker.py``
-    while it starts (a client actor's first turn may still be importing torch)."""
-    return cmdline.startswith(b"ray::") or b"/ray/_private/workers/default_worker.py" in cmdline
-
-
-def kill_client_actors(root: int | None = None) -> int:
-    """SIGKILL the Ray worker processes below ``root`` (default: this process; the local Ray
-    cluster a simulation starts is its own), which run Flower's client actors, so the backend's
-    waits on their turns end at once (Ray reports the actors dead); returns how many. Linux only
-    (reads ``/proc``); elsewhere none is killed and the turns in flight finish."""
-    killed = 0
-    for pid in descendants(root):
-        with contextlib.suppress(OSError):
-            if _is_ray_worker(Path(f"/proc/{pid}/cmdline").read_bytes()):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-    return killed
 
 
 def _is_resource_tracker(cmdline: bytes) -> bool:

@@ -75,10 +75,10 @@ def test_a_second_signal_exits_at_once(tmp_path):
         os.kill(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=30)
         seconds = time.monotonic() - start
-        # 128 + SIGINT from our handler; in 2 of 7 runs here the process instead exited with 1 as
-        # fast and as silently (the cause is not found yet), so the test asserts the promptness
-        assert seconds < 10 and process.returncode in (1, 128 + signal.SIGINT), (seconds, process.returncode,
-                                                                                 err[-2000:])
+        # 128 + SIGINT from our handler. (A silent exit 1 here was Ray's driver exiting when it
+        # retried a killed actor's turn after ray.shutdown(); a stop now kills actors without restart.)
+        assert seconds < 10 and process.returncode == 128 + signal.SIGINT, (seconds, process.returncode,
+                                                                            err[-2000:])
         assert "error: stopped by" not in err  # exited at once, before the summary
     finally:
         if _group_alive(process.pid):

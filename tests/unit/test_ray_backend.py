@@ -1,5 +1,9 @@
 """The simulation's Ray backend ends its client actors by killing them, submitting no task that
-Ray could retry after ``ray.shutdown()`` (a retry then exits the whole run)."""
+Ray could retry after ``ray.shutdown()`` (a retry then exits the whole run); a stop kills the busy
+ones too; and ``ray.init``'s SIGTERM handler does not outlive the backend's construction."""
+
+import signal
+import sys
 
 import ray
 from flwr.server.superlink.fleet.vce.backend import raybackend
@@ -17,8 +21,9 @@ class Actor:
 
 
 class Pool:
-    def __init__(self, actors) -> None:
+    def __init__(self, actors, busy=()) -> None:
         self.pool = list(actors)
+        self._future_to_actor = {f"future-{i}": actor for i, actor in enumerate(busy)}
 
     def terminate_all_actors(self) -> None:
         for actor in self.pool:
@@ -33,9 +38,42 @@ def test_terminate_kills_every_actor_without_restart_and_submits_nothing(monkeyp
     killed, shutdowns = [], []
     monkeypatch.setattr(ray, "kill", lambda actor, no_restart: killed.append((actor, no_restart)))
     monkeypatch.setattr(ray, "shutdown", lambda: shutdowns.append(True))
-    actors = [Actor(), Actor()]
+    actors = [Actor(), Actor(), Actor()]
     backend = object.__new__(backend_class)  # no Ray cluster: only terminate() is exercised
-    backend.pool = Pool(actors)
+    backend.pool = Pool(actors[:2], busy=actors[2:])
     backend.terminate()
-    assert killed == [(actors[0], True), (actors[1], True)] and shutdowns == [True]
-    assert [a.submitted for a in actors] == [0, 0]
+    assert killed == [(a, True) for a in actors] and shutdowns == [True]
+    assert [a.submitted for a in actors] == [0, 0, 0]
+
+
+def test_a_stop_kills_the_busy_actors_of_every_live_backend(monkeypatch):
+    ray_backend.install()
+    killed = []
+    monkeypatch.setattr(ray, "kill", lambda actor, no_restart: killed.append((actor, no_restart)))
+    idle, busy = Actor(), Actor()
+    backend = object.__new__(raybackend.RayBackend)
+    backend.pool = Pool([idle], busy=[busy])
+    monkeypatch.setattr(ray_backend, "_LIVE", {backend})
+    assert ray_backend.kill_actors() == 2
+    assert killed == [(idle, True), (busy, True)]
+
+
+def test_the_backend_puts_back_the_sigterm_handler_ray_init_replaced(monkeypatch):
+    ray_backend.install()
+    flower_backend = raybackend.RayBackend.__mro__[1]
+
+    def init_like_ray(self, backend_config) -> None:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))  # as ray.init does
+        self.pool = None
+
+    def ours(signum, frame) -> None:
+        pass
+
+    monkeypatch.setattr(flower_backend, "__init__", init_like_ray)
+    previous = signal.signal(signal.SIGTERM, ours)
+    try:
+        backend = raybackend.RayBackend({})
+        assert signal.getsignal(signal.SIGTERM) is ours
+        assert backend in ray_backend._LIVE
+    finally:
+        signal.signal(signal.SIGTERM, previous)

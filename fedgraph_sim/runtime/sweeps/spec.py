@@ -39,6 +39,7 @@ from fedgraph_sim.config import (ATTACK_GRANTS, DefenseSetting, RunConfig, defau
                                  validate_config)
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError, require
+from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.report.tables import table_metrics
 from fedgraph_sim.runtime.reproduction import load_reference
 from fedgraph_sim.yaml_files import read_yaml
@@ -187,6 +188,8 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                   reference=load_reference(Path(folder), spec.get("reference")),
                   metrics=table_metrics(spec["metrics"]) if "metrics" in spec else None)
     if isinstance(axes.get("attacks"), list):  # per-attack settings in base refer to these
+        if isinstance(base.get("plugins"), list):  # a plugin's attack is known once it is imported
+            load_plugins(base["plugins"])
         for name in axes["attacks"]:  # named by the axis, before the base config's own check
             if isinstance(name, str):
                 registry.attacks.check(name.split("@")[0], key="axes.attacks")
