@@ -25,7 +25,7 @@ from typing import Iterable
 
 from fedgraph_sim.errors import ConfigError, DiskFull
 from fedgraph_sim.jsonl_files import read_jsonl
-from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, aggregate, bootstrap_ci, metric, metric_column
+from fedgraph_sim.metrics import ALIGNMENTS, aggregate, bootstrap_ci, all_metrics, metric, metric_column
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 
 #: What a summary entry is per: a sweep's training ``setting`` ("" outside a settings axis) too.
@@ -281,7 +281,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                      "alignment": alignment, "graphs": len(groups[key]),
                      "failed": sum(status.values()) - len(groups[key]),
                      "statuses": " ".join(f"{k}={v}" for k, v in sorted(status.items()))}
-            for m in CATALOGUE:
+            for m in all_metrics():
                 scored = mean_and_gain(groups[key], m.name, alignment)
                 entry[f"{m.name}_mean"] = scored["mean"]
                 entry[f"{m.name}_std"] = scored["std"]

@@ -35,7 +35,7 @@ from fedgraph_sim.config import RunConfig, defense_label
 from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.evaluation.drawings import DrawingStore
 from fedgraph_sim.evaluation.rows import ResultRow
-from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, metric_column, score_reconstruction
+from fedgraph_sim.metrics import ALIGNMENTS, all_metrics, metric_column, score_reconstruction
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 from fedgraph_sim.processes import one_torch_thread
 from fedgraph_sim.results import ResultWriter
@@ -186,7 +186,7 @@ class Evaluator:
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
                                             entries=self.config.metrics.entries, target=_target(rec, graph))
         for alignment, scores in by_alignment.items():
-            for entry in CATALOGUE:
+            for entry in all_metrics():
                 if entry.name not in scores:
                     continue
                 column = metric_column(alignment, entry.name)
@@ -212,7 +212,7 @@ class Evaluator:
                                                        target=_prior_target(graph))
                             for name, rec in ((n, recs[index])
                                               for n, recs in self.prior_outputs(update, graphs).items())}
-                for entry in CATALOGUE:
+                for entry in all_metrics():
                     for alignment in ALIGNMENTS:
                         values = [v for v in (by_prior[p][alignment].get(entry.name) for p in by_prior)
                                   if v is not None and not math.isnan(v)]

@@ -9,13 +9,13 @@ does not; GRAIN's GSM function itself is ``fedgraph_sim.metrics.gsm.gsm`` (the p
 from fedgraph_sim.exports import lazy_exports
 from fedgraph_sim.metrics.aggregate import aggregate, bootstrap_ci
 from fedgraph_sim.metrics.alignment import ALIGNMENTS, identity_alignment, matched_alignment
-from fedgraph_sim.metrics.catalogue import (CATALOGUE, METRICS, PLACES, PRIORS, Metric, direction_note,
-                                            metric, metric_column, prior_note, shown_in)
+from fedgraph_sim.metrics.catalogue import (PLACES, PRIORS, Metric, all_metrics, direction_note, metric,
+                                            metric_column, metric_names, prior_note, register_metric, shown_in)
 from fedgraph_sim.metrics.reconstruction import ENTRY_SETS
 
 __getattr__, _lazy = lazy_exports(__name__, {"EvaluationGNN": "gsm", "gsm_with_order": "gsm", "match_nodes": "gsm",
                                              "graph_metrics": "score", "score_reconstruction": "score"})
 
-__all__ = ["ALIGNMENTS", "CATALOGUE", "ENTRY_SETS", "METRICS", "PLACES", "PRIORS", "Metric", "aggregate",
-           "bootstrap_ci", "direction_note", "identity_alignment", "matched_alignment", "metric", "metric_column",
-           "prior_note", "shown_in", *_lazy]
+__all__ = ["ALIGNMENTS", "ENTRY_SETS", "PLACES", "PRIORS", "Metric", "aggregate", "all_metrics", "bootstrap_ci",
+           "direction_note", "identity_alignment", "matched_alignment", "metric", "metric_column", "metric_names",
+           "prior_note", "register_metric", "shown_in", *_lazy]

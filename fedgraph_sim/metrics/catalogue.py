@@ -4,8 +4,10 @@ A :class:`Metric` holds a metric's column name, its short header, its direction,
 graph it scores (node features or structure: a part the threat model grants earns no gain) and
 the function that computes it. Result rows, the
 information gain, summaries, terminal and markdown tables, reproduction tables and figures are all
-derived from :data:`CATALOGUE`; adding a metric is one entry here and its function. Where a metric
-is shown by default is the entry's own ``shown`` (:data:`PLACES`; :func:`shown_in` lists a place's).
+derived from :func:`all_metrics`: the package's metrics, then those plugins add with
+:func:`register_metric` (a ``plugins:`` module's import, in every process that scores or reports).
+Adding a metric is one entry and its function. Where a metric is shown by default is the entry's
+own ``shown`` (:data:`PLACES`; :func:`shown_in` lists a place's).
 
 **Sign convention.** The information gain over the prior is positive when the attack knows more
 than the prior on the same graph: ``value - prior`` for metrics where higher means a closer
@@ -63,6 +65,9 @@ class Metric:
         unknown = [p for p in self.shown if p not in PLACES]
         if unknown:
             raise ValueError(f"metric {self.name}: unknown places {unknown}; valid: {', '.join(PLACES)}")
+        if self.better not in ("higher", "lower") or self.part not in GRANT_OF:
+            raise ValueError(f"metric {self.name}: better is 'higher' or 'lower' (got {self.better!r}), part one "
+                             f"of {', '.join(GRANT_OF)} (got {self.part!r})")
 
     def best(self, values) -> float:
         """The closest of ``values`` (the priors' scores on one graph) in this metric's direction."""
@@ -77,8 +82,8 @@ def _gsm(key: str) -> Callable[[r.Aligned], float]:
     return lambda p: p.gsm[key]
 
 
-#: In the papers' order of interest, which tables and figures follow.
-CATALOGUE: tuple[Metric, ...] = (
+#: The package's metrics, in the papers' order of interest, which tables and figures follow.
+_BUILT_IN: tuple[Metric, ...] = (
     Metric("node_type_accuracy", "type ACC", "higher", "nodes", r.node_type_accuracy,
            shown=("terminal", "report", "rounds")),
     Metric("adj_auc", "AUC", "higher", "structure", r.adj_auc, shown=("terminal", "report", "rounds")),
@@ -105,18 +110,42 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("edge_jaccard", "Jaccard", "higher", "structure", r.edge_jaccard),
     Metric("adj_mse", "adj MSE", "lower", "structure", r.adj_mse),
 )
-METRICS: tuple[str, ...] = tuple(m.name for m in CATALOGUE)
-_BY_NAME = {m.name: m for m in CATALOGUE}
+_plugged: list[Metric] = []  # register_metric's, in registration order
+
+
+def register_metric(entry: Metric) -> Metric:
+    """Add a plugin's metric after the package's: every row then carries it under each alignment
+    with its prior and gain, and the listings and tables know it. Registering the same entry again
+    (a module imported twice) changes nothing; another with a taken name or header is refused."""
+    taken = [m for m in all_metrics() if m.name == entry.name or m.short == entry.short]
+    if taken == [entry]:
+        return entry
+    if taken:
+        raise ValueError(f"metric {entry.name} ({entry.short}): the name or header is taken by {taken[0].name}")
+    _plugged.append(entry)
+    return entry
+
+
+def all_metrics() -> tuple[Metric, ...]:
+    """Every metric: the package's, then the plugins'."""
+    return _BUILT_IN + tuple(_plugged)
+
+
+def metric_names() -> tuple[str, ...]:
+    return tuple(m.name for m in all_metrics())
 
 
 def shown_in(place: str) -> tuple[str, ...]:
     """The metrics ``place`` (one of :data:`PLACES`) shows by default, in catalogue order."""
-    return tuple(m.name for m in CATALOGUE if place in m.shown)
+    return tuple(m.name for m in all_metrics() if place in m.shown)
 
 
 def metric(name: str) -> Metric:
     """The catalogue entry of ``name`` (KeyError for an unknown name)."""
-    return _BY_NAME[name]
+    for entry in all_metrics():
+        if entry.name == name:
+            return entry
+    raise KeyError(name)
 
 
 def metric_column(alignment: str, name: str) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 
 from fedgraph_sim.errors import require
 from fedgraph_sim.metrics.alignment import ALIGNMENTS, identity_alignment, matched_alignment
-from fedgraph_sim.metrics.catalogue import CATALOGUE
+from fedgraph_sim.metrics.catalogue import all_metrics
 from fedgraph_sim.metrics.gsm import GSM_METRICS, gsm_with_order
 from fedgraph_sim.metrics.reconstruction import ENTRY_SETS, Aligned, as_array, structure_skipped
 
@@ -34,7 +34,7 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "iden
         require(order is not None, "metrics.alignment", "the gsm alignment needs its node correspondence")
     rows = None if target is None else (as_array(x_hat)[list(target[0])], as_array(x)[list(target[1])])
     pair = Aligned.of(x_hat, adj_hat, x, adj, order, schema=schema, entries=entries, gsm=gsm or {}, target=rows)
-    out = {m.name: m.compute(pair) for m in CATALOGUE if gsm is not None or m.name not in GSM_METRICS}
+    out = {m.name: m.compute(pair) for m in all_metrics() if gsm is not None or m.name not in GSM_METRICS}
     out["structure_skipped"] = structure_skipped(pair)
     return out
 

@@ -7,7 +7,8 @@ here so that everything downstream can rely on columns a single run does not wri
 numeric parameter) and ``test_accuracy`` (from the federation's ``utility.jsonl`` if missing).
 A sweep's tables show the columns its spec's ``metrics`` names (a run's ``config.yaml`` has a
 ``metrics`` section of its own, the scoring's ``entries``, so only ``sweep.yaml`` is read for them);
-otherwise the default columns, with GSM-0, GSM-2 and FULL when a row was scored for them.
+otherwise the default columns, with GSM-0, GSM-2 and FULL when a row was scored for them. The
+run's ``plugins`` are imported first, so that a plugin's metric is a column like the package's.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pathlib import Path
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.jsonl_files import read_jsonl
-from fedgraph_sim.metrics import ALIGNMENTS, metric
-from fedgraph_sim.report.tables import REPORT_METRICS, table_metrics
+from fedgraph_sim.metrics import ALIGNMENTS, metric, shown_in
+from fedgraph_sim.plugins import load_plugins
+from fedgraph_sim.report.tables import table_metrics
 from fedgraph_sim.utility import final_utility, read_utility
 from fedgraph_sim.yaml_files import read_yaml
 
@@ -38,7 +40,7 @@ class ReportInput:
     drawings: list[dict] = field(default_factory=list)
     reference: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # problems met while reading, for report.md
-    metrics: tuple[str, ...] = REPORT_METRICS  # the tables' metric columns
+    metrics: tuple[str, ...] = field(default_factory=lambda: shown_in("report"))  # the tables' metric columns
     # per federation, (dataset, setting, defense) -> its utility.jsonl rows (round by round)
     utility: dict[tuple, list[list[dict]]] = field(default_factory=dict)
 
@@ -79,7 +81,7 @@ def _default_metrics(rows: list[dict]) -> tuple[str, ...]:
     def scored(name: str) -> bool:
         return any(row.get(f"{alignment}_{name}") is not None for row in rows for alignment in ALIGNMENTS)
 
-    return tuple(m for m in REPORT_METRICS if not metric(m).counts_failures or scored(m))
+    return tuple(m for m in shown_in("report") if not metric(m).counts_failures or scored(m))
 
 
 def _table_metrics(spec: dict, kind: str, rows: list[dict], notes: list[str]) -> tuple[str, ...]:
@@ -105,6 +107,18 @@ def _read_yaml(path: Path, notes: list[str]) -> dict:
         notes.append(f"{exc}; ignored")
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _load_plugins(config: dict, notes: list[str]) -> None:
+    """Import the run's ``plugins``, whose metrics its rows carry and its tables may show; one that
+    no longer imports is a note (the report is written with the package's metrics)."""
+    plugins = config.get("plugins") if isinstance(config, dict) else None
+    if not isinstance(plugins, list):
+        return
+    try:
+        load_plugins(plugins)
+    except ConfigError as exc:
+        notes.append(f"{exc}; its metrics are not shown")
 
 
 def _with_utility(rows: list[dict], directory: Path, kind: str) -> list[dict]:
@@ -169,6 +183,7 @@ def load(directory: str | Path) -> ReportInput:
     notes: list[str] = []
     kind = "sweep" if (directory / "sweep.yaml").is_file() else "run"
     spec = _read_yaml(directory / ("sweep.yaml" if kind == "sweep" else "config.yaml"), notes)
+    _load_plugins(spec.get("base", {}) if kind == "sweep" else spec, notes)
     rows = _with_utility(read_jsonl(directory / RESULTS, notes.append), directory, kind)
     for row in rows:
         # Grouping keys are text everywhere downstream, even where a row has them null.

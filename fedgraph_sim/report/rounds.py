@@ -26,8 +26,6 @@ from fedgraph_sim.report.figures import _colors, _unique
 from fedgraph_sim.report.groups import Group, setting_label
 from fedgraph_sim.results import summarize
 
-LEAKAGE_METRICS = shown_in("rounds")
-
 
 def _mean_curve(curves: list[list[dict]], key: str) -> tuple[list[int], list[float]]:
     by_round: dict[int, list[float]] = defaultdict(list)
@@ -176,11 +174,12 @@ def _per_round(group: Group, column: str) -> tuple[list[int], list[float]]:
 def _leakage_figure(groups: list[Group], utility: dict, path: Path) -> Saved | Skipped:
     attack, datasets = groups[0].attack, _unique(g.dataset for g in groups)
     colors = _colors(_unique(setting_label(g.setting, g.defense) for g in groups))
-    figure = new_figure(4.2 * (len(LEAKAGE_METRICS) + 1), 3.4 * len(datasets) + 0.6)
-    axes = figure.subplots(len(datasets), len(LEAKAGE_METRICS) + 1, squeeze=False)
+    leakage = shown_in("rounds")
+    figure = new_figure(4.2 * (len(leakage) + 1), 3.4 * len(datasets) + 0.6)
+    axes = figure.subplots(len(datasets), len(leakage) + 1, squeeze=False)
     drawn = 0
     for row_axes, dataset in zip(axes, datasets):
-        for ax, name in zip(row_axes, LEAKAGE_METRICS):
+        for ax, name in zip(row_axes, leakage):
             for g in (g for g in groups if g.dataset == dataset):
                 color = colors[setting_label(g.setting, g.defense)]
                 rounds, values = _per_round(g, f"identity_{name}")

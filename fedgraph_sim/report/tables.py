@@ -18,12 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fedgraph_sim.errors import require
-from fedgraph_sim.metrics import METRICS, direction_note, metric, prior_note, shown_in
+from fedgraph_sim.metrics import direction_note, metric, metric_names, prior_note
 
-#: The terminal summary's metric columns (every metric is in summary.csv).
-TERMINAL_METRICS = shown_in("terminal")
-#: The report's markdown tables and per-metric figures (those counting failures where scored).
-REPORT_METRICS = shown_in("report")
 #: The label columns a summary entry can be told apart by.
 SUMMARY_LABELS = ("dataset", "attack", "setting", "defense", "alignment")
 
@@ -35,8 +31,9 @@ def table_metrics(names: Any, key: str = "metrics") -> tuple[str, ...]:
     require(isinstance(names, list) and len(names) > 0 and all(isinstance(n, str) for n in names), key,
             f"a non-empty list of metric names, the tables' columns (got {names!r}); the run config's "
             "metrics section goes under base")
+    valid = metric_names()
     for name in names:
-        require(name in METRICS, key, f"unknown metric '{name}'; valid: {', '.join(METRICS)}")
+        require(name in valid, key, f"unknown metric '{name}'; valid: {', '.join(valid)}")
     return tuple(names)
 
 

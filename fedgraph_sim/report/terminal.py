@@ -14,7 +14,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
-from fedgraph_sim.report.tables import SUMMARY_LABELS, TERMINAL_METRICS, Grid, summary_grid
+from fedgraph_sim.metrics import shown_in
+from fedgraph_sim.report.tables import SUMMARY_LABELS, Grid, summary_grid
 
 PIPE_WIDTH = 190  # when output is not a terminal (a log file) and COLUMNS is not set
 
@@ -96,5 +97,5 @@ def print_summary(summary: list[dict], title: str, out: Console | None = None,
                   metrics: tuple[str, ...] | None = None) -> None:
     """A run's or sweep's ``summarize`` entries: every label that varies; the ``metrics`` columns
     (a sweep spec's), else the terminal metrics."""
-    print_grid(summary_grid(summary, metrics or TERMINAL_METRICS, SUMMARY_LABELS, style="compact", utility=True,
+    print_grid(summary_grid(summary, metrics or shown_in("terminal"), SUMMARY_LABELS, style="compact", utility=True,
                             title=title), out)

@@ -25,15 +25,16 @@ from fedgraph_sim.errors import ConfigError, RunFailed
 STAT_COLUMNS = ("name", "source", "graphs", "classes", "feature_width", "mean_nodes", "max_nodes")
 
 
-def _print_table(rows: list[dict], title: str) -> None:
+def _print_table(rows: list[dict], title: str, columns: tuple[str, ...] = STAT_COLUMNS) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
-    for column in STAT_COLUMNS:
-        table.add_column(column, justify="left" if column in ("name", "source") else "right")
+    for column in columns:
+        table.add_column(column, justify="right" if isinstance(rows[0].get(column) if rows else "", (int, float))
+                         and not isinstance(rows[0].get(column), bool) else "left")
     for row in rows:
-        table.add_row(*(str(row.get(c, "")) for c in STAT_COLUMNS))
+        table.add_row(*(str(row.get(c, "")) for c in columns))
     Console().print(table)
 
 
@@ -92,18 +93,23 @@ def _glg_full_row_rank(dataset) -> int:
     return sum(rank_conditions(g.x.double())["x_full_row_rank"] for g in dataset.graphs)
 
 
-def attack_catalogue(plugins: list[str]) -> list[dict]:
-    """Every registered attack (the package's and the ``plugins``'): name, paper, what it needs
-    from the threat model, its batch output, its parameters' defaults and its listing's words."""
-    import dataclasses
-
-    from fedgraph_sim import registry
+def _import_plugins(plugins: list[str]) -> None:
     from fedgraph_sim.plugins import load_plugins
 
     try:
         load_plugins(plugins)
     except ConfigError as exc:  # the option's name on this command line
         raise ConfigError(str(exc).replace("plugins:", "--plugin:", 1)) from None
+
+
+def attack_catalogue(plugins: list[str]) -> list[dict]:
+    """Every registered attack (the package's and the ``plugins``'): name, paper, what it needs
+    from the threat model, its batch output, its parameters' defaults and its listing's words."""
+    import dataclasses
+
+    from fedgraph_sim import registry
+
+    _import_plugins(plugins)
     out = []
     for name in registry.attacks:
         cls = registry.attacks.get(name)
@@ -130,13 +136,13 @@ def readme_lists(plugins: list[str]) -> dict[str, str]:
     first). ``fedgraph-sim attacks --markdown`` prints them; ``tests/unit/test_readme.py`` keeps
     the README equal to them."""
     from fedgraph_sim import registry
-    from fedgraph_sim.metrics import CATALOGUE
+    from fedgraph_sim.metrics import all_metrics
 
     attacks = attack_table(attack_catalogue(plugins))
     defenses = "Defenses (`defenses:` entries, stacked in order): " + ", ".join(
         f"`{name}`" for name in registry.defenses) + "; secure aggregation is `threat.secure_aggregation`."
     metrics = "Metrics (in every row, under each alignment, with the prior and the gain): " + ", ".join(
-        f"`{m.name}` ({m.short})" for m in CATALOGUE) + "."
+        f"`{m.name}` ({m.short})" for m in all_metrics()) + "."
     return {"attacks": attacks, "defenses": defenses, "metrics": metrics}
 
 
@@ -160,6 +166,26 @@ def cmd_attacks(args) -> int:
         table.add_row(row["name"], row["paper"], ", ".join(row["requires"]) or "-",
                       ", ".join(f"{k}={v}" for k, v in row["params"].items()) or "-")
     console().print(table)
+    return 0
+
+
+def metric_catalogue(plugins: list[str]) -> list[dict]:
+    """Every metric (the package's, then the ``plugins'``): name, header, direction, the part of the
+    graph it scores, whether failures count 0 in its summary, where it is shown by default."""
+    from fedgraph_sim.metrics import all_metrics
+
+    _import_plugins(plugins)
+    return [{"name": m.name, "header": m.short, "better": m.better, "part": m.part,
+             "counts_failures": m.counts_failures, "shown": list(m.shown)} for m in all_metrics()]
+
+
+def cmd_metrics(args) -> int:
+    rows = metric_catalogue(args.plugin)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        _print_table([{**r, "shown": ", ".join(r["shown"]) or "-"} for r in rows],
+                     "metrics (columns <alignment>_<name>, each with prior_ and gain_)", tuple(rows[0]))
     return 0
 
 
@@ -193,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true",
                    help="the README's generated parts: the attack table, the defense and metric lists")
     p.set_defaults(func=cmd_attacks)
+    p = sub.add_parser("metrics", help="every metric with its header, direction and where it is shown")
+    p.add_argument("--plugin", action="append", default=[], help="a plugin module to import first (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_metrics)
     p = sub.add_parser("report", help="tables and figures of a run or sweep directory")
     p.add_argument("directory", help="a run directory (runs/...) or a sweep directory")
     p.set_defaults(func=cmd_report)

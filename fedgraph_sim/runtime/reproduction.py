@@ -24,13 +24,15 @@ from pathlib import Path
 from fedgraph_sim.config import (RunConfig, default_tree, merge_tree, parse_overrides, set_dotted,
                                  validate_config)
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.metrics import ALIGNMENTS, CATALOGUE, METRICS
+from fedgraph_sim.metrics import ALIGNMENTS, all_metrics, metric_names
 from fedgraph_sim.report.tables import Grid, markdown as grid_markdown, summary_grid, table_metrics
 from fedgraph_sim.yaml_files import read_yaml
 
-#: The columns of a reproduction table unless its config names others: every metric but those
-#: GRAIN reports over all attacked graphs (GSM, FULL), which its configs name explicitly.
-DEFAULT_TABLE_METRICS = tuple(m.name for m in CATALOGUE if not m.counts_failures)
+
+def default_table_metrics() -> tuple[str, ...]:
+    """The columns of a reproduction table unless its config names others: every metric but those
+    GRAIN reports over all attacked graphs (GSM, FULL), which its configs name explicitly."""
+    return tuple(m.name for m in all_metrics() if not m.counts_failures)
 
 
 @dataclass
@@ -158,7 +160,7 @@ def load_reference(folder: Path, key: str | None) -> dict:
 
 def table_columns(spec: dict) -> dict:
     """The ``metrics`` and ``alignments`` a reproduction config asks its tables to show."""
-    return {"metrics": tuple(spec.get("metrics", DEFAULT_TABLE_METRICS)),
+    return {"metrics": tuple(spec["metrics"]) if "metrics" in spec else default_table_metrics(),
             "alignments": tuple(spec.get("alignments", ALIGNMENTS))}
 
 
@@ -167,21 +169,21 @@ def paper_values(reference: dict, label: str, attack: str) -> dict[str, float]:
     numbers = reference.get("values", {}).get(label, {}).get(attack)
     if not isinstance(numbers, list):
         return {}
-    return {m: v for m, v in zip(reference.get("metrics", list(METRICS)), numbers) if v is not None}
+    return {m: v for m, v in zip(reference.get("metrics", list(metric_names())), numbers) if v is not None}
 
 
 def case_grid(label: str, summary: list[dict], reference: dict, style: str = "full",
-              metrics: tuple[str, ...] = DEFAULT_TABLE_METRICS,
+              metrics: tuple[str, ...] | None = None,
               alignments: tuple[str, ...] = ALIGNMENTS) -> Grid:
     """One case: our rows (attack x alignment) with the paper's row under each attack's first."""
     entries = [e for e in summary if e["alignment"] in alignments]
-    return summary_grid(entries, metrics, ("attack", "alignment"), style=style, title=label,
+    return summary_grid(entries, metrics or default_table_metrics(), ("attack", "alignment"), style=style, title=label,
                         paper=lambda e: paper_values(reference, label, e["attack"])
                         if e["alignment"] == alignments[0] else {})
 
 
 def markdown(label: str, summary: list[dict], reference: dict, note: str = "",
-             metrics: tuple[str, ...] = DEFAULT_TABLE_METRICS,
+             metrics: tuple[str, ...] | None = None,
              alignments: tuple[str, ...] = ALIGNMENTS) -> str:
     """One case's markdown section: heading, note, caption, table."""
     grid = case_grid(label, summary, reference, metrics=metrics, alignments=alignments)

@@ -53,7 +53,7 @@ def test_an_attack_that_returns_a_priors_output_gains_nothing_under_any_alignmen
     attack that returns a prior's own output never shows a positive gain, under any alignment,
     and the best of them shows exactly 0 on every metric (no alignment lends it a gain)."""
     from fedgraph_sim.threat import attack_seed
-    from fedgraph_sim.metrics import CATALOGUE, PRIORS
+    from fedgraph_sim.metrics import PRIORS, all_metrics
 
     config, knowledge, _, graphs = _case(tmp_path, [f"data.node_order={order}"])
     priors = build_priors(config)
@@ -71,7 +71,7 @@ def test_an_attack_that_returns_a_priors_output_gains_nothing_under_any_alignmen
                 if column.startswith("gain_"):
                     gains.setdefault((i, column), []).append(gain)
     columns = {column for _, column in gains}
-    assert {f"gain_{a}_{m.name}" for a in ("identity", "matched", "gsm") for m in CATALOGUE
+    assert {f"gain_{a}_{m.name}" for a in ("identity", "matched", "gsm") for m in all_metrics()
             if m.name not in ("target_rnmse",)} <= columns
     assert sum(any(v == v for v in values) for values in gains.values()) >= 2 * 3 * 15  # defined ones
     for key, values in gains.items():

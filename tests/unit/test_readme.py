@@ -1,6 +1,6 @@
 """The README's attack table and its defense and metric lists are what the registries and the
-metric catalogue say (``fedgraph-sim attacks --markdown`` prints them), and a plugin's pieces
-join them without any edit elsewhere."""
+metric catalogue say (``fedgraph-sim attacks --markdown`` prints them), and a plugin's attack,
+defense and metric join them and the listings without any edit elsewhere."""
 
 import os
 import re
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from attacks import Attack, register
 from clients.defenses.base import Defense
 from fedgraph_sim import registry
+from fedgraph_sim.metrics import Metric, register_metric
 
 
 @register
@@ -39,6 +40,9 @@ class Throwaway(Attack):
 @registry.defenses.register
 class ThrowawayDefense(Defense):
     name = "throwaway_defense"
+
+
+register_metric(Metric("throwaway_metric", "throwaway", "higher", "nodes", lambda pair: 0.5, shown=("report",)))
 '''
 
 
@@ -53,16 +57,18 @@ def test_the_readme_shows_what_the_registries_hold():
         assert shown[name] == text, f"README's {name} differ from the registry: paste `fedgraph-sim attacks --markdown`"
 
 
-def test_a_plugins_attack_and_defense_join_the_listings(tmp_path):
+def test_a_plugins_attack_defense_and_metric_join_the_listings(tmp_path):
     # in a process of its own: the plugin's pieces stay out of this one's registries
     (tmp_path / "throwaway_plugin.py").write_text(PLUGIN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(README.parent)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(README.parent)]), "COLUMNS": "200"}
 
-    def listing(*flags: str) -> str:
-        return subprocess.run([sys.executable, "-m", "fedgraph_sim", "attacks", "--plugin", "throwaway_plugin",
+    def listing(command: str, *flags: str) -> str:
+        return subprocess.run([sys.executable, "-m", "fedgraph_sim", command, "--plugin", "throwaway_plugin",
                                *flags], env=env, capture_output=True, text=True, check=True).stdout
 
-    markdown = listing("--markdown")
+    markdown = listing("attacks", "--markdown")
     assert "| `throwaway_attack` | a test's plugin | whatever the server sees | nothing | - |" in markdown
     assert "`throwaway_defense`" in markdown and "| `grain` |" in markdown
-    assert "throwaway_attack" in listing() and '"name": "throwaway_attack"' in listing("--json")
+    assert "`adj_mse` (adj MSE), `throwaway_metric` (throwaway)." in markdown  # after the package's
+    assert "throwaway_attack" in listing("attacks") and '"name": "throwaway_attack"' in listing("attacks", "--json")
+    assert "throwaway_metric" in listing("metrics") and '"name": "throwaway_metric"' in listing("metrics", "--json")

@@ -13,11 +13,10 @@ from fedgraph_sim.report.drawings import pick
 from fedgraph_sim.report.groups import group_rows
 from fedgraph_sim.report.inputs import defense_setting, load
 from fedgraph_sim.report.rounds import round_windows
-from fedgraph_sim.metrics import metric
-from fedgraph_sim.report.tables import REPORT_METRICS
+from fedgraph_sim.metrics import metric, shown_in
 
 #: The report's metrics shown whatever the rows (the fixture has no GSM or FULL scores).
-ALWAYS = tuple(m for m in REPORT_METRICS if not metric(m).counts_failures)
+ALWAYS = tuple(m for m in shown_in("report") if not metric(m).counts_failures)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STACKS = {"none": [], "dp_gradients(sigma=0.1)": [{"name": "dp_gradients", "sigma": 0.1}],
@@ -320,3 +319,41 @@ def test_the_pareto_x_is_the_auc_where_the_task_has_one():
     points = settings(group_rows([row("none", 0.7), row("prune(p=0.9)", 0.6)]), "full_repo")
     assert points["toy", "", "none"][0] == 0.7 and points["toy", "", "prune(p=0.9)"][0] == 0.6
     assert settings(group_rows([row("none", None)]), "full_repo")["toy", "", "none"][0] == 0.94
+
+
+@pytest.fixture
+def metric_plugin(tmp_path, monkeypatch):
+    """A plugin module defining one metric, importable for this test only."""
+    import sys
+
+    import fedgraph_sim.metrics.catalogue as catalogue
+
+    monkeypatch.setattr(catalogue, "_plugged", [])
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "atom_count_metric.py").write_text(
+        "from fedgraph_sim.metrics import Metric, register_metric\n\n"
+        "register_metric(Metric('atom_count_error', 'atoms err', 'lower', 'nodes', lambda pair: 0.0,"
+        " shown=('report',)))\n")
+    monkeypatch.syspath_prepend(str(folder))
+    yield "atom_count_metric"
+    sys.modules.pop("atom_count_metric", None)
+
+
+def test_a_plugins_metric_is_a_column_of_its_runs_report(tmp_path, metric_plugin):
+    run = tmp_path / "run"
+    rows = [{**_row("graphdlg", "none", 0, g, 0.6, 0.9), "identity_atom_count_error": 0.25 * g} for g in (0, 1)]
+    _write_rows(run, rows)
+    (run / "config.yaml").write_text(yaml.safe_dump({"name": "run", "plugins": [metric_plugin]}))
+    md = render(run).path.read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| attack | defense |"))
+    assert header.endswith("| edge ACC | atoms err | test acc |")  # after the package's, as registered
+    assert _table_row(md, "| graphdlg | none |").split(" | ")[-2] == "0.1250 ± 0.1250"  # mean ± std of 0 and 0.25
+
+
+def test_a_plugin_that_no_longer_imports_is_a_note(tmp_path):
+    run = tmp_path / "run"
+    _write_rows(run, [_row("graphdlg", "none", 0, 0, 0.6, 0.9)])
+    (run / "config.yaml").write_text(yaml.safe_dump({"name": "run", "plugins": ["gone_plugin_module"]}))
+    md = render(run).path.read_text()
+    assert "plugins: cannot import 'gone_plugin_module'" in md and "its metrics are not shown" in md

@@ -5,8 +5,11 @@ import math
 
 from rich.console import Console
 
-from fedgraph_sim.report.tables import SUMMARY_LABELS, TERMINAL_METRICS, summary_grid
+from fedgraph_sim.metrics import shown_in
+from fedgraph_sim.report.tables import SUMMARY_LABELS, summary_grid
 from fedgraph_sim.report.terminal import fit, print_summary
+
+TERMINAL_METRICS = shown_in("terminal")
 
 LONG = "prune(p=0.9)+dp_gradients(sigma=0.1,noise=gaussian,laplace_param=variance)"
 
