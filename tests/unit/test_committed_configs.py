@@ -263,7 +263,8 @@ def check(name: str, args: tuple[str, ...], real_data: bool, request: pytest.Fix
     if name in PARSE_ONLY:
         parse_only(name, args)
         return
-    assert name in (*DRY_RUN, "info", "attacks"), f"no check for `fedgraph-sim {name}` commands: add one here"
+    assert name in (*DRY_RUN, "info", "attacks", "metrics"), \
+        f"no check for `fedgraph-sim {name}` commands: add one here"
     if name in DRY_RUN and "--dry-run" not in args:
         args = (*args, "--dry-run")
     no_data = real_data and (store.data_root() is None or not (store.data_root() / "tu").is_dir())
