@@ -29,10 +29,12 @@ def _print_table(rows: list[dict], title: str, columns: tuple[str, ...] = STAT_C
     from rich.console import Console
     from rich.table import Table
 
+    def numeric(value) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
     table = Table(title=title)
-    for column in columns:
-        table.add_column(column, justify="right" if isinstance(rows[0].get(column) if rows else "", (int, float))
-                         and not isinstance(rows[0].get(column), bool) else "left")
+    for column in columns:  # numbers right-aligned, as the first row has them
+        table.add_column(column, justify="right" if rows and numeric(rows[0].get(column)) else "left")
     for row in rows:
         table.add_row(*(str(row.get(c, "")) for c in columns))
     Console().print(table)
