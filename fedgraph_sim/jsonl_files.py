@@ -1,5 +1,5 @@
-"""Reading a JSON-lines file the bench wrote (``results.jsonl``, ``utility.jsonl``): the one
-reader, with one policy for a broken line.
+"""Reading a JSON-lines file the bench wrote (``results.jsonl`` of a run still going or killed,
+``utility.jsonl``): the one reader, with one policy for a broken line.
 
 A line that is not a JSON object (the half-written last line of a run that was killed, or of a
 disk that filled) is skipped and counted, never fatal: every complete line before and after it is

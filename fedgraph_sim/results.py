@@ -2,8 +2,9 @@
 
 ``runs/<timestamp>-<name>/``: ``config.yaml`` (resolved, with the seed, library versions and the
 project's own version: its commit and whether the tree had uncommitted changes),
-``results.jsonl`` (one row per attack x client x round x graph, flushed as written),
-``summary.csv`` (mean and std per attack, defense and alignment), ``audit/``, ``log.txt``.
+``results.jsonl`` (one row per attack x client x round x graph, flushed as written while the run
+goes; a killed run leaves its rows here), ``results.parquet`` (the same rows, columnar, once the
+run has ended: :func:`seal`), ``summary.csv`` (mean and std per attack, defense and alignment), ``audit/``, ``log.txt``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import csv
 import errno
 import functools
 import json
+import logging
 import math
 import os
 import subprocess
@@ -21,15 +23,20 @@ import time
 from collections import Counter, defaultdict
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from fedgraph_sim.errors import ConfigError, DiskFull
 from fedgraph_sim.jsonl_files import read_jsonl
+from fedgraph_sim.parquet_rows import read_parquet, write_parquet
 from fedgraph_sim.metrics import ALIGNMENTS, aggregate, bootstrap_ci, all_metrics, metric, metric_column
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 
+log = logging.getLogger(__name__)
+
 #: What a summary entry is per: a sweep's training ``setting`` ("" outside a settings axis) too.
 SUMMARY_KEYS = ("dataset", "attack", "setting", "defense", "alignment")
+#: A run's rows: streamed to the JSON-lines file while it goes, sealed into Parquet when it ends.
+RESULTS_JSONL, RESULTS_PARQUET = "results.jsonl", "results.parquet"
 
 
 
@@ -136,7 +143,7 @@ class ResultWriter:
     raised)."""
 
     def __init__(self, run_dir: str | Path) -> None:
-        self.path = Path(run_dir) / "results.jsonl"
+        self.path = Path(run_dir) / RESULTS_JSONL
         self._lock = threading.Lock()
         self.rows = 0
 
@@ -166,9 +173,44 @@ def _jsonable(value):
     return str(value)
 
 
-def read_rows(run_dir: str | Path) -> list[dict]:
-    """The rows of ``<run_dir>/results.jsonl`` (a broken line skipped with a warning: :func:`read_jsonl`)."""
-    return read_jsonl(Path(run_dir) / "results.jsonl")
+def read_rows(run_dir: str | Path, on_broken: Callable[[str], None] | None = None) -> list[dict]:
+    """The rows of a run or sweep directory: ``results.parquet``'s, then any ``results.jsonl``
+    holds (a run still going, or killed; a broken line skipped and counted to ``on_broken``, as
+    :func:`~fedgraph_sim.jsonl_files.read_jsonl` does)."""
+    run_dir = Path(run_dir)
+    sealed = read_parquet(run_dir / RESULTS_PARQUET) if (run_dir / RESULTS_PARQUET).is_file() else []
+    return sealed + read_jsonl(run_dir / RESULTS_JSONL, on_broken)
+
+
+def has_rows(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a results file of either kind."""
+    return any((Path(run_dir) / name).is_file() for name in (RESULTS_PARQUET, RESULTS_JSONL))
+
+
+def seal(run_dir: str | Path) -> Path | None:
+    """Move a run's streamed rows into ``results.parquet`` (kept rows first) and delete
+    ``results.jsonl``, once the Parquet file is whole; None when there was nothing to move. A
+    failure to write leaves the JSON lines where they are, so nothing written is lost."""
+    run_dir = Path(run_dir)
+    if not (run_dir / RESULTS_JSONL).is_file():
+        return None
+    try:
+        path = write_rows(run_dir, read_rows(run_dir))
+    except OSError as exc:  # a full disk: the rows stay readable where they are
+        log.warning("%s: rows kept in %s, not sealed into %s (%s)", run_dir, RESULTS_JSONL, RESULTS_PARQUET,
+                    exc.strerror or exc)
+        with contextlib.suppress(OSError):
+            (run_dir / (RESULTS_PARQUET + ".partial")).unlink()
+        return None
+    return path
+
+
+def write_rows(run_dir: str | Path, rows: list[dict]) -> Path:
+    """``rows`` as ``<run_dir>``'s results, whatever it held before: ``results.parquet``, and no
+    ``results.jsonl`` once that is whole (a sweep's merged table; :func:`seal`)."""
+    path = write_parquet(rows, Path(run_dir) / RESULTS_PARQUET)
+    (Path(run_dir) / RESULTS_JSONL).unlink(missing_ok=True)
+    return path
 
 
 def federation_key(row: dict) -> tuple:
@@ -312,7 +354,7 @@ def faults(rows: Iterable[dict], failed_turns: Iterable[str] = ()) -> str:
     if counts:
         kinds = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         parts.append(f"{sum(counts.values())} row(s) record a failure ({kinds}); each row's message says why "
-                     "(results.jsonl)")
+                     "(the run's results)")
     if turns:
         non_finite = sum(reason.startswith("non-finite update") for reason in turns)
         extra = f", {non_finite} of them a non-finite update left out of the aggregate" if non_finite else ""

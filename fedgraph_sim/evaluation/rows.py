@@ -1,4 +1,5 @@
-"""The result row: one attacked graph of one update, as ``results.jsonl`` stores it."""
+"""The result row: one attacked graph of one update, as ``results.jsonl`` and
+``results.parquet`` store it."""
 
 from __future__ import annotations
 

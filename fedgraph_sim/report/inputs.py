@@ -20,14 +20,13 @@ from pathlib import Path
 
 from fedgraph_sim.config import DefenseSetting
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.jsonl_files import read_jsonl
 from fedgraph_sim.metrics import ALIGNMENTS, metric, shown_in
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.report.tables import table_metrics
+from fedgraph_sim.results import RESULTS_JSONL, RESULTS_PARQUET, has_rows, read_rows
 from fedgraph_sim.utility import final_utility, read_utility
 from fedgraph_sim.yaml_files import read_yaml
 
-RESULTS = "results.jsonl"
 REFERENCE = "reference.yaml"
 
 
@@ -174,17 +173,18 @@ def _drawings(directory: Path, notes: list[str]) -> list[dict]:
 
 
 def load(directory: str | Path) -> ReportInput:
-    """Read a run or sweep directory; a missing directory or ``results.jsonl`` is a ConfigError."""
+    """Read a run or sweep directory; a missing directory or results file is a ConfigError."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory}: no such directory")
-    if not (directory / RESULTS).is_file():
-        raise ConfigError(f"{directory}: no {RESULTS} here (expected a run or sweep directory)")
+    if not has_rows(directory):
+        raise ConfigError(f"{directory}: no {RESULTS_PARQUET} or {RESULTS_JSONL} here "
+                          "(expected a run or sweep directory)")
     notes: list[str] = []
     kind = "sweep" if (directory / "sweep.yaml").is_file() else "run"
     spec = _read_yaml(directory / ("sweep.yaml" if kind == "sweep" else "config.yaml"), notes)
     _load_plugins(spec.get("base", {}) if kind == "sweep" else spec, notes)
-    rows = _with_utility(read_jsonl(directory / RESULTS, notes.append), directory, kind)
+    rows = _with_utility(read_rows(directory, notes.append), directory, kind)
     for row in rows:
         # Grouping keys are text everywhere downstream, even where a row has them null.
         for key, default in (("dataset", ""), ("attack", "?"), ("defense", "none")):

@@ -24,7 +24,7 @@ from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.models import evaluate
 from fedgraph_sim.plugins import load_plugins
-from fedgraph_sim.results import provenance, read_rows, summarize, write_summary
+from fedgraph_sim.results import provenance, read_rows, seal, summarize, write_summary
 from fedgraph_sim.runtime.stopping import StopRequest
 from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge
@@ -173,6 +173,7 @@ class Session:
 
     def finish(self) -> list[dict]:
         self.close()
+        seal(self.run_dir)
         summary = summarize(with_utility(read_rows(self.run_dir), final_utility(self.run_dir)))
         write_summary(self.run_dir, summary)
         return summary

@@ -16,7 +16,7 @@ from pathlib import Path
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, to_yaml
 from fedgraph_sim.errors import Stopped
-from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows
+from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows, seal
 from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.runtime.stopping import quiet_console
 from fedgraph_sim.utility import final_utility
@@ -166,7 +166,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
 def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None,
            extra_columns: dict | None = None) -> list[dict]:
     """Run ``config``'s attacks on the updates a captured federation observed; rows (with the
-    federation's final test accuracy) go to ``out_dir/results.jsonl``."""
+    federation's final test accuracy) go to ``out_dir``'s results (``results.parquet`` once done)."""
     session = Session(config, progress=progress)
     out_dir = claim_run_dir(out_dir)
     (out_dir / "config.yaml").write_text(to_yaml(config, provenance()))
@@ -179,4 +179,5 @@ def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None
             runner(*store.read(round_))
     finally:
         runner.close()
+    seal(out_dir)
     return read_rows(out_dir)

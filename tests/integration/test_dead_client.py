@@ -2,13 +2,14 @@
 running once more; a turn that kills its process every time fails alone, as one row naming its
 client in one line, and the federation goes on."""
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from fedgraph_sim.results import read_rows
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +27,8 @@ def _run(tmp_path: Path, death: str) -> tuple[list[dict], str]:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "ClientAppActor.terminate failed" not in done.stderr  # the backend kills its actors at the end
-    (results,) = (tmp_path / "runs").glob("*/results.jsonl")
-    return [json.loads(line) for line in results.read_text().splitlines()], done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    return read_rows(run_dir), done.stderr
 
 
 def test_a_client_process_killed_once_is_replaced_and_its_turn_run_again(tmp_path):

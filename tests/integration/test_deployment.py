@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.config import DEFAULT_CONFIG, load_config
+from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.deployment import Launch, alive, free_port
 from fedgraph_sim.runtime.simulation import run
 
@@ -22,7 +23,7 @@ OVERRIDES = ["data.dataset=synthetic", "data.options={num_graphs: 60}", "data.te
 
 
 def _rows(run_dir: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(run_dir)
     # NaN != NaN: compare NaNs as a marker; the wall times differ by nature
     return [{k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in r.items() if k != "seconds"}
             for r in rows]

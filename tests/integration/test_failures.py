@@ -1,10 +1,11 @@
 """Every failure is a row: a real federation where two clients have nothing to train on."""
 
-import json
 import subprocess
 import sys
 
 import pytest
+
+from fedgraph_sim.results import read_rows
 
 pytestmark = pytest.mark.slow
 EMPTY = ["data.dataset=synthetic", "partition.min_partition_size=0", "partition.alpha=0.01",
@@ -18,7 +19,7 @@ def test_failed_client_turns_are_rows_and_the_run_goes_on(tmp_path, strict):
     assert out.returncode == (1 if strict else 0), out.stderr[-2000:]
     assert "Traceback" not in out.stderr
     run_dir, = tmp_path.glob("*-default")
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(run_dir)
     failed = [r for r in rows if r["status"] == "client_failed"]
     assert {(r["client"], r["attack"]) for r in failed} == {(c, a) for c in (2, 3) for a in ("random", "majority_type")}
     assert all("empty partition" in r["message"] and r["graph_id"] is None for r in failed)

@@ -1,11 +1,11 @@
 """GRAIN and its baselines through a real Flower federation: GRAIN's victim model and loss, the
 granted-adjacency threat for the "+A" baselines, GSM for every attack and prior."""
 
-import json
 
 import pytest
 
 from fedgraph_sim.config import load_config
+from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow
@@ -15,7 +15,7 @@ GRAIN_MODEL = ("model={conv: gcn, hidden: 300, conv_bias: false, last_activation
 
 
 def rows_of(result) -> list[dict]:
-    return [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
+    return read_rows(result.run_dir)
 
 
 def test_grain_and_granted_baselines_in_a_synthetic_federation(tmp_path):

@@ -1,11 +1,11 @@
 """A node-classification federation through Flower: client subgraphs, a leaky client's per-node
 gradients kept out of the aggregate and handed to GLG's Node-2 attacker, Node-1 without them."""
 
-import json
 
 import pytest
 
 from fedgraph_sim.config import load_config
+from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow
@@ -16,7 +16,7 @@ NODE = ["data.dataset=random_graph_balls", "data.options={num_subgraphs: 12, sub
 
 
 def rows_of(result) -> list[dict]:
-    return [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
+    return read_rows(result.run_dir)
 
 
 def test_leaky_clients_feed_node_2_and_the_rows_record_the_grant(tmp_path):

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from fedgraph_sim.results import read_rows
+
 pytestmark = pytest.mark.slow
 POISONED = ["data.dataset=synthetic", "data.test_fraction=0.2", "federation.num_clients=4", "federation.rounds=3",
             "attack.names=[random]", "plugins=[tests.integration.plugin_nan_update]", "defenses=[{name: nan_update}]"]
@@ -18,7 +20,7 @@ def test_a_nan_update_is_counted_left_out_and_fails_strict(tmp_path):
     assert "Traceback" not in out.stderr
     assert out.returncode == 1, out.stderr[-2000:]
     run_dir, = tmp_path.glob("*-default")
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(run_dir)
     poisoned = [r for r in rows if r["status"] == "client_failed"]
     assert poisoned and all(r["message"].startswith("non-finite update: ") for r in poisoned)
     assert any(r["status"] == "ok" for r in rows)  # the coin spared some turns, which were attacked

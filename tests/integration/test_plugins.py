@@ -1,7 +1,6 @@
 """A user's own attack, outside the package, works in every process: listed under ``plugins:``,
 it runs in a sweep whose federations run in two spawned worker processes."""
 
-import json
 import os
 import subprocess
 import sys
@@ -9,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from fedgraph_sim.results import read_rows
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def test_a_plugin_attack_runs_in_a_sweep_with_two_jobs(tmp_path):
                            "--out", str(tmp_path / "sweep"), "--jobs", "2"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(line) for line in (tmp_path / "sweep" / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(tmp_path / "sweep")
     ring = [r for r in rows if r["attack"] == "ring"]
     assert {r["defense_strength"] for r in ring} == {0.1, 1.0}
     assert ring and all(r["status"] == "ok" for r in ring)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from fedgraph_sim.config import load_config
+from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow
@@ -19,7 +20,7 @@ def test_freesolv_regression_round_scores_rmse_and_target_errors(tmp_path, data_
     run_dir = run(config).run_dir
     utility = [json.loads(line) for line in (run_dir / "utility.jsonl").read_text().splitlines()]
     assert all("test_rmse" in u and "test_r2" in u and "test_accuracy" not in u for u in utility)
-    rows = {r["attack"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    rows = {r["attack"]: r for r in read_rows(run_dir)}
     assert rows["tableak"]["status"] == "not_applicable"
     assert rows["dlg"]["status"] == "ok" and isinstance(rows["dlg"]["label_true"], float)
     assert rows["dlg"]["label_correct"] is None and rows["dlg"]["label_error"] >= 0

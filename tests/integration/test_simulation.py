@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from fedgraph_sim.config import load_config
+from fedgraph_sim.results import has_rows, read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow
@@ -19,11 +20,11 @@ def test_run_simulation_writes_results(tmp_path):
         "attack.params.inverting_gradients.iterations=5", f"output.dir={tmp_path}"])
     result = run(config)
     run_dir = result.run_dir
-    assert {p.name for p in run_dir.iterdir()} >= {"config.yaml", "results.jsonl", "summary.csv",
+    assert {p.name for p in run_dir.iterdir()} >= {"config.yaml", "results.parquet", "summary.csv",
                                                    "audit", "log.txt"}
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["seed"] == 0 and "torch" in saved["versions"]
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(run_dir)
     # 2 clients x 3 attacks x batch size 1
     assert len(rows) == 6
     assert {(r["client"], r["attack"]) for r in rows} == {
@@ -51,7 +52,7 @@ def test_captured_federation_replays_to_attacks_with_utility_and_epsilon(tmp_pat
         "federation.num_clients=2", "federation.rounds=2", "attack.names=[]",
         "defenses=[{name: dp_sgd, noise_multiplier: 1.0, clip: 1.0}]", f"output.dir={tmp_path}"])
     federation = run(config, session=Session(config, capture=True), run_dir=tmp_path / "fed")
-    assert not (federation.run_dir / "results.jsonl").exists()  # capture only: no attacks ran
+    assert not has_rows(federation.run_dir)  # capture only: no attacks ran
     utility = [json.loads(line) for line in (federation.run_dir / "utility.jsonl").read_text().splitlines()]
     assert [u["round"] for u in utility] == [0, 1, 2] and all(u["test_graphs"] == 12 for u in utility)
 
@@ -69,7 +70,7 @@ def test_secure_aggregation_attacks_the_aggregate_of_all_clients(tmp_path):
         "data.dataset=synthetic", "data.options={num_graphs: 60}", "federation.num_clients=2",
         "train.batch_size=2", "threat.secure_aggregation=true", "attack.names=[random]",
         f"output.dir={tmp_path}"])
-    rows = [json.loads(line) for line in (run(config).run_dir / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(run(config).run_dir)
     assert len(rows) == 4  # one aggregate update scored against the 2 x 2 graphs behind it
     assert all(r["client"] == -1 and r["observed"] == "secure_aggregate" and r["batch_size"] == 4
                for r in rows)

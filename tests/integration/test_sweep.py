@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime import sweep
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ def _group_alive(pgid: int) -> bool:
 
 
 def rows_of(sweep_dir: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (sweep_dir / "results.jsonl").read_text().splitlines()]
+    rows = read_rows(sweep_dir)
     return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # timing differs
 
 
@@ -74,7 +75,7 @@ def test_a_killed_and_resumed_sweep_gives_the_uninterrupted_rows(tmp_path, unint
         time.sleep(0.5)
     assert not _group_alive(proc.pid), "a sweep worker outlived its runner"
     done = len(list(cut.glob("cells/*/done")))
-    assert not (cut / "results.jsonl").exists()
+    assert not (cut / "results.parquet").exists()
     assert done == 1 if backend == "local" else done in (1, 2)  # a Ray task may finish before it is stopped
 
     resumed = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"), "--resume", str(cut),

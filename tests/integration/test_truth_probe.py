@@ -4,7 +4,6 @@ the server's /proc) reaches none of it with default settings. The positive contr
 probe with ``attack.workers: 0``, in the server's process, outside the boundary: there it reaches
 every route, so a zero above is the boundary's doing, not a broken probe."""
 
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.data.store import cache_root, data_root
+from fedgraph_sim.results import read_rows
 from server.sandbox import namespaces_available
 
 # the plugin's routes (importing the plugin here would register its attack for every other test)
@@ -37,8 +37,8 @@ def _reached(tmp_path: Path, *overrides: str) -> dict[str, int]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    (results,) = out.glob("*/results.jsonl")
-    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    (run_dir,) = out.iterdir()
+    rows = read_rows(run_dir)
     assert rows and all(r["status"] == "ok" for r in rows), [r.get("message") for r in rows]
     return {route: max(r[f"info_{route}"] for r in rows) for route in ROUTES}
 

@@ -14,6 +14,7 @@ from fedgraph_sim.report.groups import group_rows
 from fedgraph_sim.report.inputs import defense_setting, load
 from fedgraph_sim.report.rounds import round_windows
 from fedgraph_sim.metrics import metric, shown_in
+from fedgraph_sim.results import read_rows, seal
 
 #: The report's metrics shown whatever the rows (the fixture has no GSM or FULL scores).
 ALWAYS = tuple(m for m in shown_in("report") if not metric(m).counts_failures)
@@ -87,6 +88,19 @@ def sweep_report(tmp_path_factory):
             json.dumps({"round": r, "test_accuracy": 0.5 + r * (ACCURACY[defense] - 0.5) / 2,
                         "centralised_test_accuracy": 0.5 + r * 0.2}) + "\n" for r in range(3)))
     return render(directory)
+
+
+def test_the_sealed_parquet_rows_give_the_same_report(sweep_report):
+    """The fixture's rows as a finished run keeps them (``results.parquet``): the same report."""
+    directory = sweep_report.path.parent
+    before = sweep_report.path.read_text()
+    seal(directory)
+    assert not (directory / "results.jsonl").exists()
+    try:
+        assert render(directory).path.read_text() == before
+    finally:  # the module's other tests read the fixture's JSON lines
+        _write_rows(directory, read_rows(directory))
+        (directory / "results.parquet").unlink()
 
 
 def _table_row(markdown, prefix):

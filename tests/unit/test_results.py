@@ -1,10 +1,12 @@
 """Run directories and result rows: never append to another run; failures counted in one line."""
 
+import json
+
 import pytest
 
 from fedgraph_sim.config import load_config
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.results import claim_run_dir, faults, new_run_dir
+from fedgraph_sim.results import claim_run_dir, faults, new_run_dir, read_rows, seal
 
 
 def test_a_run_never_writes_into_another_runs_directory(tmp_path):
@@ -65,7 +67,7 @@ def test_faults_are_one_warning_line():
     rows = [{"status": "ok"}, {"status": "client_failed"}, {"status": "crashed"}, {"status": "client_failed"},
             {"status": "not_applicable"}, {"status": "failed"}]
     assert faults(rows) == ("warning: 3 row(s) record a failure (2 client_failed, 1 crashed); each row's "
-                            "message says why (results.jsonl)")
+                            "message says why (the run's results)")
     assert faults([{"status": "ok"}, {"status": "timeout"}]) == ""
 
 
@@ -153,3 +155,40 @@ def test_a_full_disk_leaves_whole_rows_and_says_so(tmp_path, monkeypatch):
         writer.write({"attack": "random", "round": 2})
     assert isinstance(info.value, RunFailed)  # one line and exit code 1 at every entry point
     assert results.read_rows(tmp_path) == [{"attack": "random", "round": 1}]
+
+
+def _stream(run_dir, rows, tail=""):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with (run_dir / "results.jsonl").open("a") as fh:
+        fh.write("".join(json.dumps(r, allow_nan=True) + "\n" for r in rows) + tail)
+
+
+def test_sealing_moves_the_streamed_rows_into_parquet(tmp_path):
+    rows = [{"attack": "grain", "status": "ok", "seconds": float("nan")}, {"attack": "glg", "status": "timeout"}]
+    _stream(tmp_path, rows, tail='{"half a line')  # a killed run's last line
+    assert json.dumps(read_rows(tmp_path), allow_nan=True) == json.dumps(rows, allow_nan=True)
+    assert seal(tmp_path) == tmp_path / "results.parquet"
+    assert not (tmp_path / "results.jsonl").exists()
+    assert json.dumps(read_rows(tmp_path), allow_nan=True) == json.dumps(rows, allow_nan=True)
+    assert seal(tmp_path) is None  # nothing left to move
+    _stream(tmp_path, [{"attack": "dlg", "status": "ok"}])  # rows after a seal follow the sealed ones
+    assert [r["attack"] for r in read_rows(tmp_path)] == ["grain", "glg", "dlg"]
+    seal(tmp_path)
+    assert [r["attack"] for r in read_rows(tmp_path)] == ["grain", "glg", "dlg"]
+
+
+def test_a_seal_that_cannot_write_keeps_the_json_lines(tmp_path, monkeypatch, caplog):
+    import errno
+
+    import fedgraph_sim.results as results
+
+    def full_disk(rows, path):
+        path.with_name(path.name + ".partial").write_text("part")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    _stream(tmp_path, [{"attack": "grain", "status": "ok"}])
+    monkeypatch.setattr(results, "write_parquet", full_disk)
+    assert seal(tmp_path) is None
+    assert "not sealed" in caplog.text and "No space left" in caplog.text
+    assert [p.name for p in tmp_path.iterdir()] == ["results.jsonl"]
+    assert read_rows(tmp_path) == [{"attack": "grain", "status": "ok"}]

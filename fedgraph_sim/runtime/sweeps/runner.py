@@ -6,9 +6,9 @@ Layout of a sweep directory::
     reference.yaml                  the paper's table, when the spec names one
     .lock                           held by the runner at work (its PID inside)
     federations/<id>/               a run directory with capture/, audit/, utility.jsonl, done
-    cells/<id>/                     results.jsonl and done for one (federation, attack)
+    cells/<id>/                     results.parquet and done for one (federation, attack)
     logs/<id>.log                   each job's worker output (Ray, Flower)
-    results.jsonl, summary.csv      every cell's rows in cell order, and their summary
+    results.parquet, summary.csv    every cell's rows in cell order, and their summary
     timing.json                     one entry per invocation (wall time, cells per minute, the commit)
 
 A job writes into ``<id>.partial`` and renames it to ``<id>`` once its ``done`` marker is written,
@@ -37,7 +37,7 @@ import yaml
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.runtime.stopping import kill_descendants
-from fedgraph_sim.results import project_version, read_rows, summarize, write_summary
+from fedgraph_sim.results import project_version, read_rows, summarize, write_rows, write_summary
 from fedgraph_sim.runtime.sweeps.jobs import DONE, cell_job, federation_job, init_worker
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 from fedgraph_sim.yaml_files import read_yaml
@@ -228,9 +228,7 @@ class SweepRunner:
         for cell in self.sweep.cells:
             if self._done(self.cell_dir(cell)):
                 rows.extend(read_rows(self.cell_dir(cell)))
-        with (self.dir / "results.jsonl").open("w") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, allow_nan=True) + "\n")
+        write_rows(self.dir, rows)
         summary = summarize(rows)
         write_summary(self.dir, summary)
         return summary
