@@ -1,17 +1,28 @@
-"""Process hygiene shared by the server's attack workers, the sweep runner's workers, the stop
-handlers and the deployment launcher."""
+"""The one process supervisor: how the server's attack workers, the sweep runner's jobs, the stop
+handlers and the deployment launcher start, watch and end the processes they own.
+
+Every process is started by :func:`spawn`, as the leader of its own process group (a terminal's
+Ctrl-C reaches only the owner, which decides what stops), and by default dies with its owner
+(:func:`die_with_parent`). :func:`end` stops processes for good: SIGTERM to each group, SIGKILL once
+its grace has run out, to the groups and to every descendant that was seen below them (one that
+left its group included), then waits until each is reaped or gone. :func:`kill_descendants` is the
+last resort of a stop that owns no handle to its processes (a process pool's workers).
+"""
 
 from __future__ import annotations
 
 import ast
 import contextlib
 import ctypes
+import functools
 import inspect
 import os
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from fedgraph_sim.errors import ConfigError
 
@@ -40,6 +51,86 @@ def descendants(root: int | None = None) -> set[int]:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
         below |= frontier
     return below
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        with contextlib.suppress(OSError):
+            os.kill(pid, 0)
+            return not Path("/proc").exists()
+        return False
+    return state not in ("Z", "X")
+
+
+def spawn(command: list[str], die_signal: int | None = signal.SIGKILL, **popen_args) -> subprocess.Popen:
+    """Start ``command`` (``subprocess.Popen``'s keyword arguments passed on) as the leader of a
+    new process group and session, which gets ``die_signal`` when the thread that started it dies
+    (``None``: not at all; the attack workers watch a lifeline pipe instead, because the kernel's
+    request follows the starting thread, and a worker restarted from a serving thread must outlive
+    it)."""
+    if die_signal is not None:
+        popen_args["preexec_fn"] = functools.partial(die_with_parent, None, die_signal)
+    return subprocess.Popen(command, start_new_session=True, **popen_args)
+
+
+def end(processes: Iterable[subprocess.Popen], grace: float, seen: Iterable[int] = ()) -> set[int]:
+    """Stop ``processes`` and everything below them: SIGTERM to each one's group (none when
+    ``grace`` is 0), SIGKILL after ``grace`` seconds to the groups, to their descendants and to the
+    PIDs in ``seen`` (those seen below them earlier) still alive; each reaped. Returns every PID
+    it stopped."""
+    processes = list(processes)
+    pids = set(seen) | {p.pid for p in processes}
+    for proc in processes:
+        pids |= descendants(proc.pid)
+    if grace > 0:
+        for proc in reversed(processes):  # the last started first: a run before the server it talks to
+            _signal_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for proc in processes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    for proc in processes:
+        _signal_group(proc, signal.SIGKILL)
+    for pid in pids:
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    for proc in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+    deadline = time.monotonic() + 5  # SIGKILL is delivered asynchronously
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pids
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc``'s process group now, without waiting (safe from another thread)."""
+    _signal_group(proc, signal.SIGKILL)
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _is_resource_tracker(cmdline: bytes) -> bool:
+    """Python's multiprocessing resource tracker, which exits by itself when its parent does."""
+    return b"multiprocessing.resource_tracker" in cmdline
+
+
+def kill_descendants(root: int | None = None) -> None:
+    """SIGKILL every process below ``root`` (default: this process): a stopped sweep's jobs, with
+    the Ray clusters and attack workers they started. This process's resource tracker is spared:
+    killed, it is relaunched empty and prints a traceback for every semaphore the pool then
+    releases."""
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            if not _is_resource_tracker(Path(f"/proc/{pid}/cmdline").read_bytes()):
+                os.kill(pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager

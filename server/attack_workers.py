@@ -44,7 +44,7 @@ from typing import Any, Iterator
 import torch
 
 from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
-from fedgraph_sim.processes import one_torch_thread
+from fedgraph_sim.processes import end, kill_group, one_torch_thread, spawn
 from server import sandbox
 from server.boundary import Boundary
 
@@ -259,9 +259,9 @@ class WorkerPool:
         layout = {**self.boundary.layout(child_end.fileno(), life_read), "entry": ENTRY}
         env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
         try:
-            worker.process = subprocess.Popen(sandbox.command(layout), pass_fds=(child_end.fileno(), life_read),
-                                              env=env, cwd="/", stdin=subprocess.DEVNULL,
-                                              start_new_session=True)  # a terminal's Ctrl-C is the server's
+            worker.process = spawn(sandbox.command(layout), die_signal=None,  # its lifeline instead
+                                   pass_fds=(child_end.fileno(), life_read), env=env, cwd="/",
+                                   stdin=subprocess.DEVNULL)
         finally:
             child_end.close()
             os.close(life_read)
@@ -270,9 +270,7 @@ class WorkerPool:
 
     def _stop(self, worker: _Worker) -> None:
         if worker.process is not None:
-            with contextlib.suppress(Exception):
-                worker.process.kill()
-                worker.process.wait(timeout=5)
+            end([worker.process], grace=0)
             with contextlib.suppress(Exception):
                 worker.conn.close()
             with contextlib.suppress(Exception):
@@ -377,8 +375,7 @@ class WorkerPool:
         self.stopped = True
         for worker in self.workers:  # kill only: the serving thread may be waiting on the pipes
             if worker.process is not None:
-                with contextlib.suppress(Exception):
-                    worker.process.kill()
+                kill_group(worker.process)
 
     def close(self) -> None:
         for worker in self.workers:

@@ -18,7 +18,6 @@ Roles (``role``): ``all`` starts the SuperLink, every SuperNode and the run on t
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import shlex
@@ -33,7 +32,7 @@ from typing import Callable, TextIO
 
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.processes import descendants, die_with_parent
+from fedgraph_sim.processes import descendants, end, spawn
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.simulation import FLOWER_ENV
 
@@ -61,18 +60,6 @@ def parse_address(address: str | None) -> tuple[str, int]:
     return host, int(port)
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        with contextlib.suppress(OSError):
-            os.kill(pid, 0)
-            return not Path("/proc").exists()
-        return False
-    return state not in ("Z", "X")
-
-
 @dataclass
 class Processes:
     """The processes a launch started (each the leader of its own process group), their logs,
@@ -89,9 +76,8 @@ class Processes:
         self._logs.append(log)
         log.write(f"$ {shlex.join(command)}\n")
         log.flush()
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.log_dir,
-                                start_new_session=True,
-                                preexec_fn=functools.partial(die_with_parent, None, signal.SIGTERM))
+        proc = spawn(command, die_signal=signal.SIGTERM, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                     cwd=self.log_dir)
         self.started.append(proc)
         self.seen.add(proc.pid)
         return proc
@@ -106,26 +92,7 @@ class Processes:
         """SIGTERM to every process group started (SIGKILL after :data:`STOP_SECONDS`) and to
         every descendant that left its group; returns the PIDs it saw (also written to ``pids``
         in the log directory)."""
-        pids = self.pids()
-        for proc in reversed(self.started):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_SECONDS
-        for proc in self.started:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        for pid in pids:
-            if alive(pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-        for proc in self.started:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
-        deadline = time.monotonic() + 5  # SIGKILL is delivered asynchronously
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        pids = end(self.started, STOP_SECONDS, seen=self.pids())
         for log in self._logs:
             log.close()
         (self.log_dir / "pids").write_text("".join(f"{pid}\n" for pid in sorted(pids)))

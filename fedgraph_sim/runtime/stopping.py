@@ -22,32 +22,14 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from fedgraph_sim.processes import descendants
 
 if TYPE_CHECKING:
     from flwr.app import Message
     from flwr.serverapp import Grid
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _is_resource_tracker(cmdline: bytes) -> bool:
-    """Python's multiprocessing resource tracker, which exits by itself when its parent does."""
-    return b"multiprocessing.resource_tracker" in cmdline
-
-
-def kill_descendants(root: int | None = None) -> None:
-    """SIGKILL every process below ``root`` (default: this process): a stopped sweep's jobs, with
-    the Ray clusters and attack workers they started. This process's resource tracker is spared:
-    killed, it is relaunched empty and prints a traceback for every semaphore the pool then
-    releases."""
-    for pid in descendants(root):
-        with contextlib.suppress(OSError):
-            if not _is_resource_tracker(Path(f"/proc/{pid}/cmdline").read_bytes()):
-                os.kill(pid, signal.SIGKILL)
 
 
 def quiet_console(logger_name: str = "flwr") -> None:

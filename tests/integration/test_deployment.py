@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.config import DEFAULT_CONFIG, load_config
+from fedgraph_sim.processes import alive
 from fedgraph_sim.results import read_rows
-from fedgraph_sim.runtime.deployment import Launch, alive, free_port
+from fedgraph_sim.runtime.deployment import Launch, free_port
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,8 @@ import pytest
 
 from fedgraph_sim.config import DEFAULT_CONFIG, load_config
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.processes import descendants
-from fedgraph_sim.runtime.deployment import Launch, Processes, alive, flwr_home, parse_address
+from fedgraph_sim.processes import alive, descendants
+from fedgraph_sim.runtime.deployment import Launch, Processes, flwr_home, parse_address
 from fedgraph_sim.runtime.simulation import ray_init_args
 
 

@@ -2,8 +2,10 @@
 in one line saying what to add, before any process is spawned or anything written."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,3 +39,39 @@ def test_the_guard_is_read_from_the_script():
 
     tree = ast.parse("x = 1\nif __name__ == '__main__':\n    run()\n    more()\nrun()\n")
     assert [_under_main_guard(tree, line) for line in (1, 3, 4, 5)] == [False, True, True, False]
+
+
+def _wait_for(predicate, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_end_gives_sigterm_its_grace_then_kills_what_ignores_it():
+    from fedgraph_sim.processes import alive, end, spawn
+
+    polite = spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    stubborn = spawn([sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                      "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    assert stubborn.stdout.readline().strip() == "ready"
+    start = time.monotonic()
+    stopped = end([polite, stubborn], grace=1.0)
+    assert {polite.pid, stubborn.pid} <= stopped
+    assert polite.returncode == -signal.SIGTERM and stubborn.returncode == -signal.SIGKILL
+    assert 1.0 <= time.monotonic() - start < 10
+    assert not alive(polite.pid) and not alive(stubborn.pid)
+
+
+def test_a_spawned_process_dies_with_the_one_that_started_it():
+    from fedgraph_sim.processes import alive, end, spawn
+
+    # the middle process spawns a sleeper (die_signal SIGKILL by default) and prints its PID
+    middle = spawn([sys.executable, "-c", "import subprocess, sys, time; from fedgraph_sim.processes import spawn; "
+                    "p = spawn([sys.executable, '-c', 'import time; time.sleep(60)']); print(p.pid, flush=True); "
+                    "time.sleep(60)"], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    sleeper = int(middle.stdout.readline())
+    assert alive(sleeper) and os.getpgid(sleeper) == sleeper  # a group of its own: killing middle's spares it
+    os.kill(middle.pid, signal.SIGKILL)
+    _wait_for(lambda: not alive(sleeper))
+    assert not alive(sleeper)
+    end([middle], grace=0)

@@ -18,17 +18,18 @@ import subprocess
 import sys
 from concurrent.futures import Future
 
-from fedgraph_sim.processes import die_with_parent
+from fedgraph_sim.processes import spawn
 
 
 def run_job(job: str, args: list) -> dict:
     """In a Ray worker: run ``job`` (a function of :mod:`.jobs`) on ``args`` in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-m", __name__], input=json.dumps({"job": job, "args": args}),
-                          capture_output=True, text=True)
+    proc = spawn([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True)  # dies with the Ray worker when the task is cancelled
+    out, err = proc.communicate(json.dumps({"job": job, "args": args}))
     if proc.returncode != 0:
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        lines = [line for line in err.splitlines() if line.strip()]
         raise RuntimeError(lines[-1] if lines else f"the job's interpreter exited with code {proc.returncode}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
 
 
 class RayPool:
@@ -69,7 +70,6 @@ class RayPool:
 
 def _main() -> None:
     request = json.loads(sys.stdin.read())
-    die_with_parent(os.getppid())
     import torch
 
     from fedgraph_sim.runtime.sweeps import jobs

@@ -36,7 +36,7 @@ from pathlib import Path
 import yaml
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.runtime.stopping import kill_descendants
+from fedgraph_sim.processes import kill_descendants
 from fedgraph_sim.results import project_version, read_rows, summarize, write_rows, write_summary
 from fedgraph_sim.runtime.sweeps.jobs import DONE, cell_job, federation_job, init_worker
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
