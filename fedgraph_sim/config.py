@@ -216,6 +216,10 @@ class AttackConfig(Section):
     # Attack worker processes (server/attack_workers.py): auto = this machine's cores; 0 = in the
     # server's process (no isolation, no hard limit: for debugging an attack)
     workers: Literal["auto"] | Annotated[int, Field(ge=0)] = "auto"
+    # Where the workers run: pool = processes of the server's machine; ray = one Ray actor per
+    # worker on the federation's Ray (a cluster's nodes: server/ray_attack_workers.py), the same
+    # sandbox and hard limit on the actor's node
+    executor: Literal["pool", "ray"] = "pool"
     grace: float = Field(10.0, ge=0, allow_inf_nan=False)  # seconds past its budget before a call is killed
     # Where the workers run (server/sandbox.py): namespaces = a root filesystem and PID, mount and
     # network namespaces of their own, without the data, caches and runs; process = plain processes;
@@ -440,7 +444,7 @@ def _check_cross_fields(config: RunConfig) -> None:
             if name not in names:
                 raise ConfigError(f"attack.{key}.{name}: '{name}' is not in attack.names ({', '.join(names)})")
     cores = os.cpu_count() or 1
-    if config.attack.workers != "auto" and config.attack.workers > cores:
+    if config.attack.executor == "pool" and config.attack.workers != "auto" and config.attack.workers > cores:
         raise ConfigError(f"attack.workers: {config.attack.workers} attack worker processes, but this machine has "
                           f"{cores} cores; use at most {cores}, auto, or 0 (in the server's process)")
     if fed.num_cpus > cores and fed.ray_address is None:  # a cluster's nodes are not this machine's cores

@@ -29,8 +29,9 @@ from attacks.base import Attack, fit_groups
 from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  attack_seed, output_problem)
-from server.attack_workers import Call, CallResult, Listener, make_executor
+from server.attack_workers import Call, CallResult, InProcess, Listener, WorkerPool
 from server.boundary import Boundary, boundary_for
+from server.ray_attack_workers import RayWorkers
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,17 @@ def sampled(config: RunConfig, updates: list[ObservedUpdate]) -> list[ObservedUp
         return updates
     keep = set(np.random.default_rng([config.seed, updates[0].round]).choice(len(updates), k, replace=False).tolist())
     return [u for i, u in enumerate(updates) if i in keep]
+
+
+def make_executor(attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int,
+                  boundary: Boundary | None = None, on_ray: bool = False, ray_address: str | None = None):
+    """``workers`` processes behind ``boundary`` (0: this process, for debugging; none when there
+    is no attack), or with ``on_ray`` as many Ray actors each owning one (``server.ray_attack_workers``)."""
+    if workers == 0 or not attacks:
+        return InProcess(attacks)
+    if on_ray:
+        return RayWorkers(attacks, plugins, grace, workers, boundary, ray_address)
+    return WorkerPool(attacks, plugins, grace, workers, boundary)
 
 
 def worker_count(config: RunConfig) -> int:
@@ -97,7 +109,8 @@ class AttackRunner:
         self.listener = _Progress(progress)
         self.updates_attacked: dict[str, int] = {}
         self.executor = make_executor(attacks, config.plugins, config.attack.grace, worker_count(config),
-                                      boundary or boundary_for(config))
+                                      boundary or boundary_for(config), on_ray=config.attack.executor == "ray",
+                                      ray_address=config.federation.ray_address)
         self._calls = 0
         grants = lambda name: (tuple(config.threat.grants(g, name) for g in ATTACK_GRANTS),  # noqa: E731
                                config.attack.budget_of(name))

@@ -216,6 +216,40 @@ def serve(conn_fd: int) -> None:
                                      seconds=result.seconds)))
 
 
+def stateful_groups(attacks: dict[str, Attack]) -> list[str]:
+    """The groups of attacks that keep state between calls, each pinned to one worker."""
+    return list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
+
+
+def slots(attacks: dict[str, Attack], workers: int) -> int:
+    """How many workers to start: ``workers``, but no more than the stateful groups when every
+    attack keeps state (the others would have nothing to do)."""
+    if attacks and all(a.keeps_state for a in attacks.values()):
+        workers = min(workers, len(stateful_groups(attacks)))
+    return max(1, workers)
+
+
+class CallQueue:
+    """Which call a worker takes next: the first pending one it may take (a stateful group's calls
+    only the worker ``pinned`` to the group, in the server's order), together with the later calls
+    that share its fit (``Call.shares_fit_with``), which must run after it on the same worker."""
+
+    def __init__(self, pinned: dict[str, Any]) -> None:
+        self.pinned = pinned
+        self.pending: list[Call] = []
+
+    def take(self, worker: Any) -> list[Call]:
+        for i, call in enumerate(self.pending):
+            if self.pinned.get(group_of(call.name), worker) is worker:
+                self.pending.pop(i)
+                if group_of(call.name) in self.pinned:  # a pinned group keeps the server's order
+                    return [call]
+                sharing = [c for c in self.pending if c.shares_fit_with(call)]
+                self.pending = [c for c in self.pending if not c.shares_fit_with(call)]
+                return [call, *sharing]
+        return []
+
+
 @dataclass
 class _Running:
     call: Call
@@ -243,13 +277,10 @@ class WorkerPool:
         self.specs = {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
         self.plugins, self.grace = list(plugins), grace
         self.boundary = boundary or Boundary(isolate=False)
-        stateful = list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
-        if all(a.keeps_state for a in attacks.values()):
-            workers = min(workers, len(stateful))  # more would have nothing to do
-        self.workers = [_Worker() for _ in range(max(1, workers))]
+        stateful = stateful_groups(attacks)
+        self.workers = [_Worker() for _ in range(slots(attacks, workers))]
         self.stopped = False  # set by stop() from another thread
-        self.pinned = {g: self.workers[i % len(self.workers)] for i, g in enumerate(stateful)}
-        self.pending: list[Call] = []
+        self.queue = CallQueue({g: self.workers[i % len(self.workers)] for i, g in enumerate(stateful)})
         for worker in self.workers:  # now: their start-up overlaps the federation's own
             self._start(worker)
 
@@ -278,18 +309,11 @@ class WorkerPool:
         worker.process = worker.conn = worker.lifeline = None
 
     def _next_call(self, worker: _Worker) -> Call | None:
-        """The next call reserved for this worker, else the first pending call it may take (a
-        stateful group's calls only its own), reserving the calls that share its fit."""
-        if worker.reserved:
-            return worker.reserved.pop(0)
-        for i, call in enumerate(self.pending):
-            if self.pinned.get(group_of(call.name), worker) is worker:
-                self.pending.pop(i)
-                if group_of(call.name) not in self.pinned:  # a pinned group keeps the server's order
-                    worker.reserved = [c for c in self.pending if c.shares_fit_with(call)]
-                    self.pending = [c for c in self.pending if not c.shares_fit_with(call)]
-                return call
-        return None
+        """The next call reserved for this worker, else the next the queue gives it (with the
+        calls that share its fit, reserved for it)."""
+        if not worker.reserved:
+            worker.reserved = self.queue.take(worker)
+        return worker.reserved.pop(0) if worker.reserved else None
 
     def _dispatch(self, worker: _Worker, listener: Listener) -> None:
         if self.stopped:
@@ -309,7 +333,7 @@ class WorkerPool:
 
     def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
         """Every call's result, in the order of ``calls`` (as a serial run would give them)."""
-        self.pending = list(calls)
+        self.queue.pending = list(calls)
         done: dict[int, CallResult] = {}
         order = [c.index for c in calls]
         by_index = {c.index: c for c in calls}
@@ -394,12 +418,3 @@ def _exit_reason(code: int | None, isolated: bool) -> str:
         with contextlib.suppress(ValueError):
             return f"killed by signal {signal.Signals(-code).name}"
     return f"exit code {code}"
-
-
-def make_executor(attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int,
-                  boundary: Boundary | None = None):
-    """``workers`` processes behind ``boundary`` (0: this process, for debugging; none when there
-    is no attack)."""
-    if workers == 0 or not attacks:
-        return InProcess(attacks)
-    return WorkerPool(attacks, plugins, grace, workers, boundary)
