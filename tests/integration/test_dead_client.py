@@ -27,7 +27,8 @@ def _run(tmp_path: Path, death: str) -> tuple[list[dict], str]:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "ClientAppActor.terminate failed" not in done.stderr  # the backend kills its actors at the end
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    (config,) = (tmp_path / "runs").glob("*/config.yaml")  # beside it: Flower's home, .flwr
+    run_dir = config.parent
     return read_rows(run_dir), done.stderr
 
 

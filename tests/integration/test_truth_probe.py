@@ -37,7 +37,8 @@ def _reached(tmp_path: Path, *overrides: str) -> dict[str, int]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    (run_dir,) = out.iterdir()
+    (config,) = out.glob("*/config.yaml")
+    run_dir = config.parent
     rows = read_rows(run_dir)
     assert rows and all(r["status"] == "ok" for r in rows), [r.get("message") for r in rows]
     return {route: max(r[f"info_{route}"] for r in rows) for route in ROUTES}
