@@ -27,6 +27,9 @@ KEY_SETS = b"fedgraph_sim.key_sets"
 KEYS_COLUMN = "_keys"
 
 _SCALARS = {bool: "bool_", int: "int64", float: "float64", str: "string"}
+#: The one NaN object the JSON reader gives for every NaN: rows compare equal (``==``) whichever
+#: store they were read from, as they did from JSON lines (two distinct NaN objects never do).
+_NAN = json.loads("NaN")
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -78,7 +81,11 @@ def read_parquet(path: str | Path) -> list[dict]:
     values = {}
     for name in names:
         column = table.column(name).to_pylist()
-        values[name] = [None if v is None else json.loads(v) for v in column] if name in json_columns else column
+        if name in json_columns:
+            column = [None if v is None else json.loads(v) for v in column]
+        elif str(table.column(name).type) == "double":
+            column = [_NAN if v != v else v for v in column]
+        values[name] = column
     if KEYS_COLUMN not in table.column_names:  # written by another tool: every column in every row
         return [{name: values[name][i] for name in names} for i in range(table.num_rows)]
     key_sets = [[names[i] for i in keys] for keys in json.loads(meta[KEY_SETS])]

@@ -31,6 +31,7 @@ def test_rows_come_back_as_written(tmp_path):
     assert "graph_id" in back[1] and back[1]["graph_id"] is None  # a null is kept, not dropped
     assert "graph_id" not in back[2] and "message" not in back[0]  # a key a row never had stays absent
     assert math.isinf(back[2]["seconds"]) and math.copysign(1, back[2]["identity_gsm_full"]) == -1
+    assert back == json.loads(json.dumps(ROWS, allow_nan=True))  # == holds with NaN, as for JSON-read rows
 
 
 def test_single_typed_columns_are_arrow_types_and_the_rest_json(tmp_path):
