@@ -122,6 +122,14 @@ class Curious:
             if not reply.has_error():
                 self._partition_of[reply.metadata.src_node_id] = int(reply.content["metrics"]["partition-id"])
 
+    def _partition_of_reply(self, reply: Message) -> tuple[int, int]:
+        """A reply's place in the aggregate: its partition (an error reply's from the roll call),
+        then its node."""
+        node = reply.metadata.src_node_id
+        if not reply.has_error() and "metrics" in reply.content:
+            return int(reply.content["metrics"].get("partition-id", -1)), node
+        return self._partition_of.get(node, -1), node
+
     def observe(self, server_round: int, replies: list[Message]) -> tuple[list[ObservedUpdate], list[ClientFailure]]:
         sent = self._sent[server_round]
         kind = "gradient" if self.local_steps == 1 else "weights"
@@ -179,6 +187,10 @@ class Curious:
         if self.local_steps == 1 and not self.averages_gradients:
             for reply in (r for r in replies if not r.has_error()):  # observed already: now the client's weights
                 reply.content["arrays"] = _stepped(sent, reply.content["arrays"], self.lr)
+        # Summed in partition order, not arrival order: float sums depend on their order, and an
+        # aggregate that changed in its last bits with Ray's scheduling made learning runs differ
+        # between runs of the same config (amplified over rounds, e.g. by a 90% pruning threshold).
+        replies.sort(key=self._partition_of_reply)
         arrays, metrics = super().aggregate_train(server_round, replies)
         if arrays is not None and self.local_steps == 1 and self.averages_gradients:
             arrays = _stepped(sent, arrays, self.lr)

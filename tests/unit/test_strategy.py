@@ -210,3 +210,28 @@ def test_a_run_in_which_every_client_failed_a_round_is_not_a_result(tmp_path):
         fine.check_trained()
     finally:
         fine.close()
+
+
+def test_the_aggregate_does_not_depend_on_the_order_replies_arrive_in():
+    """Float sums depend on their order: 1e8 + 1 - 1e8 is 0 in float32, 1e8 - 1e8 + 1 is 1."""
+    sent = Message(RecordDict({"config": ConfigRecord({})}), dst_node_id=11, message_type="train")
+
+    def reply(pid, value):
+        arrays = ArrayRecord({"w": Array(np.full(2, value, np.float32))})
+        metrics = MetricRecord({"num-examples": 1, "partition-id": pid, "train-seconds": 0.0})
+        return Message(RecordDict({"arrays": arrays, "metrics": metrics}), reply_to=sent)
+
+    values = {0: 1e8, 1: 1.0, 2: -1e8}
+
+    def aggregate(strategy, order):
+        if isinstance(strategy, CuriousFedAvg):
+            strategy.configure_train(1, ArrayRecord({"w": Array(np.zeros(2, np.float32))}), ConfigRecord({}),
+                                     FakeGrid())
+        arrays, _ = strategy.aggregate_train(1, [reply(pid, values[pid]) for pid in order])
+        return arrays["w"].numpy()
+
+    plain = [aggregate(FedAvg(min_train_nodes=3, min_available_nodes=3), order) for order in ((0, 1, 2), (0, 2, 1))]
+    assert not np.array_equal(*plain)  # Flower's own FedAvg: the arrival order shows in the result
+    ours = [aggregate(CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1, min_train_nodes=3, min_available_nodes=3),
+                      order) for order in ((0, 1, 2), (0, 2, 1), (2, 1, 0))]
+    assert np.array_equal(ours[0], ours[1]) and np.array_equal(ours[0], ours[2])
