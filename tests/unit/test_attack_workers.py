@@ -143,6 +143,19 @@ def _rows(tmp_path, attacks, workers, overrides=()):
     return {r["attack"]: r for r in read_rows(tmp_path)}
 
 
+def three_rounds(tmp_path, attacks, overrides):
+    """The rows of rounds 1 to 3 of client 0's update, attacked by one runner."""
+    runner, update, scenario = make_runner(tmp_path, attacks, overrides)
+    graph = scenario.dataset.graphs[int(scenario.clients[0][0])]
+    try:
+        for round in (1, 2, 3):
+            AuditStore(tmp_path).write(AuditRecord(round, 0, [graph], 1))
+            runner([dataclasses.replace(update, round=round)])
+    finally:
+        runner.close()
+    return read_rows(tmp_path)
+
+
 def test_a_probe_in_a_worker_finds_no_ground_truth(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the run directory (with its audit/) is where the server runs
     monkeypatch.setenv("FEDGRAPH_DATA_ROOT", str(tmp_path))
@@ -210,16 +223,8 @@ def test_parallel_workers_give_the_serial_rows_in_the_serial_order(tmp_path):
 def test_stateful_calls_run_in_order_in_one_worker_and_the_rest_anywhere(tmp_path):
     from attacks.dlg import DLG
 
-    runner, update, scenario = make_runner(tmp_path, {"counter": Counter(), "loner": Loner(), "dlg": DLG(iterations=3)},
-                                           ["attack.workers=2"])
-    graph = scenario.dataset.graphs[int(scenario.clients[0][0])]
-    try:
-        for round in (1, 2, 3):
-            AuditStore(tmp_path).write(AuditRecord(round, 0, [graph], 1))
-            runner([dataclasses.replace(update, round=round)])
-    finally:
-        runner.close()
-    rows = read_rows(tmp_path)
+    rows = three_rounds(tmp_path, {"counter": Counter(), "loner": Loner(), "dlg": DLG(iterations=3)},
+                        ["attack.workers=2"])
     counter = [r for r in rows if r["attack"] == "counter"]
     assert [(r["info_rounds"], r["info_calls"]) for r in counter] == [(1, 1), (2, 2), (3, 3)]
     assert len({r["info_pid"] for r in counter}) == 1

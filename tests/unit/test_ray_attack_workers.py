@@ -1,7 +1,6 @@
 """Attack calls as Ray actors (``attack.executor: ray``): the pool's rows, order, boundary, hard
 limit and pinning, on a Ray this module starts once."""
 
-import dataclasses
 import os
 import sys
 import threading
@@ -11,10 +10,9 @@ import pytest
 
 from attacks.priors import AuxMeanAdjacency
 from attacks.random_guess import RandomGuess
-from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.results import read_rows
 from tests.unit.test_attack_runner import make_runner
-from tests.unit.test_attack_workers import Counter, Loner, Probe, Sleeper
+from tests.unit.test_attack_workers import Counter, Loner, Probe, Sleeper, three_rounds
 
 pytestmark = pytest.mark.slow  # a Ray, and worker interpreters in its actors
 
@@ -72,16 +70,7 @@ def test_a_call_past_its_budget_is_killed_on_the_actors_node(tmp_path):
 
 
 def test_a_stateful_attack_stays_on_one_actor_across_rounds(tmp_path):
-    runner, update, scenario = make_runner(tmp_path, {"counter": Counter(), "loner": Loner()},
-                                           ["attack.workers=2", *RAY])
-    graph = scenario.dataset.graphs[int(scenario.clients[0][0])]
-    try:
-        for round in (1, 2, 3):
-            AuditStore(tmp_path).write(AuditRecord(round, 0, [graph], 1))
-            runner([dataclasses.replace(update, round=round)])
-    finally:
-        runner.close()
-    rows = read_rows(tmp_path)
+    rows = three_rounds(tmp_path, {"counter": Counter(), "loner": Loner()}, ["attack.workers=2", *RAY])
     counter = [r for r in rows if r["attack"] == "counter"]
     assert [(r["info_rounds"], r["info_calls"]) for r in counter] == [(1, 1), (2, 2), (3, 3)]
     assert [r["info_seen"] for r in rows if r["attack"] == "loner"] == [0, 0, 0]
