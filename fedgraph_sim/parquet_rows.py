@@ -35,10 +35,12 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 def write_parquet(rows: list[dict], path: str | Path) -> Path:
     """Write ``rows`` to ``path`` atomically (a temporary file renamed over it, so a reader never
-    sees half a file) and return the path."""
+    sees half a file, and removed again when the write fails) and return the path."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if any(KEYS_COLUMN in row for row in rows):
+        raise ValueError(f"a row has the key {KEYS_COLUMN!r}, which the Parquet store uses itself")
     columns: dict[str, None] = {}
     key_sets: dict[tuple[str, ...], int] = {}
     key_ids = []
@@ -57,16 +59,18 @@ def write_parquet(rows: list[dict], path: str | Path) -> Path:
         else:
             arrays.append(pa.array(values, type=getattr(pa, arrow_type)()))
     names = list(columns)
-    if KEYS_COLUMN in columns:
-        raise ValueError(f"a row has the key {KEYS_COLUMN!r}, which the Parquet store uses itself")
     table = pa.Table.from_arrays([*arrays, pa.array(key_ids, type=pa.int32())], names=[*names, KEYS_COLUMN])
     table = table.replace_schema_metadata({
         JSON_COLUMNS: json.dumps(json_columns).encode(),
         KEY_SETS: json.dumps([[names.index(k) for k in keys] for keys in key_sets]).encode()})
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
-    pq.write_table(table, partial, compression="zstd")
-    os.replace(partial, path)
+    try:
+        pq.write_table(table, partial, compression="zstd")
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 

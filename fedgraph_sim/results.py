@@ -4,7 +4,8 @@
 project's own version: its commit and whether the tree had uncommitted changes),
 ``results.jsonl`` (one row per attack x client x round x graph, flushed as written while the run
 goes; a killed run leaves its rows here), ``results.parquet`` (the same rows, columnar, once the
-run has ended: :func:`seal`), ``summary.csv`` (mean and std per attack, defense and alignment), ``audit/``, ``log.txt``.
+run has ended: :func:`seal`), ``summary.csv`` (mean and std per attack, defense and alignment),
+``audit/``, ``log.txt``.
 """
 
 from __future__ import annotations
@@ -199,8 +200,6 @@ def seal(run_dir: str | Path) -> Path | None:
     except OSError as exc:  # a full disk: the rows stay readable where they are
         log.warning("%s: rows kept in %s, not sealed into %s (%s)", run_dir, RESULTS_JSONL, RESULTS_PARQUET,
                     exc.strerror or exc)
-        with contextlib.suppress(OSError):
-            (run_dir / (RESULTS_PARQUET + ".partial")).unlink()
         return None
     return path
 

@@ -216,6 +216,11 @@ def serve(conn_fd: int) -> None:
                                      seconds=result.seconds)))
 
 
+def attack_specs(attacks: dict[str, Attack]) -> dict[str, tuple[type, dict]]:
+    """What a worker rebuilds the attacks from: each one's class and parameters."""
+    return {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
+
+
 def stateful_groups(attacks: dict[str, Attack]) -> list[str]:
     """The groups of attacks that keep state between calls, each pinned to one worker."""
     return list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
@@ -274,7 +279,7 @@ class WorkerPool:
 
     def __init__(self, attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int,
                  boundary: Boundary | None = None) -> None:
-        self.specs = {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
+        self.specs = attack_specs(attacks)
         self.plugins, self.grace = list(plugins), grace
         self.boundary = boundary or Boundary(isolate=False)
         stateful = stateful_groups(attacks)

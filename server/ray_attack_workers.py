@@ -17,14 +17,14 @@ in-process pool does the same work without Ray's hops (``benchmarks/bench_attack
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 import sys
 from typing import Any, Iterator
 
 from attacks.base import Attack
-from server.attack_workers import Call, CallQueue, CallResult, Listener, WorkerPool, slots, stateful_groups
+from server.attack_workers import (Call, CallQueue, CallResult, Listener, WorkerPool, attack_specs, slots,
+                                   stateful_groups)
 from server.boundary import Boundary
 
 
@@ -52,7 +52,7 @@ class RayWorkers:
 
     def __init__(self, attacks: dict[str, Attack], plugins: list[str], grace: float, workers: int,
                  boundary: Boundary | None = None, address: str | None = None) -> None:
-        self.specs = pickle.dumps({name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()})
+        self.specs = pickle.dumps(attack_specs(attacks))
         self.plugins, self.grace = list(plugins), grace
         self.boundary = boundary or Boundary(isolate=False)
         self.address = address
@@ -71,7 +71,8 @@ class RayWorkers:
                      runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
             self._own_ray = True
         self.actors = [self._new_actor() for _ in range(self.count)]
-        self.queue = CallQueue({g: i % self.count for i, g in enumerate(self.groups)})
+        self.slots = [object() for _ in range(self.count)]  # the queue tells workers apart by identity
+        self.queue = CallQueue({g: self.slots[i % self.count] for i, g in enumerate(self.groups)})
 
     def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
         """Every call's result, in the order of ``calls``."""
@@ -87,7 +88,7 @@ class RayWorkers:
         while position < len(order) and not self.stopped:
             busy = {slot for slot, _ in running.values()}
             for slot in range(self.count):
-                if slot not in busy and (unit := self.queue.take(slot)):
+                if slot not in busy and (unit := self.queue.take(self.slots[slot])):
                     for call in unit:
                         listener.started(call)
                     running[self.actors[slot].run.remote(unit)] = (slot, unit)

@@ -58,6 +58,17 @@ def test_the_file_appears_whole_or_not_at_all(tmp_path):
     assert read_parquet(write_parquet([], tmp_path / "results.parquet")) == []
 
 
+def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    def full_disk(table, where, **kwargs):
+        open(where, "w").write("part")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        write_parquet(ROWS, tmp_path / "results.parquet")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_row_may_not_use_the_stores_own_column(tmp_path):
     with pytest.raises(ValueError, match="_keys"):
         write_parquet([{"_keys": 1}], tmp_path / "results.parquet")
