@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def quiet_console(logger_name: str = "flwr") -> None:
-    """Keep ``logger_name``'s terminal handlers from printing the errors a stop causes on purpose
-    (Flower reports each killed actor with a traceback); its log file still records them."""
-    for handler in logging.getLogger(logger_name).handlers:
-        if not isinstance(handler, logging.FileHandler):
-            handler.setLevel(logging.CRITICAL + 1)
+def quiet_console(logger_names: tuple[str, ...] = ("flwr", "ray")) -> None:
+    """Keep these loggers' terminal handlers from printing the errors a stop causes on purpose
+    (Flower reports each killed actor with a traceback, and so may Ray while it deserializes the
+    actor's death); their log files still record them."""
+    for name in logger_names:
+        for handler in logging.getLogger(name).handlers:
+            if not isinstance(handler, logging.FileHandler):
+                handler.setLevel(logging.CRITICAL + 1)
 
 
 class RunStopped(Exception):
