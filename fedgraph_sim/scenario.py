@@ -7,13 +7,15 @@ so no private data ever travels in a Flower message.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from fedgraph_sim.config import RunConfig
-from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, dirichlet_sample, load_dataset
+from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, dirichlet_sample, load_dataset, store
 from fedgraph_sim.data.node_labels import with_random_node_labels
 from fedgraph_sim.data.order import reorder
 from fedgraph_sim.errors import ConfigError, require
@@ -48,11 +50,24 @@ def load_config_dataset(config: RunConfig) -> GraphDataset:
         keywords["features"] = data.features
     if data.task_type == "regression":
         keywords["task_type"] = data.task_type
-    dataset = load_dataset(data.dataset, max_nodes=data.max_nodes, degree_feature=data.degree_feature,
-                           options=dict(data.options), **keywords)
+    dataset = _loaded(json.dumps({"name": data.dataset, "max_nodes": data.max_nodes,
+                                  "degree_feature": data.degree_feature, "options": dict(data.options),
+                                  "keywords": keywords, "root": str(store.data_root()),
+                                  "cache": os.environ.get("FEDGRAPH_CACHE", "")}, sort_keys=True))
     if data.node_labels is not None:
         dataset = with_random_node_labels(dataset, data.node_labels, config.seed)
     return replace(dataset, graphs=reorder(dataset.graphs, config.data.node_order, config.seed))
+
+
+@lru_cache(maxsize=1)
+def _loaded(arguments: str) -> GraphDataset:
+    """The dataset last loaded in this process, for the next config with the same data section
+    (a reproduction's cases and a sweep's cells share it; featurising Tox21 for GRAIN takes
+    seconds). Safe to share: every later step (ordering, node labels, splits) builds new graphs
+    and leaves these as they are."""
+    given = json.loads(arguments)
+    return load_dataset(given["name"], max_nodes=given["max_nodes"], degree_feature=given["degree_feature"],
+                        options=given["options"], **given["keywords"])
 
 
 def build_scenario(config: RunConfig) -> Scenario:

@@ -21,6 +21,8 @@ dropped and counted in the dataset's metadata, as the official code asserts on t
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch_geometric.data import Data
 
@@ -50,6 +52,7 @@ BLOCKS = (
 _HYBRIDIZATION = {"UNSPECIFIED": 0, "S": 1, "SP": 2, "SP2": 3, "SP3": 4, "SP3D": 5, "SP3D2": 6}
 
 
+@functools.lru_cache(maxsize=None)  # a dataset has a few dozen distinct masses in 10^5 atoms
 def _mass_index(mass: float) -> int:
     best = min(range(len(MASSES)), key=lambda i: abs(MASSES[i] - mass))
     if abs(MASSES[best] - mass) > MASS_TOLERANCE:
@@ -84,7 +87,7 @@ def grain_molecules(graphs: list[Data]) -> tuple[list[Data], FeatureSchema, int]
 
     RDLogger.DisableLog("rdApp.*")
     plain = FeatureSchema(BLOCKS, type_block="atomic_num", degree_block="degree")
-    kept, onehots, dropped = [], [], 0
+    kept, categories, dropped = [], [], 0
     for g in graphs:
         mol = Chem.MolFromSmiles(g.smiles)
         cats = None if mol is None or mol.GetNumAtoms() != g.num_nodes else atom_categories(mol)
@@ -92,14 +95,15 @@ def grain_molecules(graphs: list[Data]) -> tuple[list[Data], FeatureSchema, int]
             dropped += 1
             continue
         kept.append(g)
-        onehots.append(plain.onehot(cats))
-    stacked = torch.cat(onehots) if onehots else torch.zeros(0, plain.width)
+        categories.append(cats)
+    # one-hot and standardised for all atoms at once (elementwise, so per molecule the same values)
+    stacked = plain.onehot(torch.cat(categories)) if categories else torch.zeros(0, plain.width)
     mean, std = stacked.mean(0), stacked.std(0)
     schema = FeatureSchema(BLOCKS, type_block="atomic_num", degree_block="degree",
                            mean=tuple(mean.tolist()), std=tuple(std.nan_to_num(0.0).tolist()))
     out = []
-    for g, onehot in zip(kept, onehots):
+    for g, x in zip(kept, schema.standardize(stacked).split([len(c) for c in categories])):
         h = g.clone()
-        h.x = schema.standardize(onehot)
+        h.x = x
         out.append(h)
     return out, schema, dropped
