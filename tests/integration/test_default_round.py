@@ -1,7 +1,9 @@
 """The main job as a new user runs it: `python experiments/run_round.py`, nothing else given, on
 MUTAG. It must show the bench's headline: the server rebuilds at least one client graph exactly."""
 
+import contextlib
 import importlib.util
+import io
 from pathlib import Path
 
 import pytest
@@ -12,15 +14,25 @@ from fedgraph_sim.results import read_rows
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_round.py"
 
 
-@pytest.mark.slow
-@pytest.mark.realdata
-def test_the_default_round_shows_an_exact_reconstruction_drawn_beside_the_truth(data_root, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def default_round(tmp_path_factory) -> tuple[Path, str]:
+    """The default round as the script runs it, once for this module: its run directory and what
+    it printed."""
+    tmp_path = tmp_path_factory.mktemp("default_round")
     spec = importlib.util.spec_from_file_location("run_round", SCRIPT)
     run_round = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run_round)
-    assert run_round.main([f"output.dir={tmp_path}"]) == 0
-    out = capsys.readouterr().out
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert run_round.main([f"output.dir={tmp_path}"]) == 0
     (run_dir,) = tmp_path.glob("*-default")  # beside Flower's home (.flwr)
+    return run_dir, printed.getvalue()
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_default_round_shows_an_exact_reconstruction_drawn_beside_the_truth(data_root, default_round):
+    run_dir, out = default_round
     rows = read_rows(run_dir)
     exact, attacked = exact_counts(rows)["grain"]
     assert attacked == 4 and exact >= 1
@@ -39,14 +51,16 @@ def _timing(key: str) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_the_boundary_changes_no_result(data_root, tmp_path):
+def test_the_boundary_changes_no_result(data_root, default_round, tmp_path):
     """The default round's rows, all fields but timings, are the same whether the attack workers
-    run in the sandbox's namespaces (the default) or as plain processes."""
+    run in the sandbox's namespaces (the default, as the script ran) or as plain processes."""
+    from fedgraph_sim.config import load_config
     from fedgraph_sim.runtime.cli import main
+    from server.boundary import boundary_for
 
-    rows = {}
-    for boundary in ("namespaces", "process"):
-        assert main(["run", f"output.dir={tmp_path / boundary}", f"attack.boundary={boundary}"]) == 0
-        (run_dir,) = (tmp_path / boundary).glob("*-default")
-        rows[boundary] = [{k: v for k, v in r.items() if not _timing(k)} for r in read_rows(run_dir)]
+    assert boundary_for(load_config(None, [])).isolate  # the script's run had the namespaces
+    assert main(["run", f"output.dir={tmp_path}", "attack.boundary=process"]) == 0
+    (run_dir,) = tmp_path.glob("*-default")
+    rows = {boundary: [{k: v for k, v in r.items() if not _timing(k)} for r in read_rows(path)]
+            for boundary, path in (("namespaces", default_round[0]), ("process", run_dir))}
     assert rows["namespaces"] == rows["process"] and len(rows["process"]) > 10
