@@ -108,6 +108,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     for key, value in FLOWER_ENV.items():  # before Ray is imported: it reads some at import
         os.environ.setdefault(key, value)
     ray_backend.install()
+    ray_backend.prepare_local_ray(config.federation.ray_address)
     start = time.time()
     session = session or Session(config, progress=progress)
     run_dir = claim_run_dir(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)

@@ -69,8 +69,9 @@ def test_a_killed_and_resumed_sweep_gives_the_uninterrupted_rows(tmp_path, unint
     assert proc.poll() is None, "the sweep finished before it could be interrupted"
     os.kill(proc.pid, signal.SIGKILL)  # the runner only: its workers must not live on
     proc.wait()
-    # local workers die with the runner at once; Ray stops a dead driver's tasks once it notices
-    deadline = time.time() + (30 if backend == "local" else 180)
+    # local workers die with the runner at once; Ray's tasks with its raylet, and its agents once
+    # they give up on its GCS (LOCAL_RAY_ENV: 5 s, instead of 60)
+    deadline = time.time() + 30
     while _group_alive(proc.pid) and time.time() < deadline:
         time.sleep(0.5)
     assert not _group_alive(proc.pid), "a sweep worker outlived its runner"

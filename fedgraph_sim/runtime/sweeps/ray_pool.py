@@ -19,6 +19,7 @@ import sys
 from concurrent.futures import Future
 
 from fedgraph_sim.processes import spawn
+from fedgraph_sim.runtime.ray_backend import prepare_local_ray
 
 
 def run_job(job: str, args: list) -> dict:
@@ -42,6 +43,7 @@ class RayPool:
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
+            prepare_local_ray(address)
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}})
         self.address = ray.get_runtime_context().gcs_address
