@@ -104,6 +104,6 @@ def grain_molecules(graphs: list[Data]) -> tuple[list[Data], FeatureSchema, int]
     out = []
     for g, x in zip(kept, schema.standardize(stacked).split([len(c) for c in categories])):
         h = g.clone()
-        h.x = x
+        h.x = x.clone()  # its own storage: a view would pickle (and keep alive) every atom's features
         out.append(h)
     return out, schema, dropped

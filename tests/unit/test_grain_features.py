@@ -39,6 +39,14 @@ def test_grain_features_are_140_standardized_slots_with_the_heavy_atom_degree():
     assert (x.std(0) == 0).sum() >= 100  # unused values stay 0
 
 
+def test_each_molecule_owns_its_features():
+    """Featurised together, stored apart: a graph sent to an attack worker pickles its own atoms only."""
+    kept, _, _ = grain_molecules(graphs())
+    storages = {g.x.untyped_storage().data_ptr() for g in kept}
+    assert len(storages) == len(kept)
+    assert all(g.x.untyped_storage().nbytes() == g.x.numel() * g.x.element_size() for g in kept)
+
+
 def test_degree_block_on_synthetic():
     data = with_degree_block(make_synthetic(num_graphs=20, seed=1))
     assert data.schema.degree_block == "degree" and data.schema.width == 4 + len(data.schema.block("degree").values)
