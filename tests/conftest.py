@@ -1,9 +1,19 @@
 import os
+import sys
 
 import pytest
 import torch
 
 from fedgraph_sim.data import store
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``-n 2``), each worker runs torch on one thread, and so do the processes
+    it starts: two workers of two threads each on two cores spend most of their time waiting on
+    each other (GRAIN's unit tests ran 10x slower)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
 
 
 @pytest.fixture
@@ -40,3 +50,21 @@ def flower_task(monkeypatch):
 
     for attr in ("_run_id", "_node_id", "_task_id"):
         monkeypatch.setattr(TaskIdentity, attr, 1)
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray for the session's in-process federations and Ray attack workers: a run joins a
+    Ray that is already up and leaves it up (``runtime.ray_backend``), so Ray starts once."""
+    ray = pytest.importorskip("ray")
+    from fedgraph_sim.runtime import ray_backend
+    from fedgraph_sim.runtime.simulation import FLOWER_ENV
+
+    for key, value in FLOWER_ENV.items():  # as a run sets them before it starts its Ray
+        os.environ.setdefault(key, value)
+    ray_backend.prepare_local_ray(None)
+    # the runtime environment Flower's backend gives the Ray it starts: this process's sys.path
+    ray.init(include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
+    yield
+    ray.shutdown()

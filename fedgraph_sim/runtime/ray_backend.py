@@ -16,6 +16,9 @@ in flight end at once with an error and no turn is retried. Killing their proces
 make Ray restart them and retry the turn, the race above. And ``ray.init`` replaces the SIGTERM
 handler by ``sys.exit``, which would end the main thread under the backend's worker threads
 (left waiting forever); the backend puts back the handler it found.
+
+A Ray that is already up when the backend is built (a notebook's, or a test session's) is joined,
+as Flower's backend does, and left up at the end: only a Ray the backend started is shut down.
 """
 
 from __future__ import annotations
@@ -57,8 +60,12 @@ def install() -> None:
 
     class KillingRayBackend(raybackend.RayBackend):
         kills_actors_on_terminate = True
+        owns_ray = True  # whether this backend started the Ray it runs on
 
         def __init__(self, backend_config) -> None:
+            import ray
+
+            self.owns_ray = not ray.is_initialized()  # else Flower joins it, and we leave it up
             main = threading.current_thread() is threading.main_thread()
             sigterm = signal.getsignal(signal.SIGTERM) if main else None
             super().__init__(backend_config)  # ray.init
@@ -83,6 +90,7 @@ def install() -> None:
             if self.pool:
                 self.pool.pool.clear()
             _LIVE.discard(self)
-            super().terminate()  # no actor left to terminate; shuts Ray down
+            if self.owns_ray:
+                super().terminate()  # no actor left to terminate; shuts Ray down
 
     raybackend.RayBackend = KillingRayBackend

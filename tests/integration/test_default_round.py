@@ -15,7 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_round.py"
 
 
 @pytest.fixture(scope="module")
-def default_round(tmp_path_factory) -> tuple[Path, str]:
+def default_round(tmp_path_factory, local_ray) -> tuple[Path, str]:
     """The default round as the script runs it, once for this module: its run directory and what
     it printed."""
     tmp_path = tmp_path_factory.mktemp("default_round")

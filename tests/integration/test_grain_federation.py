@@ -8,7 +8,7 @@ from fedgraph_sim.config import load_config
 from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session
 
 GRAIN_MODEL = ("model={conv: gcn, hidden: 300, conv_bias: false, last_activation: false, readout: mlp, "
                "readout_hidden: [300, 64], readout_input: concat_input, readout_placement: per_node}")

@@ -8,7 +8,7 @@ from fedgraph_sim.config import load_config
 from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session
 
 NODE = ["data.dataset=random_graph_balls", "data.options={num_subgraphs: 12, subgraph_nodes: 10, features: 16}",
         "federation.num_clients=2", "model={conv: sage, activation: sigmoid, hidden: 20, task: node}",

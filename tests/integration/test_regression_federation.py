@@ -8,7 +8,7 @@ from fedgraph_sim.config import load_config
 from fedgraph_sim.results import read_rows
 from fedgraph_sim.runtime.simulation import run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session
 
 
 def test_freesolv_regression_round_scores_rmse_and_target_errors(tmp_path, data_root):

@@ -10,7 +10,7 @@ from fedgraph_sim.config import load_config
 from fedgraph_sim.results import has_rows, read_rows
 from fedgraph_sim.runtime.simulation import run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session
 
 
 def test_run_simulation_writes_results(tmp_path):

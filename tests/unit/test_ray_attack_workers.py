@@ -1,8 +1,6 @@
 """Attack calls as Ray actors (``attack.executor: ray``): the pool's rows, order, boundary, hard
-limit and pinning, on a Ray this module starts once."""
+limit and pinning, on the session's local Ray (``tests/conftest.py``)."""
 
-import os
-import sys
 import threading
 import time
 
@@ -14,18 +12,9 @@ from fedgraph_sim.results import read_rows
 from tests.unit.test_attack_runner import make_runner
 from tests.unit.test_attack_workers import Counter, Loner, Probe, Sleeper, three_rounds
 
-pytestmark = pytest.mark.slow  # a Ray, and worker interpreters in its actors
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # worker interpreters in Ray actors
 
 RAY = ["attack.executor=ray"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
-    yield
-    ray.shutdown()
 
 
 def _rows(tmp_path, attacks, overrides=()):

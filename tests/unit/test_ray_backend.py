@@ -77,3 +77,19 @@ def test_the_backend_puts_back_the_sigterm_handler_ray_init_replaced(monkeypatch
         assert backend in ray_backend._LIVE
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_ray_that_was_up_before_the_backend_is_joined_and_left_up(monkeypatch):
+    """A notebook's (or a test session's) Ray serves several runs: the backend shuts down only the
+    Ray it started itself."""
+    ray_backend.install()
+    flower_backend = raybackend.RayBackend.__mro__[1]
+    monkeypatch.setattr(flower_backend, "__init__", lambda self, backend_config: setattr(self, "pool", None))
+    shutdowns = []
+    monkeypatch.setattr(ray, "shutdown", lambda: shutdowns.append(True))
+    for up_before, shut_down in ((True, []), (False, [True])):
+        monkeypatch.setattr(ray, "is_initialized", lambda: up_before)
+        backend = raybackend.RayBackend({})
+        assert backend.owns_ray is not up_before
+        backend.terminate()
+        assert shutdowns == shut_down
