@@ -1,8 +1,11 @@
 """Client processes that die, for the dead-client test, loaded as a plugin: a defense that kills
-the process running its turn (SIGKILL, as the kernel's out-of-memory killer would). The first turn
-to reach it claims ``<FEDGRAPH_TEST_DEATH_DIR>/victim`` and dies; with ``FEDGRAPH_TEST_DEATH=always``
-that turn dies again every time it is run (recognised by its first seeded draw, the same in every
-attempt of the turn), with ``once`` it dies only the first time."""
+the process running its turn (SIGKILL, as the kernel's out-of-memory killer would).
+
+``FEDGRAPH_TEST_DEATH`` lists one mode per victim, ``always`` or ``once`` (comma-separated). The
+first turn to reach the defense claims ``<FEDGRAPH_TEST_DEATH_DIR>/victim_0`` and dies, the next
+other turn ``victim_1``, and so on. A turn is recognised by its first seeded draw, the same in
+every attempt of the turn: an ``always`` victim dies again every time its turn is run, a ``once``
+victim only the first time."""
 
 import os
 import signal
@@ -24,11 +27,16 @@ class Dies(Defense):
     def apply(self, update, rng):
         turn = repr(torch.rand(1, generator=rng.clone_state() if hasattr(rng, "clone_state") else
                                 torch.Generator().set_state(rng.get_state())).item())
-        victim = Path(os.environ["FEDGRAPH_TEST_DEATH_DIR"]) / "victim"
-        try:
-            with open(victim, "x") as file:
-                file.write(turn)
-        except FileExistsError:
-            if os.environ["FEDGRAPH_TEST_DEATH"] != "always" or victim.read_text() != turn:
-                return update
-        os.kill(os.getpid(), signal.SIGKILL)
+        folder = Path(os.environ["FEDGRAPH_TEST_DEATH_DIR"])
+        for i, mode in enumerate(os.environ["FEDGRAPH_TEST_DEATH"].split(",")):
+            victim = folder / f"victim_{i}"
+            try:
+                with open(victim, "x") as file:
+                    file.write(turn)
+            except FileExistsError:
+                if victim.read_text() != turn:
+                    continue  # another turn's victim
+                if mode != "always":
+                    return update  # a once victim's second attempt
+            os.kill(os.getpid(), signal.SIGKILL)
+        return update

@@ -1,4 +1,5 @@
-"""Every failure is a row: a real federation where two clients have nothing to train on."""
+"""Every failure is a row: a real federation where two clients have nothing to train on. (That
+``--strict`` turns such a warning into exit 1 is checked by the non-finite update's federation.)"""
 
 import subprocess
 import sys
@@ -12,11 +13,10 @@ EMPTY = ["data.dataset=synthetic", "partition.min_partition_size=0", "partition.
          "federation.num_clients=4", "attack.names=[random,majority_type]"]  # clients 2 and 3: empty
 
 
-@pytest.mark.parametrize("strict", [False, True])
-def test_failed_client_turns_are_rows_and_the_run_goes_on(tmp_path, strict):
-    out = subprocess.run([sys.executable, "-m", "fedgraph_sim", "run", *EMPTY, f"output.dir={tmp_path}",
-                          *(["--strict"] if strict else [])], capture_output=True, text=True, timeout=600)
-    assert out.returncode == (1 if strict else 0), out.stderr[-2000:]
+def test_failed_client_turns_are_rows_and_the_run_goes_on(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "fedgraph_sim", "run", *EMPTY, f"output.dir={tmp_path}"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
     assert "Traceback" not in out.stderr
     run_dir, = tmp_path.glob("*-default")
     rows = read_rows(run_dir)
