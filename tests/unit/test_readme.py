@@ -2,6 +2,7 @@
 metric catalogue say (``fedgraph-sim attacks --markdown`` prints them), and a plugin's attack,
 defense and metric join them and the listings without any edit elsewhere."""
 
+import json
 import os
 import re
 import subprocess
@@ -58,13 +59,26 @@ def test_the_readme_shows_what_the_registries_hold():
 
 
 def test_a_plugins_attack_defense_and_metric_join_the_listings(tmp_path):
-    # in a process of its own: the plugin's pieces stay out of this one's registries
+    # in a process of its own: the plugin's pieces stay out of this one's registries. One process
+    # runs every listing through the CLI's entry point (one start-up of torch, not six).
     (tmp_path / "throwaway_plugin.py").write_text(PLUGIN)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(README.parent)]), "COLUMNS": "200"}
+    listings = [["attacks", "--markdown"], ["attacks"], ["attacks", "--json"], ["metrics"], ["metrics", "--json"]]
+    script = ("import contextlib, io, json, sys\n"
+              "from fedgraph_sim.runtime.cli import main\n"
+              "printed = []\n"
+              "for args in json.loads(sys.argv[1]):\n"
+              "    out = io.StringIO()\n"
+              "    with contextlib.redirect_stdout(out):\n"
+              "        assert main([args[0], '--plugin', 'throwaway_plugin', *args[1:]]) == 0\n"
+              "    printed.append(out.getvalue())\n"
+              "print(json.dumps(printed))\n")
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(listings)], env=env, capture_output=True,
+                          text=True, check=True)
+    shown = dict(zip((" ".join(args) for args in listings), json.loads(done.stdout.splitlines()[-1])))
 
     def listing(command: str, *flags: str) -> str:
-        return subprocess.run([sys.executable, "-m", "fedgraph_sim", command, "--plugin", "throwaway_plugin",
-                               *flags], env=env, capture_output=True, text=True, check=True).stdout
+        return shown[" ".join([command, *flags])]
 
     markdown = listing("attacks", "--markdown")
     assert "| `throwaway_attack` | a test's plugin | whatever the server sees | nothing | - |" in markdown
