@@ -17,13 +17,19 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-.PHONY: run test bench flwr-run
+.PHONY: run test test-integration bench flwr-run
 run: $(VENV)/.installed
 	$(PY) experiments/run_round.py
 
+# The suite in two tiers, both run by CI (.ci/run): the unit tests (tests/unit, about 4 minutes on
+# 2 cores), then the end-to-end federations, sweeps and deployments (tests/integration, about 9).
+# Each pytest-xdist worker runs torch on one thread (tests/conftest.py).
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto tests/unit
+
+test-integration: $(VENV)/.installed
+	$(PY) -m pytest -q -n 2 --dist loadfile tests/integration
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_foundation.py
