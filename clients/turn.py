@@ -22,6 +22,7 @@ from fedgraph_sim.scenario import cached_scenario
 from fedgraph_sim.threat import PER_NODE_PREFIX
 
 DEFENSE_STATE = "defense-state"
+DEFENSE_NOISE_STREAM = 1  # Flower's mods among the defenses draw from another (clients.reply_mods)
 _first_turn_in_process = True
 
 
@@ -36,6 +37,11 @@ def replaced_process() -> bool:
                               ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # outside an actor (deployment, tests)
         return False
+
+
+def turn_seed(seed: int, round_: int, partition_id: int, stream: int) -> int:
+    """The seed of one random stream of a client's turn."""
+    return int(np.random.SeedSequence([seed, round_, partition_id, stream]).generate_state(1)[0])
 
 
 def _saved_state(state: RecordDict) -> dict:
@@ -86,8 +92,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
     state = state if state is not None else RecordDict()
     defenses = build_defenses(config.defenses, config.model.task)
     defenses.begin(ClientTurn(len(indices), batch_size, steps, config.federation.rounds), _saved_state(state))
-    noise_seed = int(np.random.SeedSequence([config.seed, round_, partition_id, 1]).generate_state(1)[0])
-    defense_rng = torch.Generator().manual_seed(noise_seed)
+    defense_rng = torch.Generator().manual_seed(turn_seed(config.seed, round_, partition_id, DEFENSE_NOISE_STREAM))
     with defenses.training(model, defense_rng):
         gradient_fn = defenses.gradient_fn(defense_rng)
         if steps == 1:

@@ -35,7 +35,7 @@ class DefenseStack:
 
     def validate(self, turns: list[ClientTurn]) -> None:
         """Fail before anything runs if some client's plan is impossible (e.g. a target epsilon)."""
-        for i, _, defense in self._stateful():
+        for i, defense in enumerate(self.defenses):
             for turn in turns:
                 try:
                     defense.plan(turn)
@@ -65,6 +65,10 @@ class DefenseStack:
         for defense in self.defenses:
             update = defense.apply(update, rng)
         return update
+
+    def mods(self) -> list:
+        """The Flower client mods of the ``reply_mod`` defenses, in order."""
+        return [d.mod() for d in self.defenses if d.reply_mod]
 
     def report(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -106,6 +110,11 @@ def build_defenses(entries: list[dict[str, Any]], task: str = "graph") -> Defens
                               f"{', '.join(n for n in registry.defenses if task in registry.defenses.get(n).tasks)}")
         if d.once_per_stack and names.count(d.name) > 1:
             raise ConfigError(f"defenses: {d.name} appears more than once; one per stack")
+    for i, d in enumerate(stack):
+        later = [e.name for e in stack[i + 1:] if not e.reply_mod]
+        if d.reply_mod and later:
+            raise ConfigError(f"defenses.{i}.name: {d.name} is a Flower mod acting on the reply after the turn; "
+                              f"list it after {', '.join(later)}")
     hooked = [d.name for d in stack if d.hooks_forward]
     for d in stack:
         if d.per_graph_pass and hooked:

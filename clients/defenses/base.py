@@ -16,8 +16,9 @@ read (nothing else names a defense): ``stateful`` (it keeps state across a clien
 ``plan`` checks a client's turn before anything runs, ``begin`` restores the state ``state``
 returned at the end of the last turn), ``hooks_forward`` (``training`` hooks the forward pass),
 ``per_graph_pass`` (``gradient_fn`` runs its own per-graph pass, which runs no forward hook, so
-it cannot be stacked with a defense that hooks), ``once_per_stack`` and ``tasks`` (the
-``model.task`` values it serves).
+it cannot be stacked with a defense that hooks), ``once_per_stack``, ``tasks`` (the
+``model.task`` values it serves) and ``reply_mod`` (it is one of Flower's client mods, ``mod()``,
+acting on the turn's reply message after the turn, so it comes after the project's own defenses).
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ class Defense:
     per_graph_pass: bool = False
     once_per_stack: bool = False
     tasks: tuple[str, ...] = ("graph", "node")
+    reply_mod: bool = False
 
     def plan(self, turn: ClientTurn) -> None:
-        """Raise ConfigError if this client's turn is impossible (stateful defenses)."""
+        """Raise ConfigError if this client's turn is impossible (a target epsilon, a reply mod in
+        FedSGD)."""
 
     def begin(self, turn: ClientTurn, state: Any) -> None:
         """Start a client's turn from the ``state()`` its last turn ended with (None at first)."""
@@ -85,6 +88,11 @@ class Defense:
 
     def report(self) -> dict[str, float]:
         return {}
+
+    def mod(self) -> Callable | None:
+        """The Flower client mod (``mod(msg, context, call_next) -> Message``) that is this defense,
+        for ``reply_mod`` defenses; None otherwise."""
+        return None
 
 
 def check_number(value: Any, key: str, *, low: float = 0.0, strict: bool = False,

@@ -19,6 +19,7 @@ from flwr.app import Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
+from clients.reply_mods import defense_mods
 from clients.turn import train_reply
 from fedgraph_sim.config import RunConfig, load_config
 from fedgraph_sim.errors import ConfigError
@@ -52,7 +53,7 @@ def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:
     """The ClientApp; ``config_for(context)`` gives the run's config JSON."""
     app = ClientApp()
 
-    @app.train()
+    @app.train(mods=[defense_mods(config_for)])  # the defenses that are Flower mods
     def train(msg: Message, context: Context) -> Message:
         return train_reply(msg, int(context.node_config["partition-id"]), config_for(context), context.state)
 
