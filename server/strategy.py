@@ -166,9 +166,9 @@ class Curious:
             updates = [secure_aggregate(updates)]
         return updates, failures
 
-    def aggregate_train(self, server_round: int,
-                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        replies = list(replies)
+    def witness(self, server_round: int, replies: list[Message]) -> None:
+        """The server's eye on a round's replies (timings, then the observer), whether or not the
+        round is aggregated (Flower's DP wrappers skip a round with an error reply)."""
         self.timings["round_trip"] += time.time() - self._configured_at
         # Actors train in parallel: a round's compute is its slowest client's.
         self.timings["client_compute"] += max(
@@ -178,6 +178,11 @@ class Curious:
             start = time.time()
             self.observer(*self.observe(server_round, replies))
             self.timings["attacks"] += time.time() - start
+
+    def aggregate_train(self, server_round: int,
+                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        replies = list(replies)
+        self.witness(server_round, replies)
         replies = [r for r in replies if r.has_error() or not (failed(r) or non_finite(r) is not None)]
         for reply in (r for r in replies if not r.has_error()):  # a leaky client's extra channel is not aggregated
             leaked = [k for k in reply.content["arrays"] if k.startswith(PER_NODE_PREFIX)]

@@ -36,6 +36,10 @@ class DefenseStack:
     def validate(self, turns: list[ClientTurn]) -> None:
         """Fail before anything runs if some client's plan is impossible (e.g. a target epsilon)."""
         for i, defense in enumerate(self.defenses):
+            if defense.reply_mod and any(turn.local_steps == 1 for turn in turns):
+                raise ConfigError(f"defenses.{i}.name: {defense.name} is a Flower mod that clips the replied weights "
+                                  "against the sent ones: it needs FedAvg replies (train.local_steps > 1), and a "
+                                  "FedSGD reply is a gradient")
             for turn in turns:
                 try:
                     defense.plan(turn)
@@ -65,6 +69,12 @@ class DefenseStack:
         for defense in self.defenses:
             update = defense.apply(update, rng)
         return update
+
+    def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
+        """The server's strategy wrapped by the defenses that have a server half, in order."""
+        for defense in self.defenses:
+            strategy = defense.wrap_strategy(strategy, num_sampled_clients, seed)
+        return strategy
 
     def mods(self) -> list:
         """The Flower client mods of the ``reply_mod`` defenses, in order."""

@@ -18,7 +18,8 @@ returned at the end of the last turn), ``hooks_forward`` (``training`` hooks the
 ``per_graph_pass`` (``gradient_fn`` runs its own per-graph pass, which runs no forward hook, so
 it cannot be stacked with a defense that hooks), ``once_per_stack``, ``tasks`` (the
 ``model.task`` values it serves) and ``reply_mod`` (it is one of Flower's client mods, ``mod()``,
-acting on the turn's reply message after the turn, so it comes after the project's own defenses).
+acting on the turn's reply message after the turn: it comes after the project's own defenses and
+needs FedAvg replies, whose weights it rewrites).
 """
 
 from __future__ import annotations
@@ -66,8 +67,7 @@ class Defense:
     reply_mod: bool = False
 
     def plan(self, turn: ClientTurn) -> None:
-        """Raise ConfigError if this client's turn is impossible (a target epsilon, a reply mod in
-        FedSGD)."""
+        """Raise ConfigError if this client's turn is impossible (a target epsilon)."""
 
     def begin(self, turn: ClientTurn, state: Any) -> None:
         """Start a client's turn from the ``state()`` its last turn ended with (None at first)."""
@@ -93,6 +93,11 @@ class Defense:
         """The Flower client mod (``mod(msg, context, call_next) -> Message``) that is this defense,
         for ``reply_mod`` defenses; None otherwise."""
         return None
+
+    def wrap_strategy(self, strategy: Any, num_sampled_clients: int, seed: int) -> Any:
+        """The server's half of a defense that has one (Flower's central-DP strategy wrappers):
+        ``strategy`` wrapped; unchanged by default."""
+        return strategy
 
 
 def check_number(value: Any, key: str, *, low: float = 0.0, strict: bool = False,

@@ -32,9 +32,8 @@ from __future__ import annotations
 
 import math
 
-from clients.defenses.base import ClientTurn, Defense, check_number
+from clients.defenses.base import Defense, check_number
 from fedgraph_sim import registry
-from fedgraph_sim.errors import ConfigError
 
 
 @registry.defenses.register
@@ -52,12 +51,6 @@ class FlowerLocalDP(Defense):
     def noise_std(self) -> float:
         """The standard deviation LocalDpMod draws its noise with."""
         return self.sensitivity * math.sqrt(2 * math.log(1.25 / self.delta)) / self.epsilon
-
-    def plan(self, turn: ClientTurn) -> None:
-        if turn.local_steps == 1:
-            raise ConfigError("name: flwr_local_dp is Flower's LocalDpMod, which clips the replied weights against "
-                              "the sent ones: it needs FedAvg replies (train.local_steps > 1), and a FedSGD reply "
-                              "is a gradient")
 
     def mod(self):
         from flwr.clientapp.mod import LocalDpMod

@@ -39,14 +39,23 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
+        # the server's halves of the defenses that have one (Flower's central-DP wrappers) go around
+        # the curious strategy, which still sees every reply first
+        strategy = session.defenses.wrap_strategy(session.strategy, sampled_per_round(session.strategy, config),
+                                                  config.seed)
         grid = StoppableGrid(grid, session.stop)
         session.strategy.roll_call(grid)
-        session.strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
-                               num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
+        strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
+                       num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
         if finish:
             session.finish()
 
     return app
+
+
+def sampled_per_round(strategy, config: RunConfig) -> int:
+    """How many clients Flower's FedAvg samples per round when every client is connected."""
+    return max(int(config.federation.num_clients * strategy.fraction_train), strategy.min_train_nodes)
 
 
 def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:

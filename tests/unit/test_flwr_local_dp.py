@@ -37,7 +37,7 @@ def test_bad_parameters_name_the_key(key, value, message):
 def test_a_fedsgd_turn_is_refused_before_anything_runs():
     stack = build_defenses([LOCAL_DP])
     stack.validate([ClientTurn(10, 2, 3, 5)])  # FedAvg: weights in the reply
-    with pytest.raises(ConfigError, match=r"^defenses\.0\.name: flwr_local_dp is Flower's LocalDpMod.*FedAvg"):
+    with pytest.raises(ConfigError, match=r"^defenses\.0\.name: flwr_local_dp is a Flower mod .*FedAvg replies"):
         stack.validate([ClientTurn(10, 2, 1, 5)])
 
 

@@ -1,0 +1,82 @@
+r"""Flower's central differential privacy with client-side fixed clipping: the client mod
+``flwr.clientapp.mod.fixedclipping_mod`` and the server's strategy wrapper
+``flwr.serverapp.strategy.DifferentialPrivacyClientSideFixedClipping``, Flower's own code, as one
+defense.
+
+Each client clips its FedAvg update to L2 norm :math:`C` (the norm comes in the train config, put
+there by the server's wrapper); the server averages the clipped updates and adds Gaussian noise
+to the aggregate,
+
+.. math::
+    \tilde{w} = \frac{1}{n} \sum_{k=1}^{n} \left(w_{\text{sent}} + \mathrm{clip}_C(w_k - w_{\text{sent}})\right)
+    + \mathcal{N}\left(0, \left(\frac{z C}{n}\right)^2 I\right),
+
+DP-FedAvg with fixed clipping (McMahan et al., "Learning Differentially Private Recurrent Language
+Models", ICLR 2018; Andrew et al., "Differentially Private Learning with Adaptive Clipping",
+NeurIPS 2021), with :math:`n` the clients sampled per round and :math:`z` the noise multiplier.
+
+The threat model is the point: the noise is the *server's* act, after it has received every
+client's reply. A curious server sees each client's clipped, noise-free update, so against it this
+defense is the clipping alone; the noise protects the released model from everyone else. The
+attacks receive what the server receives, so their rows show exactly that.
+
+Beside Flower's wrapper, two things of ours: its noise (drawn from NumPy's global generator) is
+seeded per round from the run's seed, and a round Flower refuses to aggregate (an error reply)
+is still witnessed by the curious server, whose rows record it. Like ``flwr_local_dp`` it needs
+FedAvg replies (``train.local_steps`` > 1) and comes after the project's own defenses.
+
+Args:
+    clipping_norm (float): :math:`C` (> 0).
+    noise_multiplier (float): :math:`z` (>= 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping
+
+from clients.defenses.base import Defense, check_number
+from fedgraph_sim import registry
+
+SERVER_NOISE_STREAM = 3
+
+
+class SeededClientSideFixedClipping(DifferentialPrivacyClientSideFixedClipping):
+    """Flower's wrapper, its noise seeded per round; a round it skips still reaches the curious
+    strategy's ``witness``."""
+
+    def __init__(self, strategy, noise_multiplier: float, clipping_norm: float, num_sampled_clients: int,
+                 seed: int) -> None:
+        super().__init__(strategy, noise_multiplier, clipping_norm, num_sampled_clients)
+        self.seed = seed
+
+    def aggregate_train(self, server_round, replies):
+        replies = list(replies)
+        if any(r.has_error() for r in replies) and hasattr(self.strategy, "witness"):
+            self.strategy.witness(server_round, replies)  # Flower skips the round; the server saw it
+        np.random.seed(int(np.random.SeedSequence([self.seed, server_round, SERVER_NOISE_STREAM])
+                           .generate_state(1)[0]))
+        return super().aggregate_train(server_round, replies)
+
+
+@registry.defenses.register
+class FlowerCentralDP(Defense):
+    name = "flwr_central_dp"
+    reply_mod = True
+
+    def __init__(self, clipping_norm: float, noise_multiplier: float) -> None:
+        self.clipping_norm = check_number(clipping_norm, "clipping_norm", strict=True)
+        self.noise_multiplier = check_number(noise_multiplier, "noise_multiplier")
+
+    def mod(self):
+        from flwr.clientapp.mod import fixedclipping_mod
+
+        return fixedclipping_mod
+
+    def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
+        return SeededClientSideFixedClipping(strategy, self.noise_multiplier, self.clipping_norm,
+                                             num_sampled_clients, seed)
+
+    def report(self) -> dict[str, float]:
+        return {"flwr-central-dp-clipping-norm": self.clipping_norm,
+                "flwr-central-dp-noise-multiplier": self.noise_multiplier}
