@@ -74,3 +74,29 @@ def test_secure_aggregation_attacks_the_aggregate_of_all_clients(tmp_path):
     assert len(rows) == 4  # one aggregate update scored against the 2 x 2 graphs behind it
     assert all(r["client"] == -1 and r["observed"] == "secure_aggregate" and r["batch_size"] == 4
                for r in rows)
+
+
+def test_flowers_dp_mods_and_wrapper_run_in_the_federation_and_the_server_sees_clipped_replies(tmp_path):
+    """Flower's LocalDpMod, then its fixedclipping_mod on the clients and its central-DP wrapper
+    around the curious strategy: every update the server observes is clipped to the norm, and the
+    rows carry both defenses' numbers."""
+    from fedgraph_sim.capture import CaptureStore
+    from fedgraph_sim.runtime import Session
+
+    config = load_config(None, [
+        "data.dataset=synthetic", "data.options={num_graphs: 60}", "federation.num_clients=2", "train.local_steps=3",
+        "attack.names=[random]", f"output.dir={tmp_path}",
+        "defenses=[{name: flwr_local_dp, clipping_norm: 1.0, sensitivity: 0.01, epsilon: 0.5, delta: 1.0e-5}, "
+        "{name: flwr_central_dp, clipping_norm: 0.05, noise_multiplier: 1.0}]"])
+    result = run(config, session=Session(config, capture=True), run_dir=tmp_path / "fed")
+    updates, failures = CaptureStore(result.run_dir).read(1)
+    assert len(updates) == 2 and not failures
+    for update in updates:
+        norm = sum(float(((update.returned[k] - update.global_weights[k]).astype("float64") ** 2).sum())
+                   for k in update.returned) ** 0.5
+        assert norm <= 0.05 * (1 + 1e-4), norm  # the last mod clipped; the server's noise comes later
+    rows = read_rows(result.run_dir)
+    assert rows and all(r["status"] == "ok" for r in rows)
+    assert all(r["defense_flwr_central_dp_clipping_norm"] == 0.05 and r["defense_flwr_local_dp_noise_std"] > 0
+               for r in rows)
+    assert "central DP noise with 0.0250 stdev added" in (result.run_dir / "log.txt").read_text()
