@@ -20,8 +20,8 @@ client's reply. A curious server sees each client's clipped, noise-free update, 
 defense is the clipping alone; the noise protects the released model from everyone else. The
 attacks receive what the server receives, so their rows show exactly that.
 
-Beside Flower's wrapper, two things of ours: its noise (drawn from NumPy's global generator) is
-seeded per round from the run's seed, and a round Flower refuses to aggregate (an error reply)
+Beside Flower's wrapper, two things of ours (``clients/defenses/flower_wrappers.py``): its noise
+is seeded per round from the run's seed, and a round Flower refuses to aggregate (an error reply)
 is still witnessed by the curious server, whose rows record it. Like ``flwr_local_dp`` it needs
 FedAvg replies (``train.local_steps`` > 1) and comes after the project's own defenses.
 
@@ -32,31 +32,9 @@ Args:
 
 from __future__ import annotations
 
-import numpy as np
-from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping
-
 from clients.defenses.base import Defense, check_number
+from clients.defenses.flower_wrappers import SeededFixedClipping, seeded
 from fedgraph_sim import registry
-
-SERVER_NOISE_STREAM = 3
-
-
-class SeededClientSideFixedClipping(DifferentialPrivacyClientSideFixedClipping):
-    """Flower's wrapper, its noise seeded per round; a round it skips still reaches the curious
-    strategy's ``witness``."""
-
-    def __init__(self, strategy, noise_multiplier: float, clipping_norm: float, num_sampled_clients: int,
-                 seed: int) -> None:
-        super().__init__(strategy, noise_multiplier, clipping_norm, num_sampled_clients)
-        self.seed = seed
-
-    def aggregate_train(self, server_round, replies):
-        replies = list(replies)
-        if any(r.has_error() for r in replies) and hasattr(self.strategy, "witness"):
-            self.strategy.witness(server_round, replies)  # Flower skips the round; the server saw it
-        np.random.seed(int(np.random.SeedSequence([self.seed, server_round, SERVER_NOISE_STREAM])
-                           .generate_state(1)[0]))
-        return super().aggregate_train(server_round, replies)
 
 
 @registry.defenses.register
@@ -74,8 +52,8 @@ class FlowerCentralDP(Defense):
         return fixedclipping_mod
 
     def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
-        return SeededClientSideFixedClipping(strategy, self.noise_multiplier, self.clipping_norm,
-                                             num_sampled_clients, seed)
+        return seeded(SeededFixedClipping(strategy, self.noise_multiplier, self.clipping_norm,
+                                          num_sampled_clients), seed)
 
     def report(self) -> dict[str, float]:
         return {"flwr-central-dp-clipping-norm": self.clipping_norm,

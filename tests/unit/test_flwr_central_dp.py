@@ -86,3 +86,16 @@ def test_a_round_flower_refuses_to_aggregate_is_still_witnessed():
     arrays, seen, failed = _round(with_a_dead_client)
     assert arrays is None  # Flower's wrapper skips a round with an error reply
     assert [u.client_key for u in seen] == [0, 1] and len(failed) == 1 and "died" in failed[0].reason
+
+
+def test_a_failed_turn_is_a_row_and_the_others_are_aggregated_with_the_noise():
+    from clients.turn import failure_reply
+
+    def with_an_empty_partition(sent):
+        return replies(np.random.default_rng(0))[:2] + [failure_reply(sent[2], 2, "RuntimeError: empty partition")]
+
+    arrays, seen, failed = _round(with_an_empty_partition)
+    assert [u.client_key for u in seen] == [0, 1] and [f.client_key for f in failed] == [2]
+    mean, _ = FedAvg(min_train_nodes=2, min_available_nodes=2).aggregate_train(
+        1, replies(np.random.default_rng(0))[:2])
+    assert all(not np.array_equal(arrays[k].numpy(), mean[k].numpy()) for k in mean)  # noised, not skipped

@@ -1,0 +1,39 @@
+"""Flower's central-DP strategy wrappers as the server halves of our ``flwr_*`` defenses.
+
+Two things are ours, in a mixin over Flower's classes: the wrappers draw their noise from NumPy's
+global generator, which is seeded per round from the run's seed (so a run's utility does not
+depend on what else the server process drew); and a round Flower refuses to aggregate (it skips
+any round with an error reply) still reaches the curious strategy's ``witness``, because the
+server received those replies all the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping
+
+SERVER_NOISE_STREAM = 3  # a turn's own defenses draw from stream 1, Flower's client mods from 2
+
+
+class SeededRounds:
+    """Mixin over one of Flower's DP strategy wrappers: seeded noise, witnessed skipped rounds."""
+
+    seed: int = 0
+
+    def aggregate_train(self, server_round, replies):
+        replies = list(replies)
+        if any(r.has_error() for r in replies) and hasattr(self.strategy, "witness"):
+            self.strategy.witness(server_round, replies)  # Flower skips the round; the server saw it
+        np.random.seed(int(np.random.SeedSequence([self.seed, server_round, SERVER_NOISE_STREAM])
+                           .generate_state(1)[0]))
+        return super().aggregate_train(server_round, replies)
+
+
+class SeededFixedClipping(SeededRounds, DifferentialPrivacyClientSideFixedClipping):
+    """``DifferentialPrivacyClientSideFixedClipping``, seeded per round."""
+
+
+def seeded(wrapper, seed: int):
+    """``wrapper`` (a class above, built) with its seed."""
+    wrapper.seed = seed
+    return wrapper
