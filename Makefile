@@ -22,7 +22,7 @@ run: $(VENV)/.installed
 	$(PY) experiments/run_round.py
 
 # The suite in two tiers, both run by CI (.ci/run): the unit tests (tests/unit, about 4 minutes on
-# 2 cores), then the end-to-end federations, sweeps and deployments (tests/integration, about 9).
+# 2 cores), then the end-to-end federations, sweeps and deployments (tests/integration, about 10).
 # Each pytest-xdist worker runs torch on one thread (tests/conftest.py).
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
