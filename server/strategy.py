@@ -102,6 +102,7 @@ class Curious:
         self._partition_of: dict[int, int] = {}  # Flower node id -> the partition it reported
         self.timings = {"first_configure": 0.0, "round_trip": 0.0, "client_compute": 0.0, "attacks": 0.0}
         self._configured_at = 0.0
+        self._witnessed = 0  # the last round whose replies the observer has seen
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
@@ -166,9 +167,17 @@ class Curious:
             updates = [secure_aggregate(updates)]
         return updates, failures
 
-    def witness(self, server_round: int, replies: list[Message]) -> None:
-        """The server's eye on a round's replies (timings, then the observer), whether or not the
-        round is aggregated (Flower's DP wrappers skip a round with an error reply)."""
+    def witness(self, server_round: int, replies: list[Message]) -> list[Message]:
+        """The server's eye on a round's replies (timings, then the observer), once per round,
+        whether or not the round is aggregated (Flower's DP wrappers, which go around this strategy,
+        skip a round with an error reply). Returns the replies an aggregate may take: all but the
+        failed turns' (error replies stay, for the aggregator's own rule)."""
+        if self._witnessed != server_round:
+            self._witnessed = server_round
+            self._observe_round(server_round, replies)
+        return [r for r in replies if r.has_error() or not failed(r)]
+
+    def _observe_round(self, server_round: int, replies: list[Message]) -> None:
         self.timings["round_trip"] += time.time() - self._configured_at
         # Actors train in parallel: a round's compute is its slowest client's.
         self.timings["client_compute"] += max(
@@ -238,6 +247,14 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
     torch.manual_seed(config.seed)
     model = build_model(config.model, num_features, num_classes)
     return ArrayRecord(model.state_dict())
+
+
+def sampled_per_round(config: RunConfig) -> int:
+    """How many clients the strategy samples per round once every client is connected (Flower's
+    rule: ``max(int(n * fraction_train), min_train_nodes)``, with :func:`make_strategy`'s minimum)."""
+    fed = config.federation
+    available = fed.min_available or fed.num_clients
+    return max(int(fed.num_clients * fed.fraction_train), available if fed.fraction_train == 1 else 1)
 
 
 def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "",

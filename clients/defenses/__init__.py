@@ -70,6 +70,17 @@ class DefenseStack:
             update = defense.apply(update, rng)
         return update
 
+    def check_server(self, num_sampled_clients: int) -> None:
+        """Build each server half once around a stand-in strategy, so that Flower's own checks of
+        its parameters (e.g. the adaptive wrapper's noise split) refuse them before the run."""
+        from flwr.serverapp.strategy import FedAvg
+
+        for i, defense in enumerate(self.defenses):
+            try:
+                defense.wrap_strategy(FedAvg(), num_sampled_clients, 0)
+            except ValueError as exc:
+                raise ConfigError(f"defenses.{i}: {exc}".splitlines()[0]) from None
+
     def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
         """The server's strategy wrapped by the defenses that have a server half, in order."""
         for defense in self.defenses:

@@ -26,7 +26,7 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.session import Session
 from fedgraph_sim.runtime.stopping import StoppableGrid
-from server.strategy import initial_arrays, make_strategy
+from server.strategy import initial_arrays, make_strategy, sampled_per_round
 
 
 def make_server_app(session_for: Callable[[Context], Session], finish: bool = False) -> ServerApp:
@@ -41,8 +41,7 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
         # the server's halves of the defenses that have one (Flower's central-DP wrappers) go around
         # the curious strategy, which still sees every reply first
-        strategy = session.defenses.wrap_strategy(session.strategy, sampled_per_round(session.strategy, config),
-                                                  config.seed)
+        strategy = session.defenses.wrap_strategy(session.strategy, sampled_per_round(config), config.seed)
         grid = StoppableGrid(grid, session.stop)
         session.strategy.roll_call(grid)
         strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
@@ -51,11 +50,6 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
             session.finish()
 
     return app
-
-
-def sampled_per_round(strategy, config: RunConfig) -> int:
-    """How many clients Flower's FedAvg samples per round when every client is connected."""
-    return max(int(config.federation.num_clients * strategy.fraction_train), strategy.min_train_nodes)
 
 
 def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:

@@ -91,6 +91,7 @@ class Session:
                  capture: bool = False, scenario: Scenario | None = None) -> None:
         from clients.defenses import ClientTurn, build_defenses
         from server.boundary import boundary_for
+        from server.strategy import sampled_per_round
 
         load_plugins(config.plugins)  # a sweep worker may never have validated this config
 
@@ -102,6 +103,7 @@ class Session:
         train, rounds = config.train, config.federation.rounds
         self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
                                 for c in self.scenario.clients])
+        self.defenses.check_server(sampled_per_round(config))
         self.knowledge = attacker_knowledge(config, self.scenario)
         self.boundary = boundary_for(config)  # refused now, before anything is written
         self.run_dir = None

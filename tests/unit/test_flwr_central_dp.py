@@ -4,18 +4,14 @@ after the curious strategy has seen every clipped, noise-free reply."""
 
 import numpy as np
 import pytest
-import torch
-from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
+from flwr.app import ConfigRecord, Error, Message
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, FedAvg
 
 from clients.defenses import ClientTurn, build_defenses
-from fedgraph_sim.config import load_config
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.runtime.apps import make_client_app
 from server.strategy import CuriousFedAvg
-from tests.unit.test_client import instruction
+from tests.unit.test_reply_mods import delta_of
 from tests.unit.test_strategy import FakeGrid, global_arrays, replies
 
 pytestmark = pytest.mark.usefixtures("flower_task")
@@ -38,16 +34,8 @@ def test_the_parts_are_flowers_and_bad_values_name_their_key():
 
 
 def test_the_client_clips_to_the_norm_the_server_sends(tmp_path):
-    config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2",
-                                "defenses=[{name: flwr_central_dp, clipping_norm: 0.5, noise_multiplier: 1.0}]"])
-    app = make_client_app(lambda context: config.model_dump_json())
-    torch.manual_seed(0)
-    msg = instruction(GraphClassifier(4, 2), tmp_path, steps=3, lr=0.5)
-    msg.content["config"]["clipping_norm"] = 0.5  # what Flower's server wrapper adds to the train config
-    reply = app(msg, Context(run_id=1, node_id=1, node_config={"partition-id": 1}, state=RecordDict(),
-                             run_config={}))
-    sent, back = msg.content["arrays"].to_numpy_ndarrays(), reply.content["arrays"].to_numpy_ndarrays()
-    delta = np.concatenate([(b - s).ravel() for b, s in zip(back, sent)]).astype(np.float64)
+    delta = delta_of(tmp_path, ["defenses=[{name: flwr_central_dp, clipping_norm: 0.5, noise_multiplier: 1.0}]"],
+                     server_config={"clipping_norm": 0.5})  # what Flower's server wrapper sends
     assert np.linalg.norm(delta) == pytest.approx(0.5, rel=1e-4)  # no noise at the client
 
 

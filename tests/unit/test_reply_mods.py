@@ -19,15 +19,23 @@ def _local_dp(clip: float, sensitivity: float) -> str:
             "epsilon: 0.5, delta: 1.0e-5}]")
 
 
-def delta_of(tmp_path, overrides=(), partition=1, **kw) -> np.ndarray:
-    """The replied weights minus the sent ones, flat, from the ClientApp's train handler."""
+def client_reply(tmp_path, overrides=(), partition=1, server_config=None, **kw):
+    """The train instruction and the ClientApp's reply (a FedAvg turn of 3 steps at lr 0.5);
+    ``server_config``: what a server-side wrapper adds to the train config."""
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2", *overrides])
     app = make_client_app(lambda context: config.model_dump_json())
     torch.manual_seed(0)
     msg = instruction(GraphClassifier(4, 2), tmp_path, steps=3, lr=0.5, **kw)
+    for key, value in (server_config or {}).items():
+        msg.content["config"][key] = value
     context = Context(run_id=1, node_id=1, node_config={"partition-id": partition}, state=RecordDict(),
                       run_config={})
-    reply = app(msg, context)
+    return msg, app(msg, context)
+
+
+def delta_of(tmp_path, overrides=(), partition=1, **kw) -> np.ndarray:
+    """The replied weights minus the sent ones, flat, from the ClientApp's train handler."""
+    msg, reply = client_reply(tmp_path, overrides, partition, **kw)
     assert not reply.has_error() and "failed" not in reply.content["metrics"]
     sent, back = msg.content["arrays"].to_numpy_ndarrays(), reply.content["arrays"].to_numpy_ndarrays()
     return np.concatenate([(b - s).ravel() for b, s in zip(back, sent)]).astype(np.float64)

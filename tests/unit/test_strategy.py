@@ -235,3 +235,14 @@ def test_the_aggregate_does_not_depend_on_the_order_replies_arrive_in():
     ours = [aggregate(CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1, min_train_nodes=3, min_available_nodes=3),
                       order) for order in ((0, 1, 2), (0, 2, 1), (2, 1, 0))]
     assert np.array_equal(ours[0], ours[1]) and np.array_equal(ours[0], ours[2])
+
+
+@pytest.mark.parametrize("overrides, sampled", [((), 4), (("federation.fraction_train=0.5",), 2),
+                                                (("federation.fraction_train=0.1",), 1)])
+def test_the_clients_sampled_per_round_follow_flowers_rule(overrides, sampled):
+    from fedgraph_sim.config import load_config
+    from server.strategy import make_strategy, sampled_per_round
+
+    config = load_config(None, ["federation.num_clients=4", *overrides])
+    strategy = make_strategy(config, None)
+    assert sampled_per_round(config) == sampled == max(int(4 * strategy.fraction_train), strategy.min_train_nodes)
