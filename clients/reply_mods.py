@@ -11,6 +11,7 @@ seed, the round and the client, so a run's rows do not depend on which process r
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -24,19 +25,24 @@ from fedgraph_sim.plugins import load_plugins
 MOD_NOISE_STREAM = 2  # the turn's own defenses draw from stream 1 (clients.turn)
 
 
+@lru_cache(maxsize=4)
+def _run_mods(config_json: str) -> tuple[int, list]:
+    """The run's seed and its defenses' Flower mods, built once per process and run."""
+    config = RunConfig.model_validate_json(config_json)
+    load_plugins(config.plugins)  # a plugin may define a defense
+    return config.seed, build_defenses(config.defenses, config.model.task).mods()
+
+
 def defense_mods(config_for: Callable[[Context], str]):
     """The train handler's mod; ``config_for(context)`` gives the run's config JSON."""
 
     def mod(msg: Message, context: Context, call_next) -> Message:
         reply = call_next(msg, context)
-        config = RunConfig.model_validate_json(config_for(context))
-        load_plugins(config.plugins)  # a plugin may define a defense
-        mods = build_defenses(config.defenses, config.model.task).mods()
+        seed, mods = _run_mods(config_for(context))
         if not mods or reply.has_error() or "failed" in reply.content["metrics"]:
             return reply
         partition_id = int(context.node_config["partition-id"])
-        np.random.seed(turn_seed(config.seed, int(msg.content["config"]["server-round"]), partition_id,
-                                 MOD_NOISE_STREAM))
+        np.random.seed(turn_seed(seed, int(msg.content["config"]["server-round"]), partition_id, MOD_NOISE_STREAM))
 
         def handler(_msg: Message, _context: Context) -> Message:
             return reply  # the turn already ran: the mods rewrite its reply
