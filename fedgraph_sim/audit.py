@@ -47,10 +47,13 @@ class AuditStore:
         torch.save({"graphs": graphs, "steps": record.steps}, tmp)
         tmp.replace(path)  # atomic: a reader never sees half a record
 
-    def read(self, round: int, client_key: int) -> AuditRecord:
-        """One client's record; for ``AGGREGATE`` (secure aggregation) the union of the round's
-        records in client order, the graphs behind the aggregate."""
-        if client_key == AGGREGATE:
+    def read(self, round: int, client_key: int, members: tuple[int, ...] = ()) -> AuditRecord:
+        """One client's record; for ``AGGREGATE`` (secure aggregation) the union in client order of
+        the ``members``' records (all of the round's when none are named), the graphs behind the
+        aggregate."""
+        if client_key == AGGREGATE and members:
+            paths = [self._path(round, k) for k in sorted(members)]
+        elif client_key == AGGREGATE:
             paths = sorted((self.root / f"round_{round}").glob("client_*.pt"),
                            key=lambda p: int(p.stem.split("_")[1]))
         else:

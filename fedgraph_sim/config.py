@@ -6,6 +6,7 @@ becomes one :class:`~fedgraph_sim.errors.ConfigError` line naming the key.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -96,6 +97,13 @@ class FederationConfig(Section):
     # the simulation's Ray: None starts a local one for the run; "auto" or "ray://HOST:10001" joins a cluster
     ray_address: str | None = None
 
+    def sampled_per_round(self) -> int:
+        """How many clients the strategy samples per round once every client is connected (Flower's
+        rule, ``max(int(n * fraction_train), min_train_nodes)``, with the strategy's minimum: every
+        available client when ``fraction_train`` is 1, else 1)."""
+        available = self.min_available or self.num_clients
+        return max(int(self.num_clients * self.fraction_train), available if self.fraction_train == 1 else 1)
+
 
 class TrainConfig(Section):
     batch_size: int = Field(1, ge=1)
@@ -167,6 +175,21 @@ class AuxConfig(Section):
     num_graphs: int | None = Field(None, ge=1)
 
 
+class SecAggPlusConfig(Section):
+    """Flower's ``SecAggPlusWorkflow`` parameters, with Flower's defaults but for the two its
+    class leaves open, set as in Flower's secure-aggregation example (3 shares, 2 to reconstruct).
+    An int ``num_shares`` counts shares, a float is a fraction of the round's clients; likewise
+    ``reconstruction_threshold`` counts shares or is a fraction of them."""
+
+    num_shares: int | float = 3
+    reconstruction_threshold: int | float = 2
+    clipping_range: float = 8.0  # every replied value is clipped to +-clipping_range, after weighting
+    quantization_range: int = 4194304  # 2**22 levels over [-clipping_range, clipping_range]
+    modulus_range: int = Field(4294967296, le=4294967296)  # 2**32 at most; the masks' range
+    max_weight: float = 1000.0  # a client's weight (its examples) is num_examples / max_weight
+    timeout: float | None = Field(None, gt=0)  # seconds per stage for the replies; None waits for all
+
+
 #: Threat grants that take ``true`` or a list of attack names.
 ATTACK_GRANTS = ("adjacency_known", "features_known")
 
@@ -186,9 +209,18 @@ class ThreatConfig(Section):
     # subgraph per batch, each client also replies the gradient of every labelled node's own loss
     # (undefended: the leak bypasses the client's defenses). Never on by default; recorded in rows.
     per_node_gradients: bool = False
-    # The server observes only the weighted sum of each round's updates (a faithful simulation
-    # of what secure aggregation reveals; Flower's SecAgg+ needs the legacy strategy API).
-    secure_aggregation: bool = False
+    # The server observes only the weighted mean of each round's updates: true sums the replies
+    # in the strategy (the fast path: exactly what secure aggregation reveals), secaggplus runs
+    # Flower's SecAgg+ protocol (masks, Shamir shares, dropouts, its quantisation; threat.secaggplus)
+    secure_aggregation: bool | Literal["secaggplus"] = False
+    secaggplus: SecAggPlusConfig = SecAggPlusConfig()
+
+    @field_validator("secure_aggregation", mode="before")
+    @classmethod
+    def _secure_aggregation_choice(cls, value: Any) -> Any:
+        if value not in (True, False, "secaggplus") or isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError("must be true (the strategy sums the replies), false or secaggplus (Flower's SecAgg+)")
+        return value
 
     def grants(self, grant: str, attack: str) -> bool:
         """Whether ``grant`` (one of ``ATTACK_GRANTS``) covers ``attack``."""
@@ -453,6 +485,11 @@ def _check_cross_fields(config: RunConfig) -> None:
     if config.threat.secure_aggregation and config.attack.clients != "all":
         raise ConfigError("attack.clients: with threat.secure_aggregation the server sees only each round's "
                           "aggregate, not client updates; leave attack.clients at all")
+    if config.threat.secure_aggregation == "secaggplus":
+        _check_secaggplus(config)
+    elif "secaggplus" in config.threat.model_fields_set:
+        raise ConfigError("threat.secaggplus: set, but threat.secure_aggregation is "
+                          f"{config.threat.secure_aggregation!r}; the parameters apply only to secaggplus")
     for grant in ATTACK_GRANTS:
         granted = getattr(config.threat, grant)
         for name in granted if isinstance(granted, list) else ():
@@ -468,6 +505,39 @@ def _check_cross_fields(config: RunConfig) -> None:
         if prefix != "client" or not index.isdigit() or int(index) >= fed.num_clients:
             raise ConfigError(f"aux.source: '{config.aux.source}' must be holdout or client:K "
                               f"with K in 0..{fed.num_clients - 1}")
+
+
+def _check_secaggplus(config: RunConfig) -> None:
+    """What Flower's SecAgg+ would refuse or silently get wrong, refused before the run."""
+    from flwr.server.workflow import SecAggPlusWorkflow
+
+    params, sampled = config.threat.secaggplus, config.federation.sampled_per_round()
+    if config.aggregation.strategy != "fedavg":
+        raise ConfigError(f"aggregation.strategy: {config.aggregation.strategy} with threat.secure_aggregation: "
+                          "secaggplus; SecAgg+ reveals the weighted mean of the replies, which the bench takes as "
+                          "FedAvg's aggregate (use fedavg)")
+    if config.threat.per_node_gradients:
+        raise ConfigError("threat.per_node_gradients: a leaky client's extra channel would bypass SecAgg+'s masks; "
+                          "not with threat.secure_aggregation: secaggplus")
+    if sampled < 2:
+        raise ConfigError(f"federation.num_clients: SecAgg+ needs at least 2 clients per round (Flower halts a "
+                          f"round with fewer), and this federation samples {sampled}")
+    flwr_log = logging.getLogger("flwr")
+    level, flwr_log.level = flwr_log.level, logging.ERROR  # its overflow warning: refused below, in our words
+    try:
+        SecAggPlusWorkflow(**params.model_dump())
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"threat.secaggplus: {exc}".splitlines()[0]) from None
+    finally:
+        flwr_log.level = level
+    threshold = params.reconstruction_threshold
+    if isinstance(threshold, int) and threshold > sampled:
+        raise ConfigError(f"threat.secaggplus.reconstruction_threshold: {threshold} shares, but only {sampled} clients "
+                          f"take part in a round, so no round could unmask; at most {sampled}, or a fraction (a float)")
+    if sampled * params.quantization_range > params.modulus_range:
+        raise ConfigError(f"threat.secaggplus.quantization_range: {sampled} clients x {params.quantization_range} "
+                          f"levels exceed modulus_range ({params.modulus_range}), so the masked sum would wrap "
+                          "around; lower quantization_range or raise modulus_range (at most 2**32)")
 
 
 def to_yaml(config: RunConfig, extra: dict | None = None) -> str:

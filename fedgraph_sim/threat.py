@@ -24,6 +24,9 @@ from fedgraph_sim.models import GraphClassifier, build_model
 AGGREGATE = -1
 #: Reply arrays under this prefix are a leaky client's per-node gradients, not its update.
 PER_NODE_PREFIX = "per_node/"
+#: Behind Flower's SecAgg+ (legacy fit messages, whose arrays have no names): the names of the
+#: arrays, in order, as JSON, in the fit config (server to client) and the reply's metrics.
+ARRAY_KEYS = "array-keys"
 
 
 @dataclass(frozen=True)
@@ -36,8 +39,11 @@ class ObservedUpdate:
     local_steps)`` for weights, which is exact only for one plain SGD step (``exact`` says which).
     ``lr``, ``local_steps`` and ``batch_size`` are the training settings the server configured;
     ``same_batch`` says every local step trains the same batch (``train.sampling: repeat``).
-    Under secure aggregation ``client_key`` is :data:`AGGREGATE` and ``returned`` is the
-    example-weighted mean of all replies (what the server can compute from the revealed sum).
+    Under secure aggregation ``client_key`` is :data:`AGGREGATE`, ``returned`` is the
+    example-weighted mean of the replies (what the server can compute from the revealed sum) and
+    ``members`` are the partitions whose replies it holds (a server behind SecAgg+ knows which
+    clients survived the round: it removes their masks); ``metrics`` count them (``clients``) and,
+    behind Flower's SecAgg+ (``secaggplus``), the sampled clients that dropped out (``dropped``).
     ``per_node`` holds a leaky client's per-node gradients (``threat.per_node_gradients``): each
     labelled node's loss gradient by parameter name, ``[nodes, *shape]``; None otherwise.
     """
@@ -54,6 +60,7 @@ class ObservedUpdate:
     batch_size: int
     per_node: dict[str, np.ndarray] | None = field(default=None, repr=False)
     same_batch: bool = False
+    members: tuple[int, ...] = ()
     gradient: dict[str, torch.Tensor] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -84,7 +91,9 @@ class ObservedUpdate:
 
     @property
     def observed(self) -> str:
-        return "secure_aggregate" if self.client_key == AGGREGATE else "client"
+        if self.client_key != AGGREGATE:
+            return "client"
+        return "secaggplus_aggregate" if self.metrics.get("secaggplus") else "secure_aggregate"
 
     @property
     def num_graphs(self) -> int:

@@ -64,7 +64,8 @@ def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
     return ObservedUpdate(round=first.round, client_key=AGGREGATE, global_weights=first.global_weights,
                           returned=returned, kind=first.kind, num_examples=total, metrics=metrics,
                           lr=first.lr, local_steps=first.local_steps,
-                          batch_size=sum(u.batch_size for u in updates), same_batch=first.same_batch)
+                          batch_size=sum(u.batch_size for u in updates), same_batch=first.same_batch,
+                          members=tuple(u.client_key for u in updates))
 
 
 def failed(reply: Message) -> bool:
@@ -106,13 +107,30 @@ class Curious:
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
-        self._sent[server_round] = {k: v.numpy().copy() for k, v in arrays.items()}
-        config["lr"], config["local-steps"], config["batch-size"] = self.lr, self.local_steps, self.batch_size
-        config["run-dir"], config["audit"] = self.run_dir, self.audits(server_round)
+        for key, value in self.round_config(server_round, {k: v.numpy().copy() for k, v in arrays.items()}).items():
+            config[key] = value
+        return super().configure_train(server_round, arrays, config, grid)
+
+    def round_config(self, server_round: int, sent: dict[str, np.ndarray]) -> dict:
+        """Remember the arrays sent in ``server_round``; the settings its clients train with."""
+        self._sent[server_round] = sent
         self._configured_at = time.time()
         if not self.timings["first_configure"]:
             self.timings["first_configure"] = self._configured_at
-        return super().configure_train(server_round, arrays, config, grid)
+        return {"lr": self.lr, "local-steps": self.local_steps, "batch-size": self.batch_size,
+                "run-dir": self.run_dir, "audit": self.audits(server_round)}
+
+    def sent(self, server_round: int) -> dict[str, np.ndarray]:
+        """The global arrays sent in ``server_round``."""
+        return self._sent[server_round]
+
+    def partition_of(self, node: int) -> int | None:
+        """The partition a Flower node trains (from its replies or the roll call), if known."""
+        return self._partition_of.get(node)
+
+    def note_partition(self, node: int, partition: int) -> None:
+        """A reply named the partition its node trains."""
+        self._partition_of[node] = partition
 
     def roll_call(self, grid: Grid, timeout: float = ROLL_CALL_SECONDS) -> None:
         """Learn which partition each node trains before round 1, so that a client whose process
@@ -142,7 +160,7 @@ class Curious:
                                               f"Flower error reply from node {node}: {last_line(reply.error.reason)}"))
                 continue
             metrics = dict(reply.content["metrics"])
-            self._partition_of[node] = int(metrics["partition-id"])
+            self.note_partition(node, int(metrics["partition-id"]))
             if metrics.get("replaced-process"):
                 log.warning("round %d, client %s: its client process died during the turn; the turn ran again "
                             "in the process that replaced it", server_round, metrics["partition-id"])
@@ -178,14 +196,19 @@ class Curious:
         return [r for r in replies if r.has_error() or not failed(r)]
 
     def _observe_round(self, server_round: int, replies: list[Message]) -> None:
-        self.timings["round_trip"] += time.time() - self._configured_at
         # Actors train in parallel: a round's compute is its slowest client's.
-        self.timings["client_compute"] += max(
-            (float(r.content["metrics"].get("train-seconds", 0.0)) for r in replies if not r.has_error()),
-            default=0.0)
+        compute = max((float(r.content["metrics"].get("train-seconds", 0.0)) for r in replies if not r.has_error()),
+                      default=0.0)
+        self.witness_observed(compute, *self.observe(server_round, replies))
+
+    def witness_observed(self, compute_seconds: float, updates: list[ObservedUpdate],
+                         failures: list[ClientFailure]) -> None:
+        """A round's timings, and what the server observed in it handed to the observer."""
+        self.timings["round_trip"] += time.time() - self._configured_at
+        self.timings["client_compute"] += compute_seconds
         if self.observer is not None:
             start = time.time()
-            self.observer(*self.observe(server_round, replies))
+            self.observer(updates, failures)
             self.timings["attacks"] += time.time() - start
 
     def aggregate_train(self, server_round: int,
@@ -208,8 +231,12 @@ class Curious:
         arrays, metrics = super().aggregate_train(server_round, replies)
         if arrays is not None and self.local_steps == 1 and self.averages_gradients:
             arrays = _stepped(sent, arrays, self.lr)
-        del self._sent[server_round]  # nothing kept per round once the round is aggregated
+        self.forget(server_round)
         return arrays, metrics
+
+    def forget(self, server_round: int) -> None:
+        """Nothing kept per round once the round is aggregated."""
+        self._sent.pop(server_round, None)
 
 
 def _stepped(weights: dict[str, np.ndarray], gradient: ArrayRecord, lr: float) -> ArrayRecord:
@@ -247,14 +274,6 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
     torch.manual_seed(config.seed)
     model = build_model(config.model, num_features, num_classes)
     return ArrayRecord(model.state_dict())
-
-
-def sampled_per_round(config: RunConfig) -> int:
-    """How many clients the strategy samples per round once every client is connected (Flower's
-    rule: ``max(int(n * fraction_train), min_train_nodes)``, with :func:`make_strategy`'s minimum)."""
-    fed = config.federation
-    available = fed.min_available or fed.num_clients
-    return max(int(fed.num_clients * fed.fraction_train), available if fed.fraction_train == 1 else 1)
 
 
 def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "",

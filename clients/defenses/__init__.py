@@ -70,12 +70,17 @@ class DefenseStack:
             update = defense.apply(update, rng)
         return update
 
-    def check_server(self, num_sampled_clients: int) -> None:
+    def check_server(self, num_sampled_clients: int, secaggplus: bool = False) -> None:
         """Build each server half once around a stand-in strategy, so that Flower's own checks of
-        its parameters (e.g. the adaptive wrapper's noise split) refuse them before the run."""
+        its parameters (e.g. the adaptive wrapper's noise split) refuse them before the run. Behind
+        Flower's SecAgg+ (a legacy strategy in Flower's workflow) no server half can be carried."""
         from flwr.serverapp.strategy import FedAvg
 
         for i, defense in enumerate(self.defenses):
+            if secaggplus and type(defense).wrap_strategy is not Defense.wrap_strategy:
+                raise ConfigError(f"defenses.{i}.name: {defense.name} has a server half (a wrapper of Flower's "
+                                  "Message-API strategy), which Flower's SecAgg+ workflow cannot carry; not with "
+                                  "threat.secure_aggregation: secaggplus")
             try:
                 defense.wrap_strategy(FedAvg(), num_sampled_clients, 0)
             except ValueError as exc:

@@ -119,7 +119,7 @@ class Evaluator:
         if outcome.update is None:
             return [self.failure_row(outcome)]
         update, recs = outcome.update, outcome.reconstructions
-        record = self.audit.read(update.round, update.client_key)  # only after the attack returned
+        record = self.audit.read(update.round, update.client_key, update.members)  # only after the attack returned
         graphs = record.graphs[: self.config.attack.max_graphs]
         if len(recs) >= len(graphs) > 1:  # which reconstruction is which graph of the batch
             recs = [recs[j] for j in batch_assignment(recs[: len(record.graphs)], graphs, self.knowledge.schema)]
@@ -142,7 +142,9 @@ class Evaluator:
         update, knowledge, config = outcome.update, outcome.knowledge, self.config
         return ResultRow(
             run=config.name, dataset=config.data.dataset, seed=config.seed, round=update.round,
-            client=update.client_key, observed=update.observed, batch_index=index,
+            client=update.client_key, observed=update.observed,
+            aggregated_clients=int(update.metrics.get("clients", 1)),
+            dropped_clients=int(update.metrics.get("dropped", 0)), batch_index=index,
             graph_id=int(graph.graph_id), num_nodes=graph.num_nodes, attack=outcome.attack,
             defense=defense_label(config.defenses), defense_stack=config.defenses,
             status=outcome.status, message=outcome.message, seconds=outcome.seconds / max(graphs, 1),
@@ -162,7 +164,8 @@ class Evaluator:
         config, failure, knowledge = self.config, outcome.failure, outcome.knowledge
         return ResultRow(
             run=config.name, dataset=config.data.dataset, seed=config.seed, round=failure.round,
-            client=failure.client_key, observed="client", batch_index=None, graph_id=None, num_nodes=None,
+            client=failure.client_key, observed="client", aggregated_clients=None, dropped_clients=None,
+            batch_index=None, graph_id=None, num_nodes=None,
             attack=outcome.attack, defense=defense_label(config.defenses), defense_stack=config.defenses,
             status=outcome.status, message=outcome.message, seconds=0.0,
             update_kind="gradient" if config.train.mode == "fedsgd" else "weights", exact_gradient=None,

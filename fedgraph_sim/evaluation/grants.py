@@ -23,10 +23,10 @@ class ThreatGrants:
 
     def __init__(self, threat: ThreatConfig, audit: AuditStore, knowledge: AttackerKnowledge) -> None:
         self.threat, self.audit, self.knowledge = threat, audit, knowledge
-        self._last: tuple[tuple[int, int], AuditRecord] | None = None  # every attack asks per update
+        self._last: tuple[tuple, AuditRecord] | None = None  # every attack asks per update
 
     def _record(self, update: ObservedUpdate) -> AuditRecord:
-        key = (update.round, update.client_key)
+        key = (update.round, update.client_key, update.members)
         if self._last is None or self._last[0] != key:
             self._last = key, self.audit.read(*key)
         return self._last[1]

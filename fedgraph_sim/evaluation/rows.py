@@ -27,7 +27,11 @@ class ResultRow:
     seed: int
     round: int
     client: int | None  # the client's key; -1 for the secure-aggregation aggregate
-    observed: str  # client | secure_aggregate
+    observed: str  # client | secure_aggregate (the strategy's sum) | secaggplus_aggregate (Flower's SecAgg+)
+    # how many clients' replies the observed update holds (1 for a client's), and how many sampled
+    # clients dropped out of the round's SecAgg+ protocol; None on a failed turn's row
+    aggregated_clients: int | None
+    dropped_clients: int | None
     batch_index: int | None
     graph_id: int | None
     num_nodes: int | None

@@ -20,13 +20,15 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from clients.reply_mods import defense_mods
+from clients.secaggplus_mod import secaggplus_mods
 from clients.turn import train_reply
 from fedgraph_sim.config import RunConfig, load_config
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.session import Session
 from fedgraph_sim.runtime.stopping import StoppableGrid
-from server.strategy import initial_arrays, make_strategy, sampled_per_round
+from server.secaggplus import CuriousSecAggPlus, SecAggPlusRounds
+from server.strategy import initial_arrays, make_strategy
 
 
 def make_server_app(session_for: Callable[[Context], Session], finish: bool = False) -> ServerApp:
@@ -39,13 +41,18 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
-        # the server's halves of the defenses that have one (Flower's central-DP wrappers) go around
-        # the curious strategy, which still sees every reply first
-        strategy = session.defenses.wrap_strategy(session.strategy, sampled_per_round(config), config.seed)
         grid = StoppableGrid(grid, session.stop)
         session.strategy.roll_call(grid)
-        strategy.start(grid=grid, initial_arrays=initial_arrays(config, ds.num_features, ds.num_classes),
-                       num_rounds=config.federation.rounds, evaluate_fn=session.evaluate)
+        initial = initial_arrays(config, ds.num_features, ds.num_classes)
+        if config.threat.secure_aggregation == "secaggplus":
+            run_secaggplus(grid, context, session.strategy, initial, session.evaluate, config)
+        else:
+            # the server's halves of the defenses that have one (Flower's central-DP wrappers) go
+            # around the curious strategy, which still sees every reply first
+            strategy = session.defenses.wrap_strategy(session.strategy, config.federation.sampled_per_round(),
+                                                      config.seed)
+            strategy.start(grid=grid, initial_arrays=initial, num_rounds=config.federation.rounds,
+                           evaluate_fn=session.evaluate)
         if finish:
             session.finish()
 
@@ -56,7 +63,8 @@ def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:
     """The ClientApp; ``config_for(context)`` gives the run's config JSON."""
     app = ClientApp()
 
-    @app.train(mods=[defense_mods(config_for)])  # the defenses that are Flower mods
+    # outermost Flower's SecAgg+ when the run uses it, then the defenses that are Flower mods
+    @app.train(mods=[secaggplus_mods(config_for), defense_mods(config_for)])
     def train(msg: Message, context: Context) -> Message:
         return train_reply(msg, int(context.node_config["partition-id"]), config_for(context), context.state)
 
@@ -67,6 +75,20 @@ def make_client_app(config_for: Callable[[Context], str]) -> ClientApp:
         return Message(RecordDict({"metrics": MetricRecord({"partition-id": partition})}), reply_to=msg)
 
     return app
+
+
+def run_secaggplus(grid: Grid, context: Context, curious, initial, evaluate_fn, config: RunConfig) -> None:
+    """The rounds through Flower's SecAgg+ workflow (``server.secaggplus``), whose legacy strategy
+    hands the revealed aggregate to the curious strategy's observer."""
+    from flwr.server import ServerConfig
+    from flwr.server.compat import LegacyContext
+    from flwr.server.workflow import DefaultWorkflow
+
+    fed = config.federation
+    strategy = CuriousSecAggPlus(curious, initial, evaluate_fn, fed.sampled_per_round(),
+                                 fed.min_available or fed.num_clients)
+    legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=fed.rounds), strategy=strategy)
+    DefaultWorkflow(fit_workflow=SecAggPlusRounds(**config.threat.secaggplus.model_dump()))(grid, legacy)
 
 
 def config_from_run_config(run_config: dict) -> RunConfig:

@@ -91,7 +91,6 @@ class Session:
                  capture: bool = False, scenario: Scenario | None = None) -> None:
         from clients.defenses import ClientTurn, build_defenses
         from server.boundary import boundary_for
-        from server.strategy import sampled_per_round
 
         load_plugins(config.plugins)  # a sweep worker may never have validated this config
 
@@ -103,7 +102,8 @@ class Session:
         train, rounds = config.train, config.federation.rounds
         self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
                                 for c in self.scenario.clients])
-        self.defenses.check_server(sampled_per_round(config))
+        self.defenses.check_server(config.federation.sampled_per_round(),
+                                   secaggplus=config.threat.secure_aggregation == "secaggplus")
         self.knowledge = attacker_knowledge(config, self.scenario)
         self.boundary = boundary_for(config)  # refused now, before anything is written
         self.run_dir = None

@@ -13,10 +13,12 @@ from fedgraph_sim.threat import ObservedUpdate
 pytestmark = pytest.mark.usefixtures("flower_task")
 
 
-def instruction(model, run_dir, round_=1, lr=0.01, steps=1, batch=1, audit=True):
+def instruction(model, run_dir, round_=1, lr=0.01, steps=1, batch=1, audit=True, arrays=None):
+    """A train instruction sending ``model``'s weights (or ``arrays``, an ArrayRecord)."""
     config = ConfigRecord({"server-round": round_, "lr": lr, "local-steps": steps, "batch-size": batch,
                            "run-dir": str(run_dir), "audit": audit})
-    content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "config": config})
+    arrays = arrays if arrays is not None else ArrayRecord(model.state_dict())
+    content = RecordDict({"arrays": arrays, "config": config})
     return Message(content=content, dst_node_id=1, message_type="train")
 
 

@@ -122,7 +122,8 @@ class _Ctx:
 
 
 def test_a_result_row_flattens_to_the_jsonl_columns():
-    row = ResultRow(run="r", dataset="d", seed=0, round=1, client=0, observed="client", batch_index=0,
+    row = ResultRow(run="r", dataset="d", seed=0, round=1, client=0, observed="client", aggregated_clients=1,
+                    dropped_clients=0, batch_index=0,
                     graph_id=3, num_nodes=4, attack="a", defense="none", defense_stack=[], status="ok",
                     message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
                     local_steps=1, attack_input="gradient",

@@ -241,8 +241,9 @@ def test_the_aggregate_does_not_depend_on_the_order_replies_arrive_in():
                                                 (("federation.fraction_train=0.1",), 1)])
 def test_the_clients_sampled_per_round_follow_flowers_rule(overrides, sampled):
     from fedgraph_sim.config import load_config
-    from server.strategy import make_strategy, sampled_per_round
+    from server.strategy import make_strategy
 
     config = load_config(None, ["federation.num_clients=4", *overrides])
     strategy = make_strategy(config, None)
-    assert sampled_per_round(config) == sampled == max(int(4 * strategy.fraction_train), strategy.min_train_nodes)
+    assert config.federation.sampled_per_round() == sampled
+    assert sampled == max(int(4 * strategy.fraction_train), strategy.min_train_nodes)
