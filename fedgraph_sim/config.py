@@ -487,8 +487,8 @@ def _check_cross_fields(config: RunConfig) -> None:
                           "aggregate, not client updates; leave attack.clients at all")
     if config.threat.secure_aggregation == "secaggplus":
         _check_secaggplus(config)
-    elif "secaggplus" in config.threat.model_fields_set:
-        raise ConfigError("threat.secaggplus: set, but threat.secure_aggregation is "
+    elif config.threat.secaggplus != SecAggPlusConfig():  # changed, to no effect: a mistake
+        raise ConfigError("threat.secaggplus: changed, but threat.secure_aggregation is "
                           f"{config.threat.secure_aggregation!r}; the parameters apply only to secaggplus")
     for grant in ATTACK_GRANTS:
         granted = getattr(config.threat, grant)
