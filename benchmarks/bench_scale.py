@@ -8,8 +8,11 @@ Each federation is ``fedgraph-sim run`` in a child process: MUTAG (synthetic wit
 each), 10% of them training per round, one of those attacked per round (iDLG and the adjacency
 prior). Memory is the peak over time of the summed proportional set size (PSS, shared pages split
 between the processes sharing them) of the whole process tree: the driver, Ray's services and
-its actors, the attack workers. ``--engines`` times a 2-client synthetic federation of 1 and 1 + ``rounds`` rounds
-under both engines and prints the ratio of their wall time per extra round (start-up cancels).
+its actors, the attack workers. ``--engines`` times a 2-client synthetic federation of 1 and
+1 + ``rounds`` rounds in the simulation and under the Deployment Engine, with our forked ClientApps
+and with Flower's own SuperExec, under two workloads (iDLG attacking every round; the random
+baseline in round 1 only, which leaves the engines' own cost), and prints each one's wall time per
+extra round (start-up cancels) and its ratio to the simulation's.
 """
 
 from __future__ import annotations
@@ -79,19 +82,24 @@ def main() -> None:
               f"peak PSS {gb:.2f} GB, wall {seconds:.0f} s "
               f"({seconds / args.rounds:.1f} s per round, start-up included)")
     if args.engines:
-        # per round = (T(1 + R rounds) - T(1 round)) / R: start-up (Ray, the SuperLink) cancels out
+        # per round = (T(1 + R rounds) - T(1 round)) / R: start-up (Ray, the SuperLink) cancels out.
         tiny = ["data.dataset=synthetic", "data.options={num_graphs: 60}", "federation.num_clients=2",
-                "attack.names=[idlg]", f"output.dir={out}"]
-        per_round = {}
-        for engine in ("run", "deploy"):
-            command = [sys.executable, "-m", "fedgraph_sim", engine, *tiny]
-            one, _ = measured([*command, "federation.rounds=1"])
-            more, _ = measured([*command, f"federation.rounds={1 + args.rounds}"])
-            per_round[engine] = (more - one) / args.rounds
-            print(f"{engine}: 1 round {one:.1f} s, {1 + args.rounds} rounds {more:.1f} s, "
-                  f"{per_round[engine]:.2f} s per extra round")
-        print(f"per-round overhead, Deployment Engine on loopback / simulation: "
-              f"{per_round['deploy'] / per_round['run']:.2f}")
+                f"output.dir={out}"]
+        workloads = {"iDLG attacks every round": ["attack.names=[idlg]"],
+                     "the random baseline in round 1 only": ["attack.names=[random]", "attack.rounds=[1]"]}
+        engines = {"simulation": ["run"], "deploy, forked ClientApps": ["deploy"],
+                   "deploy, Flower's SuperExec": ["deploy", "--clientapps", "flower"]}
+        for workload, attacks in workloads.items():
+            print(f"2 clients, synthetic, {workload}:")
+            per_round = {}
+            for engine, words in engines.items():
+                command = [sys.executable, "-m", "fedgraph_sim", *words, *tiny, *attacks]
+                one, _ = measured([*command, "federation.rounds=1"])
+                more, _ = measured([*command, f"federation.rounds={1 + args.rounds}"])
+                per_round[engine] = (more - one) / args.rounds
+                print(f"  {engine}: 1 round {one:.1f} s, {1 + args.rounds} rounds {more:.1f} s, "
+                      f"{per_round[engine]:.2f} s per extra round, "
+                      f"{per_round[engine] / per_round['simulation']:.2f} x the simulation's")
 
 if __name__ == "__main__":
     main()

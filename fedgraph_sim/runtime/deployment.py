@@ -37,6 +37,9 @@ from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.simulation import FLOWER_ENV
 
 ROLES = ("all", "superlink", "supernodes")
+#: Who starts a SuperNode's ClientApp processes: our forking SuperExec, or Flower's own (a fresh
+#: process per task).
+CLIENTAPP_LAUNCHERS = ("forked", "flower")
 #: How long a SuperLink may take to accept connections.
 STARTUP_SECONDS = 60.0
 #: How long a process gets between SIGTERM and SIGKILL.
@@ -131,6 +134,7 @@ class Launch:
     role: str = "all"
     superlink: str | None = None
     partitions: list[int] | None = None
+    clientapps: str = "forked"  # forked | flower (CLIENTAPP_LAUNCHERS)
     echo: Callable[[str], None] = lambda line: print(line, end="", flush=True)
 
     def __post_init__(self) -> None:
@@ -139,6 +143,8 @@ class Launch:
                               "pyproject.toml (install the project with pip install -e)")
         if self.role not in ROLES:
             raise ConfigError(f"--role: unknown '{self.role}'; valid: {', '.join(ROLES)}")
+        if self.clientapps not in CLIENTAPP_LAUNCHERS:
+            raise ConfigError(f"--clientapps: unknown '{self.clientapps}'; valid: {', '.join(CLIENTAPP_LAUNCHERS)}")
         self.host, self.port = parse_address(self.superlink)
         k = self.config.federation.num_clients
         self.partitions = list(range(k)) if self.partitions is None else self.partitions
@@ -166,11 +172,24 @@ class Launch:
         wait_for_port(self.host, self.port, proc)
 
     def start_supernodes(self) -> None:
+        """One SuperNode per partition. With ``clientapps: forked`` each has a forking SuperExec
+        beside it (``forking_superexec``: every task in its own process, forked from one that has
+        imported the client stack and loaded the data); with ``flower``, Flower's own SuperExec
+        starts a fresh ``flwr-clientapp`` process per task."""
         k = self.config.federation.num_clients
+        forked = self.clientapps == "forked"
         for p in self.partitions:
-            self.processes.start(f"supernode-{p}", [
+            runtime_port = free_port()
+            node = self.processes.start(f"supernode-{p}", [
                 "flower-supernode", "--insecure", "--superlink", f"{self.host}:{self.port}",
-                "--port", str(free_port()), "--node-config", f"partition-id={p} num-partitions={k}"])
+                "--isolation", "process" if forked else "subprocess",
+                "--port", str(runtime_port), "--node-config", f"partition-id={p} num-partitions={k}"])
+            if not forked:
+                continue
+            self.processes.start(f"superexec-{p}", [
+                sys.executable, "-m", "fedgraph_sim.runtime.forking_superexec",
+                "--runtime-api-address", f"127.0.0.1:{runtime_port}", "--parent-pid", str(node.pid),
+                "--config-file", str(self.config_file), "--overrides", shlex.join(self.overrides)])
 
     def submit(self) -> int:
         """``flwr run`` of this project's apps, its output streamed; its exit code."""

@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--superlink", default=None, help="the SuperLink's HOST:PORT (default 127.0.0.1, a free port)")
     parser.add_argument("--partitions", type=_partitions, default=None,
                         help="the SuperNodes this host runs, e.g. 0,1 (default: all of federation.num_clients)")
+    parser.add_argument("--clientapps", default="forked",
+                        help="forked (default): each task forked from a SuperExec that has imported the client stack; "
+                             "flower: Flower's own SuperExec, a fresh process per task")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
     args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         # the apps run elsewhere (a SuperLink's subprocess): every path they get must be absolute
         overrides = [*args.overrides, f"output.dir={Path(config.output.dir).resolve()}"]
         launch = Launch(config, config_file, overrides, role=args.role, superlink=args.superlink,
-                        partitions=args.partitions)
+                        partitions=args.partitions, clientapps=args.clientapps)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
