@@ -28,10 +28,12 @@ def test_the_flower_home_holds_one_insecure_connection(tmp_path):
     assert 'default = "fedgraph"' in text and 'address = "127.0.0.1:9100"' in text and "insecure = true" in text
 
 
-def test_bad_roles_and_partitions_are_refused_before_anything_is_written(tmp_path):
+def test_bad_roles_partitions_and_launchers_are_refused_before_anything_is_written(tmp_path):
     config = load_config(None, ["federation.num_clients=2", f"output.dir={tmp_path}"])
     with pytest.raises(ConfigError, match="--role"):
         Launch(config, DEFAULT_CONFIG, [], role="workers")
+    with pytest.raises(ConfigError, match="--clientapps: unknown 'forking'; valid: forked, flower"):
+        Launch(config, DEFAULT_CONFIG, [], clientapps="forking")
     with pytest.raises(ConfigError, match="--partitions"):
         Launch(config, DEFAULT_CONFIG, [], partitions=[0, 2])
     assert list(tmp_path.iterdir()) == []
