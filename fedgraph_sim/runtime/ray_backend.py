@@ -17,14 +17,6 @@ make Ray restart them and retry the turn, the race above. And ``ray.init`` repla
 handler by ``sys.exit``, which would end the main thread under the backend's worker threads
 (left waiting forever); the backend puts back the handler it found.
 
-A signal to this process's group (``kill -TERM -<pgid>``, a batch scheduler's stop) must reach
-this process and not Ray's services: a raylet ended by it ends the plasma store, and Ray's core
-worker here then exits the process with status 1 ("The connection to the plasma store is failed.
-Terminate the process") while the stop is still writing the summary; seen in 1 of 4 SIGTERMs
-under load. A Ray started here therefore runs its services in their own session
-(:func:`prepare_local_ray`); they still die with this process (Ray's fate-sharing) and at
-``ray.shutdown()``.
-
 A Ray that is already up when the backend is built (a notebook's, or a test session's) is joined,
 as Flower's backend does, and left up at the end: only a Ray the backend started is shut down.
 """
@@ -51,24 +43,6 @@ def prepare_local_ray(address: str | None) -> None:
     if address is None:
         for key, value in LOCAL_RAY_ENV.items():
             os.environ.setdefault(key, value)
-        _services_in_their_own_session()
-
-
-def _services_in_their_own_session() -> None:
-    """Start Ray's service processes (GCS, raylet, dashboard, ...) with ``setsid`` (idempotent)."""
-    from ray._private import services
-
-    if getattr(services.ConsolePopen, "own_session", False) or os.name != "posix":
-        return
-
-    class OwnSessionPopen(services.ConsolePopen):
-        own_session = True
-
-        def __init__(self, *args, **kwargs) -> None:
-            kwargs.setdefault("start_new_session", True)
-            super().__init__(*args, **kwargs)
-
-    services.ConsolePopen = OwnSessionPopen
 
 
 def kill_actors() -> int:
