@@ -172,16 +172,18 @@ class Launch:
         wait_for_port(self.host, self.port, proc)
 
     def start_supernodes(self) -> None:
-        """One SuperNode per partition. With ``clientapps: forked`` each has a forking SuperExec
-        beside it (``forking_superexec``: every task in its own process, forked from one that has
-        imported the client stack and loaded the data); with ``flower``, Flower's own SuperExec
-        starts a fresh ``flwr-clientapp`` process per task."""
+        """One SuperNode per partition. With ``clientapps: forked`` each polls its SuperLink every
+        0.1 s (``polling_supernode``; Flower's waits 3 s after an empty pull) and has a forking
+        SuperExec beside it (``forking_superexec``: every task in its own process, forked from one
+        that has imported the client stack and loaded the data); with ``flower``, Flower's own
+        SuperNode starts a fresh ``flwr-clientapp`` process per task."""
         k = self.config.federation.num_clients
         forked = self.clientapps == "forked"
+        supernode = [sys.executable, "-m", "fedgraph_sim.runtime.polling_supernode"] if forked else ["flower-supernode"]
         for p in self.partitions:
             runtime_port = free_port()
             node = self.processes.start(f"supernode-{p}", [
-                "flower-supernode", "--insecure", "--superlink", f"{self.host}:{self.port}",
+                *supernode, "--insecure", "--superlink", f"{self.host}:{self.port}",
                 "--isolation", "process" if forked else "subprocess",
                 "--port", str(runtime_port), "--node-config", f"partition-id={p} num-partitions={k}"])
             if not forked:

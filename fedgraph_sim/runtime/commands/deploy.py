@@ -40,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=_partitions, default=None,
                         help="the SuperNodes this host runs, e.g. 0,1 (default: all of federation.num_clients)")
     parser.add_argument("--clientapps", default="forked",
-                        help="forked (default): each task forked from a SuperExec that has imported the client stack; "
-                             "flower: Flower's own SuperExec, a fresh process per task")
+                        help="forked (default): SuperNodes polling every 0.1 s, each task forked from a SuperExec "
+                             "that has imported the client stack; flower: Flower's own SuperNode and SuperExec, "
+                             "a fresh process per task")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
     args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
