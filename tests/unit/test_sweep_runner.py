@@ -51,3 +51,46 @@ def test_changed_settings_change_the_job_ids():
 def test_spec_differences_name_dotted_keys():
     assert spec_differences({"a": {"b": 1, "c": 2}}, {"a": {"b": 1, "c": 3}, "d": 4}) == ["a.c", "d"]
     assert spec_differences(SPEC, SPEC) == []
+
+
+class NeverFinishes:
+    """A pool whose jobs run on (a federation that trains) for 10 s, shut down as the runner asks."""
+
+    def __init__(self):
+        self.shutdowns = []
+
+    def submit(self, fn, *args, **kwargs):
+        import threading
+        from concurrent.futures import Future
+
+        job = Future()
+        timer = threading.Timer(10, lambda: job.done() or job.set_result({}))  # a failed test, not a hung one
+        timer.daemon = True
+        timer.start()
+        return job
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        self.shutdowns.append((wait, cancel_futures))
+
+
+def test_a_signal_another_thread_receives_stops_the_runner_while_its_jobs_run(tmp_path, monkeypatch):
+    """The kernel may hand a process's SIGINT to any of its threads; Python runs the handler in
+    the main thread only once that thread runs Python again, so the runner must not block on its
+    jobs without a timeout (it did, and a stopped sweep ran on until a job finished)."""
+    import signal
+    import threading
+    import time
+
+    pool = NeverFinishes()
+    runner = SweepRunner(_plan(), tmp_path / "sweep")
+    monkeypatch.setattr(runner, "_pool", lambda: pool)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python program
+    receiver = threading.Thread(target=lambda: (time.sleep(1), signal.pthread_kill(threading.get_ident(),
+                                                                                   signal.SIGINT)))
+    start = time.monotonic()
+    receiver.start()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    receiver.join()
+    assert time.monotonic() - start < 5
+    assert pool.shutdowns == [(False, True)]  # queued jobs cancelled, nothing waited for

@@ -42,6 +42,7 @@ from fedgraph_sim.runtime.sweeps.jobs import DONE, cell_job, federation_job, ini
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 from fedgraph_sim.yaml_files import read_yaml
 
+WAKE_SECONDS = 0.5  # how long the runner waits on its jobs before it checks for a signal
 BACKENDS = ("local", "ray")  # a pool of spawned processes | Ray tasks (runtime.sweeps.ray_pool)
 
 
@@ -166,7 +167,10 @@ class SweepRunner:
                 else:
                     submit_cells_of(fed)
             while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                # Wake up now and then: a Ctrl-C or SIGTERM the kernel hands to another of this
+                # process's threads only runs its handler once the main thread runs Python again,
+                # and a wait without a timeout would hold it until some job finishes.
+                finished, _ = wait(running, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
                 for job in finished:
                     kind, item = running.pop(job)
                     try:
