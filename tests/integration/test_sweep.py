@@ -104,8 +104,11 @@ def test_a_signal_to_the_runner_stops_the_sweep_and_everything_it_started(tmp_pa
     spec_file = tmp_path / "endless.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
     out = tmp_path / "endless"
+    # started with SIGINT ignored, as a shell's background job (a CI script's `&`) inherits it:
+    # Ctrl-C must stop the sweep anyway (the runner hung here until it set its own handler)
     proc = subprocess.Popen([sys.executable, str(ROOT / "experiments" / "sweep.py"), "--config", str(spec_file),
                              "--out", str(out), "--jobs", "1"], cwd=ROOT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 300  # until the federation trains (its utility.jsonl grows)

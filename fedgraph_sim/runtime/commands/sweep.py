@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     def interrupt(signum: int, _frame) -> None:  # SIGTERM stops a sweep as Ctrl-C does
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    # Both installed: Python leaves SIGINT ignored when it starts ignored, as in any job a
+    # non-interactive shell puts in the background (a CI script's `&`), and Ctrl-C must still stop it
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, interrupt)
     try:
         with progress:
             result = runner.run()
