@@ -9,8 +9,8 @@ each), 10% of them training per round, one of those attacked per round (iDLG and
 prior). Memory is the peak over time of the summed proportional set size (PSS, shared pages split
 between the processes sharing them) of the whole process tree: the driver, Ray's services and
 its actors, the attack workers. ``--engines`` times a 2-client synthetic federation of 1 and
-1 + ``rounds`` rounds in the simulation and under the Deployment Engine, with our forked ClientApps
-and with Flower's own SuperExec, under two workloads (iDLG attacking every round; the random
+1 + ``rounds`` rounds in the simulation and under the Deployment Engine, with our SuperNodes
+(polling every 0.1 s) and forked ClientApps and with Flower's own processes, under two workloads (iDLG attacking every round; the random
 baseline in round 1 only, which leaves the engines' own cost), and prints each one's wall time per
 extra round (start-up cancels) and its ratio to the simulation's.
 """
@@ -87,8 +87,8 @@ def main() -> None:
                 f"output.dir={out}"]
         workloads = {"iDLG attacks every round": ["attack.names=[idlg]"],
                      "the random baseline in round 1 only": ["attack.names=[random]", "attack.rounds=[1]"]}
-        engines = {"simulation": ["run"], "deploy, forked ClientApps": ["deploy"],
-                   "deploy, Flower's SuperExec": ["deploy", "--clientapps", "flower"]}
+        engines = {"simulation": ["run"], "deploy, polling SuperNodes and forked ClientApps": ["deploy"],
+                   "deploy, Flower's own SuperNodes and SuperExec": ["deploy", "--clientapps", "flower"]}
         for workload, attacks in workloads.items():
             print(f"2 clients, synthetic, {workload}:")
             per_round = {}
