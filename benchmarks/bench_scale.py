@@ -10,9 +10,10 @@ prior). Memory is the peak over time of the summed proportional set size (PSS, s
 between the processes sharing them) of the whole process tree: the driver, Ray's services and
 its actors, the attack workers. ``--engines`` times a 2-client synthetic federation of 1 and
 1 + ``rounds`` rounds in the simulation and under the Deployment Engine, with our SuperNodes
-(polling every 0.1 s) and forked ClientApps and with Flower's own processes, under two workloads (iDLG attacking every round; the random
-baseline in round 1 only, which leaves the engines' own cost), and prints each one's wall time per
-extra round (start-up cancels) and its ratio to the simulation's.
+(polling every 0.1 s) and forked ClientApps and with Flower's own processes, under two workloads
+(iDLG attacking every round; the random baseline in round 1 only, which leaves the engines' own
+cost), and prints each one's wall time per extra round (start-up cancels) and its ratio to the
+simulation's.
 """
 
 from __future__ import annotations
