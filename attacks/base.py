@@ -135,6 +135,10 @@ class Attack(ABC):
     #: Variants that differ only in these share their fit: one seed per update and, through
     #: :meth:`AttackContext.shared_fit`, one computation (DLG+BP is DLG's own fit, binarised).
     after_fit: ClassVar[tuple[str, ...]] = ()
+    #: Options beyond the paper (``[ext]``, off in paper mode) that widen where the attack applies
+    #: (other training, batches, noisy updates); ``fedgraph-sim audit`` runs the attack with them
+    #: as ``<name>@ext`` beside its paper mode.
+    audit_options: ClassVar[dict[str, Any]] = {}
 
     @dataclass
     class Params:
@@ -176,13 +180,14 @@ class Attack(ABC):
         """Why this attack cannot run on this update under this threat model, or None."""
         req = self.requires
         if req.exact_gradient and not update.exact:
-            return f"needs the exact gradient of one batch; got {update.kind} after {update.local_steps} local steps"
+            return (f"needs the exact gradient of one batch (FedSGD: train.local_steps=1); got {update.kind} after "
+                    f"{update.local_steps} local steps")
         if req.node_count and knowledge.node_counts is None:
             return "needs the node-count hint (threat.node_count=true)"
         if req.aux_graphs and not knowledge.aux_graphs:
-            return "needs auxiliary graphs"
+            return "needs auxiliary graphs (threat.aux_graphs=true)"
         if req.single_graph and update.num_graphs != 1:
-            return f"needs one graph; the update was computed on {update.num_graphs}"
+            return f"needs one graph (train.batch_size=1); the update was computed on {update.num_graphs}"
         if knowledge.task_type == "regression" and not req.regression:
             return "recovers class labels; the model regresses real targets (data.task_type: regression)"
         task = knowledge.model.get("task", "graph")

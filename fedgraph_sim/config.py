@@ -195,6 +195,9 @@ ATTACK_GRANTS = ("adjacency_known", "features_known")
 
 
 class ThreatConfig(Section):
+    # the attacker holds the auxiliary graphs of aux.* (the gradient-free priors beside every row
+    # are always scored with them: false asks what the update alone gives away)
+    aux_graphs: bool = True
     node_count: bool = True  # hint: the true node count of each attacked graph
     label: bool = False  # hint: the true label of each attacked graph
     # hint: how many of each attacked graph's labelled nodes carry each class (a node classifier;

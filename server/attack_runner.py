@@ -156,7 +156,9 @@ class AttackRunner:
                     unprepared[call.name] = result.message
                 continue
             outcome = self.outcome(call, result)
-            if call.name in unprepared:  # its calls ran without the state the round should have built
+            # its calls ran without the state the round should have built (one that does not apply
+            # needed none: its reason stands, e.g. auxiliary graphs a failed preparation lacked too)
+            if call.name in unprepared and outcome.status != "not_applicable":
                 outcome = dataclasses.replace(outcome, status="error", reconstructions=[],
                                               message=f"prepare() failed this round: {unprepared[call.name]}")
             self.record(outcome)

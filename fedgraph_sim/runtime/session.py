@@ -14,6 +14,7 @@ server's :class:`~server.attack_runner.AttackRunner` feeding the
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -79,6 +80,8 @@ def attack_pipeline(config: RunConfig, attacks: dict, knowledge: AttackerKnowled
     from server.boundary import boundary_for
 
     evaluator = Evaluator(config, run_dir, knowledge, build_priors(config), audit_dir, extra_columns)
+    if not config.threat.aux_graphs:  # the priors keep them: a prior gets every advantage
+        knowledge = dataclasses.replace(knowledge, aux_graphs=(), aux_scenario="none")
     grants = ThreatGrants(config.threat, evaluator.audit, knowledge)
     boundary = (boundary or boundary_for(config)).hiding(run_dir, audit_dir)
     return AttackRunner(config, attacks, knowledge, grants, evaluator, progress, boundary)

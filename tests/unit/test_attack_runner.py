@@ -261,3 +261,38 @@ def test_a_failed_preparation_makes_the_rounds_rows_errors(tmp_path):
     assert rows["prepare_raises"]["status"] == "error"
     assert rows["prepare_raises"]["message"] == "prepare() failed this round: RuntimeError: decoder diverged"
     assert rows["random"]["status"] == "ok"
+
+
+class PrepareRaisesAndNeverApplies(PrepareRaises):
+    name = "prepare_raises_never_applies"
+
+    def not_applicable(self, update, knowledge):
+        return "needs auxiliary graphs (threat.aux_graphs=true)"
+
+
+def test_a_call_that_does_not_apply_keeps_its_reason_whatever_its_preparation_did(tmp_path):
+    runner, update, _ = make_runner(tmp_path, {"prepare_raises_never_applies": PrepareRaisesAndNeverApplies()})
+    runner([update])
+    runner.close()
+    row, = read_rows(tmp_path)
+    assert (row["status"], row["message"]) == ("not_applicable", "needs auxiliary graphs (threat.aux_graphs=true)")
+
+
+class CountsAux(Attack):
+    name, paper = "counts_aux", "test double"
+    seen: list = []
+
+    def reconstruct(self, update, knowledge, ctx):
+        CountsAux.seen.append(len(knowledge.aux_graphs))
+        return RandomGuess().reconstruct(update, knowledge, ctx)
+
+
+@pytest.mark.parametrize("granted", [True, False])
+def test_threat_aux_graphs_false_hides_them_from_the_attacks_but_not_from_the_priors(tmp_path, granted):
+    CountsAux.seen = []
+    runner, update, _ = make_runner(tmp_path, {"counts_aux": CountsAux()}, [f"threat.aux_graphs={granted}"])
+    runner([update])
+    runner.close()
+    row, = read_rows(tmp_path)
+    assert (CountsAux.seen[0] > 0) is granted and row["aux"] == ("same:holdout" if granted else "none")
+    assert row["prior_identity_adj_auc"] == row["prior_identity_adj_auc"]  # the priors scored with them
