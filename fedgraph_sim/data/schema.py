@@ -19,10 +19,13 @@ import torch
 
 @dataclass(frozen=True)
 class FeatureBlock:
-    """One categorical feature, one-hot encoded over ``values`` (column i <-> ``values[i]``)."""
+    """One categorical feature, one-hot encoded over ``values`` (column i <-> ``values[i]``);
+    ``names``, when the data says, are what the values stand for (MUTAG's node label 0 is C), for
+    drawings and tables."""
 
     name: str
     values: tuple
+    names: tuple | None = None
 
     @property
     def width(self) -> int:
@@ -146,5 +149,6 @@ def _plain(value):
     return value if isinstance(value, (int, float, str, bool)) else str(value)
 
 
-def single_block_schema(name: str, values, *, continuous: bool = False) -> FeatureSchema:
-    return FeatureSchema((FeatureBlock(name, tuple(values)),), type_block=name, continuous=continuous)
+def single_block_schema(name: str, values, *, continuous: bool = False, names=None) -> FeatureSchema:
+    block = FeatureBlock(name, tuple(values), tuple(names) if names is not None else None)
+    return FeatureSchema((block,), type_block=name, continuous=continuous)

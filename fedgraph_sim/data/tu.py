@@ -6,6 +6,8 @@ and GRAIN papers; datasets without node labels get one constant feature.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 from torch_geometric.data import Data
@@ -30,6 +32,26 @@ def _label_values(raw_dir, name: str, width: int) -> tuple:
     return tuple(range(low, low + width))
 
 
+def _label_names(raw_dir, values: tuple) -> tuple | None:
+    """What each node-label code stands for, from the dataset's README ("Node labels:" then lines
+    such as ``0  C``; MUTAG's and PTC's list atoms); None when it does not say for every code."""
+    path = raw_dir / "README.txt"
+    if not path.is_file():
+        return None
+    names: dict[int, str] = {}
+    lines = iter(path.read_text(errors="replace").splitlines())
+    for line in lines:
+        if line.strip().lower().startswith("node labels:"):
+            for entry in lines:
+                match = re.fullmatch(r"\s*(\d+)\s+(\S.*?)\s*", entry)
+                if match:
+                    names[int(match.group(1))] = match.group(2)
+                elif entry.strip() and names:
+                    break
+            break
+    return tuple(names[v] for v in values) if all(v in names for v in values) else None
+
+
 def load_tu(name: str) -> GraphDataset:
     root = store.prepare("tu", name)
     try:
@@ -46,9 +68,8 @@ def load_tu(name: str) -> GraphDataset:
         graphs.append(Data(x=x, edge_index=edge_index, y=y.view(1).long(), num_nodes=n, graph_id=i))
     width = graphs[0].x.size(1)
     has_labels = pyg._data.x is not None
-    schema = single_block_schema(
-        "node_label" if has_labels else "constant",
-        _label_values(root / name / "raw", name, width) if has_labels else (1,),
-    )
+    values = _label_values(root / name / "raw", name, width) if has_labels else (1,)
+    schema = single_block_schema("node_label" if has_labels else "constant", values,
+                                 names=_label_names(root / name / "raw", values) if has_labels else None)
     return GraphDataset(name=name, graphs=graphs, num_classes=int(pyg.num_classes),
                         schema=schema, source="tu")

@@ -59,7 +59,7 @@ class DrawingStore:
         (self.folder / f"{stem}.json").write_text(json.dumps({
             "attack": row.attack, "defense": row.defense, "dataset": row.dataset,
             "round": row.round, "client": row.client, "graph_id": row.graph_id,
-            "type_block": block.name, "type_values": [str(v) for v in block.values],
+            "type_block": block.name, "type_values": [str(v) for v in block.names or block.values],
             "true_types": schema.node_types(graph.x).tolist(), "true_edge_index": graph.edge_index.tolist(),
             "smiles": getattr(graph, "smiles", None),
             "rec_types": schema.node_types(rec.x.float()).tolist(),

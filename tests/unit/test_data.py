@@ -133,3 +133,14 @@ def test_real_graphs_own_their_tensors(data_root):
     for name in ("MUTAG", "Tox21"):
         data = load_dataset(name)
         assert all(_own_storage(g) for g in data.graphs[:50]), name
+
+
+def test_tu_label_names_are_read_from_the_readme_only_when_it_names_every_code(tmp_path):
+    from fedgraph_sim.data.tu import _label_names
+
+    (tmp_path / "README.txt").write_text("Intro\n\nNode labels:\n\n  0  C\n  1  N\n  2  O\n\nEdge labels:\n\n  0  x\n")
+    assert _label_names(tmp_path, (0, 1, 2)) == ("C", "N", "O")
+    assert _label_names(tmp_path, (0, 1, 2, 3)) is None  # code 3 unnamed: no names at all
+    (tmp_path / "README.txt").write_text("no such section\n  0  C\n")
+    assert _label_names(tmp_path, (0,)) is None
+    assert _label_names(tmp_path / "missing", (0,)) is None

@@ -96,3 +96,10 @@ def test_freesolv_keeps_its_real_targets_under_regression(data_root, offline):
         load_dataset("ClinTox", task_type="regression")
     with pytest.raises(ConfigError, match="data.task_type: MUTAG has class labels"):
         load_dataset("MUTAG", task_type="regression")
+
+
+def test_tu_node_labels_are_named_as_the_datasets_readme_says(data_root):
+    """MUTAG's and PTC_MR's READMEs name their node labels (atoms); PROTEINS' does not."""
+    assert load_dataset("MUTAG").schema.blocks[0].names == ("C", "N", "O", "F", "I", "Cl", "Br")
+    assert load_dataset("PTC_MR").schema.blocks[0].names[:4] == ("In", "P", "O", "N")
+    assert load_dataset("PROTEINS").schema.blocks[0].names is None
