@@ -157,3 +157,14 @@ def test_bootstrap_ci_drops_nan_and_handles_tiny_inputs():
     assert bootstrap_ci([0.7, float("nan")]) == (0.7, 0.7)
     assert all(math.isnan(v) for v in bootstrap_ci([]))
     assert all(math.isnan(v) for v in bootstrap_ci([float("nan")]))
+
+
+def test_the_wilson_interval_of_a_count_is_honest_at_zero_and_matches_known_values():
+    from fedgraph_sim.metrics import wilson_interval
+
+    low, high = wilson_interval(0, 10)
+    assert low == 0 and abs(high - 0.2775) < 1e-3  # 0 of 10 rules out little
+    low, high = wilson_interval(44, 100)
+    assert abs(low - 0.3467) < 1e-3 and abs(high - 0.5377) < 1e-3
+    assert wilson_interval(5, 5)[1] == 1.0
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
