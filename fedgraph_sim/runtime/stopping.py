@@ -32,6 +32,18 @@ if TYPE_CHECKING:
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+def _raise_interrupt(signum: int, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def interrupt_on_signals() -> None:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt in the main thread (a sweep's or an audit's
+    runner stops on it). Both are installed: Python leaves SIGINT ignored when it starts ignored,
+    as in any job a non-interactive shell puts in the background (a CI script's ``&``)."""
+    for sig in SIGNALS:
+        signal.signal(sig, _raise_interrupt)
+
+
 def quiet_console(logger_names: tuple[str, ...] = ("flwr", "ray")) -> None:
     """Keep these loggers' terminal handlers from printing the errors a stop causes on purpose
     (Flower reports each killed actor with a traceback, and so may Ray while it deserializes the

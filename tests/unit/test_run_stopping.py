@@ -98,3 +98,21 @@ def test_by_default_flower_and_ray_are_quieted():
     finally:
         for handler, level in zip(handlers, levels):
             handler.setLevel(level)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_on_signals_raises_keyboard_interrupt_also_where_sigint_came_in_ignored(sig):
+    import time
+
+    from fedgraph_sim.runtime.stopping import SIGNALS, interrupt_on_signals
+
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's inheritance
+    try:
+        interrupt_on_signals()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), sig)
+            time.sleep(1)  # the handler raises as soon as Python runs again
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

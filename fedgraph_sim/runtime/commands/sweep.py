@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -77,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from fedgraph_sim.report.terminal import console as terminal_console, print_summary
     from fedgraph_sim.results import faults, read_rows
+    from fedgraph_sim.runtime.stopping import interrupt_on_signals
     from fedgraph_sim.runtime.sweeps import open_sweep
 
     console = terminal_console()
@@ -89,13 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
     sweep_dir = runner.dir
-    def interrupt(signum: int, _frame) -> None:  # SIGTERM stops a sweep as Ctrl-C does
-        raise KeyboardInterrupt
-
-    # Both installed: Python leaves SIGINT ignored when it starts ignored, as in any job a
-    # non-interactive shell puts in the background (a CI script's `&`), and Ctrl-C must still stop it
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, interrupt)
+    interrupt_on_signals()  # SIGTERM stops a sweep as Ctrl-C does
     try:
         with progress:
             result = runner.run()
