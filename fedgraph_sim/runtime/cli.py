@@ -5,10 +5,11 @@ inspect datasets before running anything, report on results after.
     fedgraph-sim sweep --config SPEC [--jobs N] | --resume DIR   defense-vs-attack sweeps
     fedgraph-sim reproduce --config FILE [--cases ...] [--reuse DIR ...] [--dry-run]   a paper table
     fedgraph-sim deploy [--config FILE] [key=value ...]   one federation on the Deployment Engine
+    fedgraph-sim audit --config FILE [key=value ...]   does it leak, and what stops it: audit.html
     fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
     fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
     fedgraph-sim attacks [--plugin M] [--json | --markdown]   every registered attack: paper, needs, defaults
-    fedgraph-sim report DIR             report.md and figures/ for a run or sweep directory
+    fedgraph-sim report DIR [--html]    report.md and figures/ (and report.html) for a run or sweep
 """
 
 from __future__ import annotations
@@ -197,6 +198,12 @@ def cmd_report(args) -> int:
     report = render(args.directory)
     print(f"report: {report.path} ({len(report.figures)} figures"
           + (f", {len(report.skipped)} skipped: see the report" if report.skipped else "") + ")")
+    if args.html:
+        from fedgraph_sim.report.html import markdown_page
+
+        page = report.path.with_suffix(".html")
+        page.write_text(markdown_page(report.path.read_text(), report.path.parent).render())
+        print(f"page: {page} (self-contained: figures inline)")
     return 0
 
 
@@ -227,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_metrics)
     p = sub.add_parser("report", help="tables and figures of a run or sweep directory")
     p.add_argument("directory", help="a run directory (runs/...) or a sweep directory")
+    p.add_argument("--html", action="store_true", help="also report.html: one self-contained page, figures inline")
     p.set_defaults(func=cmd_report)
     return parser
 
@@ -234,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = {"run": "run one federation and score its attacks",
             "sweep": "run a defense-vs-attack sweep (or resume one)",
             "reproduce": "run a paper table's cases and write ours beside the paper's",
-            "deploy": "run one federation on Flower's Deployment Engine (SuperLink + SuperNodes)"}
+            "deploy": "run one federation on Flower's Deployment Engine (SuperLink + SuperNodes)",
+            "audit": "does my federation leak, and what stops it? one command, one page (audit.html)"}
 
 
 def main(argv: list[str] | None = None) -> int:
