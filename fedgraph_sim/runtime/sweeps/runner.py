@@ -152,7 +152,7 @@ class SweepRunner:
         def submit_cells_of(fed: Federation) -> None:
             for cell in cells:
                 if cell.federation is fed:
-                    columns = {"sweep": self.sweep.name, "cell": cell.id, **fed.columns()}
+                    columns = {"sweep": self.sweep.name, "cell": cell.id, **fed.columns(), **cell.columns}
                     job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
                                       str(self.cell_dir(cell)), columns, self.log_of(cell.id))
                     running[job] = ("cell", cell)

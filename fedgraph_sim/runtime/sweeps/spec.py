@@ -67,6 +67,7 @@ class Cell:
     federation: Federation
     attack: str
     config: RunConfig
+    columns: dict[str, Any] = field(default_factory=dict)  # added to its rows (an audit's threat level)
 
 
 @dataclass

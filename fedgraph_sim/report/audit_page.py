@@ -1,0 +1,139 @@
+"""``audit.html`` and ``audit.json`` of an audit directory (``fedgraph-sim audit``): the facts
+(``audit_facts``) and one self-contained page (``html``) showing them: the verdict per threat
+level, the evidence (gains over the priors with intervals), which attacks did not apply and why,
+reconstructions beside the truth, leakage against round beside utility, and the what-if."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from fedgraph_sim.report.artifacts import new_figure
+from fedgraph_sim.report.audit_facts import GAINS, audit_facts, verdict_lines, write_facts
+from fedgraph_sim.report.html import Page
+from fedgraph_sim.results import provenance_line, read_rows
+from fedgraph_sim.utility import read_utility
+
+DRAWN = 3  # reconstructions drawn beside the truth
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _interval(entry: dict) -> str:
+    if entry["mean"] is None:
+        return "-"
+    low, high = entry["ci"]
+    return f"{entry['mean']:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def _exact(best: dict | None) -> str:
+    return f"{best['exact']} of {best['attacked']}" if best else "no attack applies"
+
+
+def _leakage_figure(facts: dict):
+    figure = new_figure(10.0, 3.6)
+    left, right = figure.subplots(1, 2)
+    rounds = facts["rounds"]
+    for level, entry in facts["levels"].items():
+        rates = [(entry["rounds"][str(r)] or {}).get("rate") for r in rounds]
+        left.plot(rounds, [100 * v if v is not None else float("nan") for v in rates], marker="o", label=level)
+    left.set_xlabel("round"), left.set_ylabel("graphs rebuilt exactly (%)"), left.set_ylim(-3, 103)
+    left.set_title("leakage (best attack per round)", fontsize=10), left.legend(title="threat level", fontsize=8)
+    points = [(u["round"], u["test_accuracy"]) for u in facts["utility"] if u.get("test_accuracy") is not None]
+    if points:
+        right.plot(*zip(*points), color="black")
+    right.set_xlabel("round"), right.set_ylabel("test accuracy"), right.set_title("utility", fontsize=10)
+    return figure
+
+
+def _drawings(cell_dirs: list[Path], out: Path) -> list[tuple[Path, str]]:
+    """Up to ``DRAWN`` figures from the cells' drawings: exact reconstructions first."""
+    from fedgraph_sim.report.drawings import drawing_figure
+
+    files = [p for cell in cell_dirs for p in sorted((Path(cell) / "drawings").glob("*.json"))]
+    drawings = [json.loads(p.read_text()) for p in files]
+    drawings.sort(key=lambda d: (not d.get("exact"), d.get("round", 0)))
+    distinct = {}  # one drawing per graph (every threat level may have rebuilt the same one)
+    for d in drawings:
+        distinct.setdefault((d.get("round"), d.get("client"), d.get("graph_id")), d)
+    drawings = list(distinct.values())
+    out_files = []
+    for i, drawing in enumerate(drawings[:DRAWN]):
+        saved = drawing_figure(drawing["attack"], [drawing], out / f"drawing_{i}.png")
+        out_files.append((saved.path, saved.caption))
+    return out_files
+
+
+def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
+    config = facts["config"]
+    page = Page(f"Audit of {config['name']}: {config['dataset']}, {config['clients']} clients, "
+                f"{config['rounds']} rounds")
+    page.heading("Verdict", "verdict")
+    leaked = any(b and b["exact"] for e in facts["levels"].values() for b in e["rounds"].values())
+    for line in verdict_lines(facts):
+        page.paragraph(line, css="verdict" if leaked else "verdict safe")
+    page.paragraph("Exact: the graph up to node order, every node's features and every edge (GRAIN's strictest "
+                   "criterion, Drencheva et al., ICLR 2025). Each count is the one attack with the most exact "
+                   "graphs at that round, over the graphs it attacked, failures counting 0; the interval is the "
+                   "Wilson 95% interval of its rate.", css="note")
+    page.heading("Evidence: what each attack learnt beyond the priors", "evidence")
+    page.paragraph("Mean gain over the best gradient-free prior on the same graphs (auxiliary graphs and the node "
+                   "count), with its bootstrap 95% interval; + means the update taught the server something. "
+                   + ", ".join(f"{label}: {column}" for column, label in GAINS.items()) + ".", css="note")
+    for level, entry in facts["levels"].items():
+        if not entry["gains"]:
+            continue
+        page.paragraph(f"Threat level '{level}': {entry['text']}.")
+        page.table(["attack", *GAINS.values()],
+                   [[attack, *(_interval(g[c]) for c in GAINS)] for attack, g in entry["gains"].items()])
+    page.heading("Attacks that did not apply", "not-applicable")
+    missing = [[a, e["reason"] or "-"] for a, e in sorted(facts["attacks"].items()) if not e["applies"]]
+    page.table(["attack", "why not (and what would make it apply)"], missing) if missing else \
+        page.paragraph("Every registered attack applied.")
+    page.heading("Reconstructions beside the truth", "drawings")
+    for path, caption in drawings:
+        page.figure(path, caption)
+    if not drawings:
+        page.paragraph("No attack produced a reconstruction to draw.")
+    page.heading("Leakage against round, beside utility", "rounds")
+    page.figure(_leakage_figure(facts), "Left: graphs rebuilt exactly by the best attack at each audited round "
+                "and threat level. Right: the global model's test accuracy by round.")
+    page.heading("What if", "what-if")
+    if facts["what_if"]:
+        rounds = ", ".join(map(str, facts["what_if_rounds"]))
+        page.paragraph(f"The same federation with one change, trained to the end for its accuracy and attacked at "
+                       f"the strongest threat level by the attacks that rebuilt graphs exactly in your federation, in "
+                       f"the rounds they did (round(s) {rounds}); 'as configured' is your own over the same rounds "
+                       "and attacks.", css="note")
+        page.table(["setting", f"exact in round(s) {rounds}", "best attack", "test accuracy", "accuracy cost",
+                    "epsilon", "stops the exact attacks"],
+                   [[s["setting"], _exact(s["best"]), (s["best"] or {}).get("attack") or "-", _pct(s["accuracy"]),
+                     "-" if s["accuracy_cost"] is None else f"{100 * s['accuracy_cost']:.1f} points",
+                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}", "yes" if s["stops"] else "no"]
+                    for s in facts["what_if"]])
+        for label, reason in facts["skipped_what_if"].items():
+            page.paragraph(f"Not tried: {label} ({reason}).", css="note")
+    else:
+        page.paragraph(f"What if: {facts['what_if_note'] or 'not run'}.")
+    budget = facts["budget"]
+    page.paragraph(f"Budget: {budget['seconds']:g} s per attack call, {budget['clients']} clients attacked per round, "
+                   f"{budget['graphs']} graphs scored per update. {provenance_line()}", css="note")
+    return page.render()
+
+
+def write_audit(audit_dir: str | Path, plan: dict, cell_dirs: list[Path], federation_dir: Path,
+                what_if_dir: Path | None = None, what_if_note: str | None = None) -> dict:
+    """``audit.json`` and ``audit.html`` in ``audit_dir`` (its rows, and the what-if stage's in
+    ``what_if_dir`` when it ran), described by ``plan`` (``runtime.audit_plan.describe``), the
+    drawings of ``cell_dirs``, the utility of ``federation_dir``; returns the facts."""
+    audit_dir = Path(audit_dir)
+    rows = read_rows(audit_dir) + (read_rows(what_if_dir) if what_if_dir is not None else [])
+    facts = audit_facts(rows, read_utility(federation_dir), plan, what_if_note)
+    write_facts(audit_dir / "audit.json", facts)
+    with tempfile.TemporaryDirectory() as tmp:
+        page = render_audit(facts, _drawings(cell_dirs, Path(tmp)))
+    (audit_dir / "audit.html").write_text(page)
+    return facts

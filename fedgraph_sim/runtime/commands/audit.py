@@ -1,0 +1,172 @@
+"""Does my federation leak, and what stops it? One command, one page.
+
+    fedgraph-sim audit --config my_federation.yaml [key=value ...] [--jobs 2]
+    fedgraph-sim audit --resume runs/<stamp>-audit-<name>
+    fedgraph-sim audit --config my_federation.yaml --fail-on exact     # exit 1 when a graph is rebuilt
+
+The federation config is taken unchanged (its ``attack`` section is the audit's own). The audit
+runs it, attacks the first, middle and last round with every registered attack that applies at
+three threat levels, runs a small what-if ladder of defenses on the same config, and writes
+``audit.html`` (one self-contained page: the verdict, the evidence, the reconstructions, leakage
+against round beside utility, the what-if) and ``audit.json`` (the same facts, for CI gates).
+Interrupted, it resumes like a sweep (``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from fedgraph_sim.errors import ConfigError
+
+#: ``--fail-on`` conditions, each true when ...
+FAIL_ON = {
+    "exact": "some attack rebuilt a graph exactly, at any threat level and round",
+    "exact@update": "some attack rebuilt a graph exactly from the update alone",
+    "exact@aux": "... from the update and auxiliary graphs",
+    "exact@hints": "... from the update, auxiliary graphs and hints",
+    "no-stop": "no what-if setting stops the exact attacks",
+}
+
+
+def failing(facts: dict, condition: str) -> bool:
+    """Whether ``condition`` (one of ``FAIL_ON``) holds for the audit's facts."""
+    if condition == "no-stop":
+        return bool(facts["what_if"]) and facts["cheapest_stop"] is None
+    levels = [condition.split("@")[1]] if "@" in condition else list(facts["levels"])
+    return any(best and best["exact"] > 0 for level in levels for best in facts["levels"][level]["rounds"].values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fedgraph-sim audit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", help="the federation to audit (a run config, YAML)")
+    source.add_argument("--resume", help="an interrupted audit directory to continue")
+    parser.add_argument("--out", default=None, help="audit directory (default: a new one under output.dir)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel worker processes (default 2)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds per attack call (default 20)")
+    parser.add_argument("--clients", type=int, default=2, help="clients attacked per audited round (default 2)")
+    parser.add_argument("--graphs", type=int, default=4, help="graphs scored per attacked update (default 4)")
+    parser.add_argument("--what-if", nargs="+", default=None, metavar="CHANGE",
+                        help="the what-if changes to try (default all: dp_sgd_nm0.1 dp_sgd_nm1 prune_0.9 batch_x4 "
+                             "secure_aggregation)")
+    parser.add_argument("--no-what-if", action="store_true", help="skip the what-if stage")
+    parser.add_argument("--attacks", nargs="+", default=None, metavar="NAME",
+                        help="audit with these attacks only (default: every registered one; bounds the time)")
+    parser.add_argument("--fail-on", action="append", default=[], metavar="CONDITION",
+                        help="exit 1 when it holds: " + "; ".join(f"{k}: {v}" for k, v in FAIL_ON.items()))
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides of the config")
+    args = parser.parse_intermixed_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    try:
+        sweep, sweep_dir = _plan(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ConfigError.exit_code
+
+    from fedgraph_sim.report.terminal import console as terminal_console
+    from fedgraph_sim.runtime.stopping import interrupt_on_signals
+    from fedgraph_sim.runtime.sweeps import open_sweep
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = terminal_console()
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=True)
+    try:
+        runner = open_sweep(sweep, sweep_dir or args.out, args.jobs, progress)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ConfigError.exit_code
+
+    interrupt_on_signals()  # SIGTERM stops an audit as Ctrl-C does
+    what_if, note = None, "not run (--no-what-if)"
+    try:
+        with progress:
+            result = runner.run()
+            failures = list(result.failures)
+            if sweep.spec["what_if"]:  # the changes to try
+                what_if, note = _what_if(sweep, runner.dir, args.jobs, progress)
+                if what_if is not None:
+                    failures += what_if.run().failures
+    except KeyboardInterrupt:
+        console.print(f"interrupted; finished jobs are kept. Continue with: fedgraph-sim audit --resume {runner.dir}")
+        return 130
+    from fedgraph_sim.report.audit_facts import verdict_lines
+    from fedgraph_sim.report.audit_page import write_audit
+
+    from fedgraph_sim.runtime.audit_plan import describe
+
+    second = what_if.sweep if what_if else None
+    facts = write_audit(runner.dir, describe(sweep, second), [runner.cell_dir(c) for c in sweep.cells],
+                        runner.fed_dir(sweep.federations[0]), what_if.dir if what_if else None, note)
+    for line in verdict_lines(facts):
+        console.print(line)
+    for failure in failures:
+        console.print(f"[red]failed[/red] {failure}")
+    console.print(f"audit page: {runner.dir / 'audit.html'}\nfacts: {runner.dir / 'audit.json'}")
+    held = [c for c in args.fail_on if failing(facts, c)]
+    for condition in held:
+        console.print(f"--fail-on {condition}: holds ({FAIL_ON[condition]})")
+    return 1 if held or failures else 0
+
+
+def _what_if(sweep, audit_dir: Path, jobs: int, progress):
+    """The what-if stage's runner (in ``<audit>/what_if``), planned from the first stage's rows, or
+    None and why it does not run."""
+    from fedgraph_sim.report.audit_facts import exact_attacks
+    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.runtime.audit_plan import plan_what_if
+    from fedgraph_sim.runtime.sweeps import open_sweep
+
+    attacks, rounds = exact_attacks(read_rows(audit_dir))
+    if not attacks:
+        return None, "not run: no attack rebuilt a graph exactly, so there is no exact attack to stop"
+    config = sweep.federations[0].config
+    plan = plan_what_if(config, attacks, _budget(sweep.spec), sweep.spec["what_if"], rounds)
+    return open_sweep(plan, audit_dir / "what_if", jobs, progress), None
+
+
+def _budget(spec: dict):
+    from dataclasses import fields
+
+    from fedgraph_sim.runtime.audit_plan import AuditBudget
+
+    names = {f.name for f in fields(AuditBudget)}
+    return AuditBudget(**{k: v for k, v in (spec.get("budget") or {}).items() if k in names})
+
+
+def _plan(args):
+    """The audit's sweep and its directory (``None``: a new one), or ConfigError."""
+    from fedgraph_sim.config import load_config, validate_config
+    from fedgraph_sim.runtime.audit_plan import AuditBudget, plan_audit
+
+    for condition in args.fail_on:
+        if condition not in FAIL_ON:
+            raise ConfigError(f"--fail-on: unknown condition '{condition}'; valid: {', '.join(FAIL_ON)}")
+    if args.jobs < 1:
+        raise ConfigError(f"--jobs: must be >= 1 (got {args.jobs})")
+    if args.resume:
+        audit_dir = Path(args.resume)
+        if not (audit_dir / "sweep.yaml").is_file():
+            raise ConfigError(f"--resume: {audit_dir} is not an audit directory (no sweep.yaml)")
+        from fedgraph_sim.yaml_files import read_yaml
+
+        spec = read_yaml(audit_dir / "sweep.yaml", "--resume")
+        if not isinstance(spec, dict) or "audit" not in spec:
+            raise ConfigError(f"--resume: {audit_dir} holds a sweep, not an audit (fedgraph-sim sweep --resume)")
+        return plan_audit(validate_config(spec["audit"]), _budget(spec), spec.get("what_if"),
+                          spec.get("attacks")), audit_dir
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError(f"--out: {args.out} is a file, not an audit directory")
+    config = load_config(args.config, args.overrides)
+    budget = AuditBudget(seconds=args.seconds, clients=args.clients, graphs=args.graphs)
+    if args.no_what_if and args.what_if:
+        raise ConfigError("--what-if: names changes to try, but --no-what-if skips them; give one of the two")
+    return plan_audit(config, budget, [] if args.no_what_if else args.what_if, args.attacks), None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
