@@ -169,7 +169,9 @@ def plan_audit(config: RunConfig, budget: AuditBudget = AuditBudget(), what_if: 
     rounds = audited_rounds(config.federation.rounds)
     federation, scenario = _federation(user, "", {}, rounds, budget, None)
     sweep.federations.append(federation)
-    sweep.cells += [_cell(federation, names, rounds, level, budget, scenario) for level in LEVELS]
+    # the strongest level first: it has the most attacks that apply, so the longest cell starts
+    # at once and the others share the second job slot
+    sweep.cells += [_cell(federation, names, rounds, level, budget, scenario) for level in reversed(LEVELS)]
     return sweep
 
 
