@@ -183,10 +183,18 @@ def verdict_lines(facts: dict) -> list[str]:
         lines.append(f"What if: {facts['what_if_note']}.")
     elif facts.get("what_if"):
         if stop:
-            cost = stop["accuracy_cost"]
-            lost = f"{100 * cost:.1f} points of test accuracy" if cost is not None else "an accuracy not measured"
+            cost, own = stop["accuracy_cost"], facts["what_if"][0]["best"]
+            if cost is None:
+                price = "an accuracy cost not measured"
+            elif cost >= 0:
+                price = f"a cost of {100 * cost:.1f} points of test accuracy"
+            else:  # one federation each: a defended model may well end more accurate
+                price = f"no accuracy cost (its test accuracy ended {-100 * cost:.1f} points higher, one run each)"
+            rebuilt = f"{stop['best']['exact']} of {stop['best']['attacked']} graphs rebuilt" if stop["best"] else \
+                "no attack applies"
+            against = f", against {own['exact']} of {own['attacked']} as configured" if own else ""
             lines.append(f"The cheapest tried setting that stops the exact attacks ({_rounds(facts)}) is "
-                         f"{stop['setting']}, at a cost of {lost}.")
+                         f"{stop['setting']} ({rebuilt}{against}), at {price}.")
         else:
             lines.append(f"None of the tried settings stops the exact attacks ({_rounds(facts)}).")
     return [line for line in lines if line]

@@ -73,8 +73,8 @@ def test_the_verdict_names_counts_intervals_rounds_and_the_cheapest_stop():
     assert lines[0] == "From the update alone, no registered attack applies: nothing was attacked."
     assert "1 of 2 graphs exactly (95% CI" in lines[1] and "at round 1 (grain)" in lines[1]
     assert "0 of 1 graphs exactly" in lines[1] and "at round 3" in lines[1]
-    assert lines[2] == "The cheapest tried setting that stops the exact attacks (round 1) is dp, at a cost of " \
-                       "5.0 points of test accuracy."
+    assert lines[2] == "The cheapest tried setting that stops the exact attacks (round 1) is dp (0 of 1 graphs " \
+                       "rebuilt, against 1 of 2 as configured), at a cost of 5.0 points of test accuracy."
 
 
 def test_the_exact_attacks_and_their_rounds_are_read_at_the_hints_level():

@@ -53,7 +53,7 @@ def test_the_page_says_the_verdict_first_and_shows_every_section(tmp_path):
     assert "From the update and hints, the server reconstructs 2 of 3 graphs exactly (95% CI" in text
     assert "From the update alone, no registered attack applies" in text
     assert "glg" in text and "needs the node-count hint (threat.node_count=true)" in text  # why, and the fix
-    assert "The cheapest tried setting that stops the exact attacks (round 1) is prune_0.9" in text
+    assert "stops the exact attacks (round 1) is prune_0.9 (0 of 1 graphs rebuilt" in text
     assert text.count("data:image/png;base64,") == 2  # the drawing and leakage-by-round
     assert json.loads(json.dumps(facts)) == facts  # audit.json holds the same facts
 
