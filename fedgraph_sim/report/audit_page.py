@@ -37,9 +37,11 @@ def _leakage_figure(facts: dict):
     figure = new_figure(10.0, 3.6)
     left, right = figure.subplots(1, 2)
     rounds = facts["rounds"]
-    for level, entry in facts["levels"].items():
+    styles = [("-", "o", 9), ("--", "s", 6), (":", "^", 4)]  # levels that coincide stay visible
+    for (level, entry), (line, marker, size) in zip(facts["levels"].items(), styles * len(facts["levels"])):
         rates = [(entry["rounds"][str(r)] or {}).get("rate") for r in rounds]
-        left.plot(rounds, [100 * v if v is not None else float("nan") for v in rates], marker="o", label=level)
+        left.plot(rounds, [100 * v if v is not None else float("nan") for v in rates], linestyle=line, marker=marker,
+                  markersize=size, label=level)
     left.set_xlabel("round"), left.set_ylabel("graphs rebuilt exactly (%)"), left.set_ylim(-3, 103)
     left.set_title("leakage (best attack per round)", fontsize=10), left.legend(title="threat level", fontsize=8)
     points = [(u["round"], u["test_accuracy"]) for u in facts["utility"] if u.get("test_accuracy") is not None]
@@ -55,7 +57,8 @@ def _drawings(cell_dirs: list[Path], out: Path) -> list[tuple[Path, str]]:
 
     files = [p for cell in cell_dirs for p in sorted((Path(cell) / "drawings").glob("*.json"))]
     drawings = [json.loads(p.read_text()) for p in files]
-    drawings.sort(key=lambda d: (not d.get("exact"), d.get("round", 0)))
+    # exact first, and of those the one renumbered onto the truth (<attack>_exact.json, GSM alignment)
+    drawings.sort(key=lambda d: (not d.get("exact"), d.get("alignment") != "gsm", d.get("round", 0)))
     distinct = {}  # one drawing per graph (every threat level may have rebuilt the same one)
     for d in drawings:
         distinct.setdefault((d.get("round"), d.get("client"), d.get("graph_id")), d)

@@ -78,3 +78,22 @@ def test_the_browser_check_catches_a_broken_image_and_a_console_error(tmp_path):
         seen = browser.open(tmp_path / "bad.html")
     assert seen.errors == ["boom"]
     assert seen.images == [(True, 0, "x")]
+
+
+def test_the_exact_drawing_renumbered_onto_the_truth_comes_first_once_per_graph(tmp_path):
+    from fedgraph_sim.report.audit_page import _drawings
+
+    def write(cell, name, **fields):
+        (tmp_path / cell / "drawings").mkdir(parents=True, exist_ok=True)
+        base = {"attack": "grain", "defense": "none", "round": 1, "client": 0, "graph_id": 7, "type_values": ["C"],
+                "true_types": [0, 0], "true_edge_index": [[0, 1], [1, 0]], "rec_types": [0, 0],
+                "rec_adj": [[0, 1], [1, 0]], "scores": {}, "alignment": "identity", "exact": False}
+        (tmp_path / cell / "drawings" / name).write_text(json.dumps({**base, **fields}))
+
+    write("a", "grain_0.json", exact=True)  # the same exact graph in identity order
+    write("a", "grain_exact.json", exact=True, alignment="gsm")
+    write("b", "grain_exact.json", exact=True, alignment="gsm")  # another level rebuilt it too
+    write("b", "grain_1.json", graph_id=8)
+    drawn = _drawings([tmp_path / "a", tmp_path / "b"], tmp_path)
+    assert len(drawn) == 2  # graph 7 once, graph 8
+    assert "renumbered by its isomorphism" in drawn[0][1] and "gsm alignment" in drawn[0][1]
