@@ -63,3 +63,12 @@ def test_fail_on_conditions_hold_exactly_when_the_facts_say_so():
     assert failing(facts({"hints": 2}), "no-stop")
     assert not failing(facts({"hints": 2}, stop={"setting": "dp"}), "no-stop")
     assert not failing(facts({"hints": 2}, what_if=False), "no-stop")  # not run: nothing to judge
+
+
+def test_a_dry_run_validates_and_lists_the_plan_and_writes_nothing(tmp_path, config, capsys):
+    out = tmp_path / "audit"
+    assert main(["--config", str(config), "--out", str(out), "--dry-run", "--what-if", "prune_0.9"]) == 0
+    said = capsys.readouterr().out
+    assert "50 rounds" not in said and "3 rounds, attacked in rounds 1, 2, 3" in said
+    assert "3 threat levels (hints, aux, update)" in said and "grain@ext" in said and "what if: prune_0.9" in said
+    assert not out.exists()

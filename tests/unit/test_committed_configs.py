@@ -56,7 +56,8 @@ README = REPO / "README.md"
 #: Where a command line starts: the installed entry point, ``python -m fedgraph_sim``, or a wrapper.
 PROGRAM = re.compile(r"(?:\S*/)?fedgraph-sim(?=\s|$)|python\s+-m\s+fedgraph_sim\s|python\s+experiments/\w+\.py")
 SCRIPTS = {"run_round.py": "run", "sweep.py": "sweep", "reproduce.py": "reproduce"}
-DRY_RUN = ("run", "sweep", "reproduce")  # validated by the command itself, with --dry-run
+DRY_RUN = ("run", "sweep", "reproduce", "audit")  # validated by the command itself, with --dry-run
+RUN_CONFIG_COMMANDS = ("run", "deploy", "audit")  # the commands that take a run config
 PARSE_ONLY = ("report", "datasets")      # see the module docstring for why
 PLACEHOLDER = re.compile(r"<[^>]+>")
 REAL_DATASETS = {*TU_NAMES, *MOLECULENET_NAMES.values()}
@@ -176,7 +177,7 @@ def datasets(name: str, args: tuple[str, ...]) -> set[str]:
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
     config = REPO / args[args.index("--config") + 1] if "--config" in args else None
     try:
-        if name == "run":
+        if name in ("run", "audit"):
             trees = [load_config(config, overrides).model_dump()]
         elif name == "reproduce":
             only = args[args.index("--cases") + 1] if "--cases" in args else None
@@ -294,8 +295,9 @@ def test_every_committed_config_is_accepted_by_its_command(name, args, real, req
     path = REPO / args[1]
     for command in header_commands(path):
         if runs(command, path):
-            assert command.name == name, (f"{command.where}: the header runs this file with `{command.name}`, "
-                                          f"but its keys make it a {name} config")
+            takes = RUN_CONFIG_COMMANDS if name == "run" else (name,)
+            assert command.name in takes, (f"{command.where}: the header runs this file with `{command.name}`, "
+                                           f"but its keys make it a {name} config")
     check(name, args, real, request)
 
 

@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="audit with these attacks only (default: every registered one; bounds the time)")
     parser.add_argument("--fail-on", action="append", default=[], metavar="CONDITION",
                         help="exit 1 when it holds: " + "; ".join(f"{k}: {v}" for k, v in FAIL_ON.items()))
+    parser.add_argument("--dry-run", action="store_true", help="validate and list what would run; nothing runs")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides of the config")
     args = parser.parse_intermixed_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -66,6 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
+    if args.dry_run:
+        cell = sweep.cells[0]
+        print(f"federation {sweep.federations[0].id}: {cell.config.federation.rounds} rounds, attacked in rounds "
+              f"{', '.join(map(str, cell.config.attack.rounds))}")
+        print(f"  {len(sweep.cells)} threat levels ({', '.join(c.attack for c in sweep.cells)}), attacks: "
+              f"{', '.join(cell.config.attack.names)}")
+        changes = sweep.spec["what_if"]
+        print(f"what if: {', '.join(changes) if changes else 'not run'} (planned once the first stage has run)")
+        return 0
 
     from fedgraph_sim.report.terminal import console as terminal_console
     from fedgraph_sim.runtime.stopping import interrupt_on_signals
