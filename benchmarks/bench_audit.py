@@ -1,7 +1,7 @@
 """Audit benchmark: ``fedgraph-sim audit`` of a 10-client, 50-round federation at the default
 budget, its wall time against the 15 minutes it should take on 2 cores, and where the time went.
 
-    python benchmarks/bench_audit.py [--config experiments/configs/audit/mutag_grain.yaml] [audit options]
+    python benchmarks/bench_audit.py [--config experiments/configs/audits/mutag_grain.yaml] [audit options]
 
 Runs the audit as a user would (a fresh directory under a temporary folder, ``--jobs 2``) and
 prints its wall time, the ratio to the 900 s budget, the seconds of each stage (the first stage:
