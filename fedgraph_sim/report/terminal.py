@@ -28,6 +28,15 @@ def console(stderr: bool = False) -> Console:
     return out
 
 
+def job_progress(display: Console):
+    """The progress display of a sweep or an audit: one line per task (a spinner, its description,
+    a bar, done of total, the time elapsed), cleared when it ends."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=display, transient=True)
+
+
 def _width(grid: Grid, column: int, cap: int | None = None) -> int:
     # one border and a space either side per column (rich's default box and padding)
     natural = max(cell_len(text) for text in [grid.header[column], *(row[column] for row in grid.rows)])

@@ -76,3 +76,13 @@ def test_a_diverged_attack_keeps_its_cells_short():
 
     entry = {"feature_mse_mean": 537_119.25, "gain_feature_mse_mean": -537_119.18}
     assert metric_cell(entry, "feature_mse", "compact") == "5.37e+05 (-5.37e+05)"
+
+
+def test_the_job_progress_of_sweeps_and_audits_shows_each_task_and_clears_when_done():
+    from rich.progress import MofNCompleteColumn, SpinnerColumn, TimeElapsedColumn
+
+    from fedgraph_sim.report.terminal import console, job_progress
+
+    progress = job_progress(console())
+    kinds = {type(c) for c in progress.columns}
+    assert {SpinnerColumn, MofNCompleteColumn, TimeElapsedColumn} <= kinds and progress.live.transient

@@ -77,14 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"what if: {', '.join(changes) if changes else 'not run'} (planned once the first stage has run)")
         return 0
 
-    from fedgraph_sim.report.terminal import console as terminal_console
+    from fedgraph_sim.report.terminal import console as terminal_console, job_progress
     from fedgraph_sim.runtime.stopping import interrupt_on_signals
     from fedgraph_sim.runtime.sweeps import open_sweep
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     console = terminal_console()
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, transient=True)
+    progress = job_progress(console)
     try:
         runner = open_sweep(sweep, sweep_dir or args.out, args.jobs, progress)
     except ConfigError as exc:

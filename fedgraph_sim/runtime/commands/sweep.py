@@ -72,16 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(sweep.federations)} federations, {len(sweep.cells)} attack cells")
         return 0
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from fedgraph_sim.report.terminal import console as terminal_console, print_summary
+    from fedgraph_sim.report.terminal import console as terminal_console, job_progress, print_summary
     from fedgraph_sim.results import faults, read_rows
     from fedgraph_sim.runtime.stopping import interrupt_on_signals
     from fedgraph_sim.runtime.sweeps import open_sweep
 
     console = terminal_console()
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, transient=True)
+    progress = job_progress(console)
     try:
         runner = open_sweep(sweep, sweep_dir or args.out, args.jobs, progress, args.force_new, args.backend,
                             args.ray_address)
