@@ -120,7 +120,7 @@ def _federation(user: dict, label: str, overrides: dict, rounds: list[int], budg
     from fedgraph_sim.runtime.session import Session, resolve
 
     tree = _with(user, overrides)
-    tree["attack"] = {**_attack_section(tree, {}, rounds, budget), "names": []}
+    tree["attack"] = _attack_section(tree, {}, rounds, budget)  # captures, attacks nothing
     config, scenario = resolve(tree, scenario=scenario)
     Session(config, scenario=scenario)
     fed_id = _slug(label or "federation") + "-" + _short_hash(config.model_dump(mode="json"))
