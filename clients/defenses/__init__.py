@@ -36,8 +36,9 @@ class DefenseStack:
     def validate(self, turns: list[ClientTurn]) -> None:
         """Fail before anything runs if some client's plan is impossible (e.g. a target epsilon)."""
         for i, defense in enumerate(self.defenses):
-            if defense.reply_mod and any(turn.local_steps == 1 for turn in turns):
-                raise ConfigError(f"defenses.{i}.name: {defense.name} is a Flower mod that clips the replied weights "
+            if (defense.reply_mod or defense.weight_replies) and any(turn.local_steps == 1 for turn in turns):
+                what = "a Flower mod that clips" if defense.reply_mod else "Flower's server-side clipping of"
+                raise ConfigError(f"defenses.{i}.name: {defense.name} is {what} the replied weights "
                                   "against the sent ones: it needs FedAvg replies (train.local_steps > 1), and a "
                                   "FedSGD reply is a gradient")
             for turn in turns:

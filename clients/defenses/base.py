@@ -17,9 +17,10 @@ read (nothing else names a defense): ``stateful`` (it keeps state across a clien
 returned at the end of the last turn), ``hooks_forward`` (``training`` hooks the forward pass),
 ``per_graph_pass`` (``gradient_fn`` runs its own per-graph pass, which runs no forward hook, so
 it cannot be stacked with a defense that hooks), ``once_per_stack``, ``tasks`` (the
-``model.task`` values it serves) and ``reply_mod`` (it is one of Flower's client mods, ``mod()``,
+``model.task`` values it serves), ``reply_mod`` (it is one of Flower's client mods, ``mod()``,
 acting on the turn's reply message after the turn: it comes after the project's own defenses and
-needs FedAvg replies, whose weights it rewrites).
+needs FedAvg replies, whose weights it rewrites) and ``weight_replies`` (it needs FedAvg replies
+for another reason: its server half clips them against the weights it sent).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Defense:
     once_per_stack: bool = False
     tasks: tuple[str, ...] = ("graph", "node")
     reply_mod: bool = False
+    weight_replies: bool = False
 
     def plan(self, turn: ClientTurn) -> None:
         """Raise ConfigError if this client's turn is impossible (a target epsilon)."""

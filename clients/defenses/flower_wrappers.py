@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 from flwr.serverapp.strategy import (DifferentialPrivacyClientSideAdaptiveClipping,
-                                     DifferentialPrivacyClientSideFixedClipping)
+                                     DifferentialPrivacyClientSideFixedClipping,
+                                     DifferentialPrivacyServerSideFixedClipping)
 
 SERVER_NOISE_STREAM = 3  # a turn's own defenses draw from stream 1, Flower's client mods from 2
 
@@ -37,6 +38,11 @@ class SeededFixedClipping(SeededRounds, DifferentialPrivacyClientSideFixedClippi
 
 class SeededAdaptiveClipping(SeededRounds, DifferentialPrivacyClientSideAdaptiveClipping):
     """``DifferentialPrivacyClientSideAdaptiveClipping``, seeded per round."""
+
+
+class SeededServerSideFixedClipping(SeededRounds, DifferentialPrivacyServerSideFixedClipping):
+    """``DifferentialPrivacyServerSideFixedClipping``, seeded per round; the curious strategy
+    witnesses the replies before this wrapper clips them, as the server holds them."""
 
 
 def seeded(wrapper, seed: int):
