@@ -17,12 +17,11 @@ in-process pool does the same work without Ray's hops (``benchmarks/bench_attack
 
 from __future__ import annotations
 
-import os
 import pickle
-import sys
 from typing import Any, Iterator
 
 from attacks.base import Attack
+from fedgraph_sim.local_ray import init_ray
 from server.attack_workers import (Call, CallQueue, CallResult, Listener, WorkerPool, attack_specs, slots,
                                    stateful_groups)
 from server.boundary import Boundary
@@ -63,13 +62,8 @@ class RayWorkers:
         self._own_ray = False
 
     def _start(self) -> None:
-        import ray
-
-        if not ray.is_initialized():
-            # the actors import plugins and the attacks' classes from where this process does
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
-            self._own_ray = True
+        # the actors import plugins and the attacks' classes from where this process does (init_ray)
+        self._own_ray = init_ray(self.address)
         self.actors = [self._new_actor() for _ in range(self.count)]
         self.slots = [object() for _ in range(self.count)]  # the queue tells workers apart by identity
         self.queue = CallQueue({g: self.slots[i % self.count] for i, g in enumerate(self.groups)})

@@ -1,5 +1,4 @@
 import os
-import sys
 
 import pytest
 import torch
@@ -57,14 +56,11 @@ def local_ray():
     """One local Ray for the session's in-process federations and Ray attack workers: a run joins a
     Ray that is already up and leaves it up (``runtime.ray_backend``), so Ray starts once."""
     ray = pytest.importorskip("ray")
-    from fedgraph_sim.runtime import ray_backend
+    from fedgraph_sim.local_ray import init_ray
     from fedgraph_sim.runtime.simulation import FLOWER_ENV
 
     for key, value in FLOWER_ENV.items():  # as a run sets them before it starts its Ray
         os.environ.setdefault(key, value)
-    ray_backend.prepare_local_ray(None)
-    # the runtime environment Flower's backend gives the Ray it starts: this process's sys.path
-    ray.init(include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
+    init_ray(None)  # the runtime environment Flower's backend gives the Ray it starts: this sys.path
     yield
     ray.shutdown()

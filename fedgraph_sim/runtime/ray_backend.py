@@ -17,6 +17,7 @@ make Ray restart them and retry the turn, the race above. And ``ray.init`` repla
 handler by ``sys.exit``, which would end the main thread under the backend's worker threads
 (left waiting forever); the backend puts back the handler it found.
 
+A Ray the backend starts is prepared as every Ray started here is (:mod:`fedgraph_sim.local_ray`).
 A Ray that is already up when the backend is built (a notebook's, or a test session's) is joined,
 as Flower's backend does, and left up at the end: only a Ray the backend started is shut down.
 """
@@ -24,26 +25,11 @@ as Flower's backend does, and left up at the end: only a Ray the backend started
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 import weakref
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # the backends built in this process and not yet ended
-
-#: For a Ray this process starts itself (a run's or a sweep's own): when this process is killed,
-#: Ray's dashboard and runtime-env agents outlive it by the GCS reconnect timeout (60 s by default),
-#: retrying the GCS that died with it. One local machine has no network to wait out.
-LOCAL_RAY_ENV = {"RAY_gcs_rpc_server_reconnect_timeout_s": "5"}
-
-
-def prepare_local_ray(address: str | None) -> None:
-    """Before ``ray.init``: the environment of a Ray started here (``address`` None); a cluster
-    joined at ``address`` keeps its own settings."""
-    if address is None:
-        for key, value in LOCAL_RAY_ENV.items():
-            os.environ.setdefault(key, value)
-
 
 def kill_actors() -> int:
     """Kill, without restart, every client actor of this process's live backends; returns how many."""

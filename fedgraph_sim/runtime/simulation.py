@@ -16,6 +16,7 @@ from pathlib import Path
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, to_yaml
 from fedgraph_sim.errors import Stopped
+from fedgraph_sim.local_ray import prepare_local_ray
 from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows, seal
 from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.runtime.stopping import quiet_console
@@ -108,7 +109,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     for key, value in FLOWER_ENV.items():  # before Ray is imported: it reads some at import
         os.environ.setdefault(key, value)
     ray_backend.install()
-    ray_backend.prepare_local_ray(config.federation.ray_address)
+    prepare_local_ray(config.federation.ray_address)  # Flower's backend calls ray.init
     start = time.time()
     session = session or Session(config, progress=progress)
     run_dir = claim_run_dir(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)

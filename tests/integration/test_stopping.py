@@ -1,4 +1,4 @@
-"""One Ctrl-C ends a run within seconds: exit code 130, one line, the rows so far and a summary
+"""One Ctrl-C ends a run (and a reproduction) within seconds: exit code 130, one line, the rows so far and a summary
 kept, no process left behind; a second Ctrl-C exits at once."""
 
 import json
@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fedgraph_sim.results import read_rows
 
@@ -26,14 +27,67 @@ def _start(tmp_path: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def _wait_for_rows(tmp_path: Path, process: subprocess.Popen, timeout: float = 300) -> Path:
+def _wait_for_rows(tmp_path: Path, process: subprocess.Popen, timeout: float = 300,
+                   pattern: str = "*-default") -> Path:
     end = time.monotonic() + timeout
     while time.monotonic() < end and process.poll() is None:
-        found = [p for p in tmp_path.glob("*-default/results.jsonl") if p.stat().st_size]  # streamed
+        found = [p for p in tmp_path.glob(f"{pattern}/results.jsonl") if p.stat().st_size]  # streamed
         if found:
             return found[0].parent
         time.sleep(1)
     raise AssertionError(f"no row within {timeout} s: {process.stderr.read()[-2000:] if process.poll() else ''}")
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid``, in whatever process group or session (Ray's services run in
+    their own session: a signal to the run's group does not reach them, yet they must end)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found.update(children)
+        todo += children
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (a zombie has ended: it only waits to be reaped)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+def _commands(pids: set[int]) -> list[str]:
+    return [Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")[:120] for pid in pids
+            if Path(f"/proc/{pid}/cmdline").exists()]
+
+
+def _assert_nothing_left(process: subprocess.Popen, started: set[int], seconds: float = 10) -> None:
+    """Within ``seconds`` of its exit, no process of ``process``'s group and none it had started."""
+    deadline = time.monotonic() + seconds
+    while (_group_alive(process.pid) or _alive(started)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _group_alive(process.pid), "a process of the run's group outlived it"
+    assert not _alive(started), f"processes the run started outlived it: {_commands(_alive(started))}"
+
+
+def _kill_what_is_left(process: subprocess.Popen, started: set[int]) -> None:
+    if _group_alive(process.pid):
+        os.killpg(process.pid, signal.SIGKILL)
+    for pid in _alive(started):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -46,10 +100,12 @@ def _group_alive(pgid: int) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_one_signal_stops_the_run_keeping_its_rows(tmp_path, sig):
-    process = _start(tmp_path)
+    process, started = _start(tmp_path), set()
     try:
         run_dir = _wait_for_rows(tmp_path, process)
         rows_before = json.dumps(read_rows(run_dir), allow_nan=True)[:-1]  # without the closing "]"
+        started = _descendants(process.pid)
+        assert started, "the run started no process"
         start = time.monotonic()
         os.killpg(process.pid, sig)  # as a terminal's Ctrl-C reaches the whole process group
         out, err = process.communicate(timeout=STOP_SECONDS)
@@ -59,13 +115,9 @@ def test_one_signal_stops_the_run_keeping_its_rows(tmp_path, sig):
         assert err.strip().splitlines()[-1].startswith(f"error: stopped by {signal.Signals(sig).name}: ")
         assert json.dumps(read_rows(run_dir), allow_nan=True).startswith(rows_before)  # nothing lost
         assert (run_dir / "summary.csv").stat().st_size > 0
-        deadline = time.monotonic() + 10
-        while _group_alive(process.pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _group_alive(process.pid), "a process of the run outlived it"
+        _assert_nothing_left(process, started)
     finally:
-        if _group_alive(process.pid):
-            os.killpg(process.pid, signal.SIGKILL)
+        _kill_what_is_left(process, started)
 
 
 def test_a_second_signal_exits_at_once(tmp_path):
@@ -86,3 +138,35 @@ def test_a_second_signal_exits_at_once(tmp_path):
     finally:
         if _group_alive(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_a_signal_stops_a_reproduction_keeping_the_cases_it_finished(tmp_path):
+    """Case ``a`` ends, case ``b`` never would: one SIGINT while ``b`` runs exits 130 with one line
+    naming the case, ``a``'s table and ``b``'s rows so far kept."""
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(yaml.safe_dump({
+        "metrics": ["adj_auc"],
+        "base": {"name": "tiny", "data": {"dataset": "synthetic"}, "federation": {"num_clients": 2},
+                 "attack": {"names": ["random"], "rounds": [1, 2, 3]}, "output": {"dir": str(tmp_path)}},
+        "cases": [{"label": "a", "set": {"federation.rounds": 3}},
+                  {"label": "b", "set": {"federation.rounds": 1000000}}]}))
+    process = subprocess.Popen([sys.executable, "-m", "fedgraph_sim", "reproduce", "--config", str(spec)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    started = set()
+    try:
+        b_run = _wait_for_rows(tmp_path, process, pattern="*-tiny-b")  # a has ended, b is under way
+        tables = list(tmp_path.glob("*-tiny/table.md"))
+        started = _descendants(process.pid)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=STOP_SECONDS)
+        assert process.returncode == 130, err[-2000:]
+        assert "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith("error: case b: stopped by SIGINT: ")
+        table = tables[0].read_text()
+        assert "| a" in table and "| b" not in table  # a's row kept, nothing invented for b
+        cases = json.loads((tables[0].parent / "cases.json").read_text())
+        assert list(cases) == ["a"] and (Path(cases["a"]) / "results.parquet").is_file()
+        assert read_rows(b_run) and (b_run / "summary.csv").is_file()
+        _assert_nothing_left(process, started)
+    finally:
+        _kill_what_is_left(process, started)

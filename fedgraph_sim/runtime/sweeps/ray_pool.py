@@ -13,13 +13,12 @@ with their interpreter (it dies with the Ray worker that runs it).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import Future
 
 from fedgraph_sim.processes import spawn
-from fedgraph_sim.runtime.ray_backend import prepare_local_ray
+from fedgraph_sim.local_ray import init_ray
 
 
 def run_job(job: str, args: list) -> dict:
@@ -41,11 +40,7 @@ class RayPool:
         import ray
 
         self._ray = ray
-        self._started = not ray.is_initialized()
-        if self._started:
-            prepare_local_ray(address)
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}})
+        self._started = init_ray(address, {"OMP_NUM_THREADS": "1"})
         self.address = ray.get_runtime_context().gcs_address
         self._remote = {cpus: ray.remote(num_cpus=cpus, max_retries=0)(run_job) for cpus in (0, 1)}
         self._refs: list = []
