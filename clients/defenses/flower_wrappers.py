@@ -1,4 +1,14 @@
-"""Flower's central-DP strategy wrappers as the server halves of our ``flwr_*`` defenses.
+"""Flower's central-DP strategy wrappers as the server halves of our ``flwr_*`` defenses, and
+the one guard every ``flwr_*`` defense puts on Flower's clipping.
+
+Flower 1.41's clipping (``flwr.supercore.differential_privacy``) scales an update by
+``min(1, C / norm)``: an update of norm 0 raises ``ZeroDivisionError`` and ends the round (at the
+server) or the turn (in a client mod). A zero update is ordinary in a federation that DP noise has
+wrecked: a model whose sigmoid saturated returns a gradient of exactly 0 in float32 (seen in a
+MUTAG federation under ``flwr_server_dp`` at C 1 and z 1, round 5). :func:`guard_zero_norm_clipping`
+leaves such an update as it is, which is what clipping means for it (it is within any norm), as
+proposed upstream (flwrlabs/flower pull request 7631, "Guard DP clipping against zero-norm
+updates"); every other update goes through Flower's own function.
 
 Two things are ours, in a mixin over Flower's classes: the wrappers draw their noise from NumPy's
 global generator, which is seeded per round from the run's seed (so a run's utility does not
@@ -46,6 +56,28 @@ class SeededServerSideFixedClipping(SeededRounds, DifferentialPrivacyServerSideF
 
 
 def seeded(wrapper, seed: int):
-    """``wrapper`` (a class above, built) with its seed."""
+    """``wrapper`` (a class above, built) with its seed, Flower's clipping guarded."""
+    guard_zero_norm_clipping()
     wrapper.seed = seed
     return wrapper
+
+
+def guard_zero_norm_clipping() -> None:
+    """Make Flower's two clipping functions leave an update of norm 0 as it is (idempotent; in the
+    process that clips: the server for the wrappers, the client's for the mods)."""
+    from flwr.supercore import differential_privacy as flower_dp
+
+    if getattr(flower_dp.clip_inputs_inplace, "guards_zero_norm", False):
+        return
+    clip, adaptive_clip = flower_dp.clip_inputs_inplace, flower_dp.adaptive_clip_inputs_inplace
+
+    def clip_inputs_inplace(input_arrays, clipping_norm: float) -> None:
+        if flower_dp.get_norm(input_arrays) > 0:
+            clip(input_arrays, clipping_norm)
+
+    def adaptive_clip_inputs_inplace(input_arrays, clipping_norm: float) -> bool:
+        return adaptive_clip(input_arrays, clipping_norm) if flower_dp.get_norm(input_arrays) > 0 else False
+
+    for guarded, flowers in ((clip_inputs_inplace, clip), (adaptive_clip_inputs_inplace, adaptive_clip)):
+        guarded.guards_zero_norm, guarded.flowers = True, flowers  # Flower's own, kept for the tests
+        setattr(flower_dp, guarded.__name__, guarded)

@@ -39,7 +39,7 @@ Args:
 from __future__ import annotations
 
 from clients.defenses.base import Defense, check_number
-from clients.defenses.flower_wrappers import SeededAdaptiveClipping, seeded
+from clients.defenses.flower_wrappers import SeededAdaptiveClipping, seeded, guard_zero_norm_clipping
 from fedgraph_sim import registry
 from fedgraph_sim.errors import require
 
@@ -64,6 +64,7 @@ class FlowerAdaptiveDP(Defense):
     def mod(self):
         from flwr.clientapp.mod import adaptiveclipping_mod
 
+        guard_zero_norm_clipping()  # in the client's process, where the mod clips
         return adaptiveclipping_mod
 
     def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):

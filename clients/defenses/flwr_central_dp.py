@@ -33,7 +33,7 @@ Args:
 from __future__ import annotations
 
 from clients.defenses.base import Defense, check_number
-from clients.defenses.flower_wrappers import SeededFixedClipping, seeded
+from clients.defenses.flower_wrappers import SeededFixedClipping, seeded, guard_zero_norm_clipping
 from fedgraph_sim import registry
 
 
@@ -49,6 +49,7 @@ class FlowerCentralDP(Defense):
     def mod(self):
         from flwr.clientapp.mod import fixedclipping_mod
 
+        guard_zero_norm_clipping()  # in the client's process, where the mod clips
         return fixedclipping_mod
 
     def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 
 from clients.defenses.base import Defense, check_number
+from clients.defenses.flower_wrappers import guard_zero_norm_clipping
 from fedgraph_sim import registry
 
 
@@ -55,6 +56,7 @@ class FlowerLocalDP(Defense):
     def mod(self):
         from flwr.clientapp.mod import LocalDpMod
 
+        guard_zero_norm_clipping()  # in the client's process, where the mod clips
         return LocalDpMod(self.clipping_norm, self.sensitivity, self.epsilon, self.delta)
 
     def report(self) -> dict[str, float]:
