@@ -1,0 +1,123 @@
+"""Reading a run configuration: a YAML file laid over the packaged base, dotted ``key=value``
+overrides (parsed as YAML), validated against the schema and the cross-field checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from fedgraph_sim.config.checks import check_cross_fields
+from fedgraph_sim.config.sections import RunConfig
+from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.plugins import load_plugins
+from fedgraph_sim.yaml_files import read_yaml
+
+PACKAGE = Path(__file__).resolve().parents[1]
+# The base every config is laid over (a file's missing keys, every sweep's and reproduction's
+# base): the GraphDLG paper's victim. Packaged; experiments/configs/default.yaml links here.
+DEFAULT_CONFIG = PACKAGE / "default.yaml"
+# The default round, what `fedgraph-sim run` runs without --config: a victim the exact attack can
+# attack. Packaged; experiments/configs/default_round.yaml links here.
+DEFAULT_ROUND = PACKAGE / "default_round.yaml"
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``["federation.rounds=2", ...]`` -> ``{"federation.rounds": 2, ...}``, values parsed as YAML
+    (an empty value is null); the one parser of command-line overrides."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"{item}: overrides are dotted key=value pairs, e.g. federation.rounds=2")
+        key, raw = (part.strip() for part in item.split("=", 1))
+        try:
+            out[key] = yaml.safe_load(raw) if raw != "" else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{key}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
+    return out
+
+
+def default_tree() -> dict:
+    """The packaged default config as a plain tree (the base every config file is laid over)."""
+    return yaml.safe_load(DEFAULT_CONFIG.read_text())
+
+
+def merge_tree(tree: dict, patch: dict) -> dict:
+    """``tree`` with ``patch`` laid over it, section by section (a new dict; lists replaced)."""
+    out = dict(tree)
+    for key, value in patch.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merge_tree(out[key], value) if both else value
+    return out
+
+
+def set_dotted(tree: dict, dotted: dict[str, Any]) -> dict:
+    """Set each ``section.key`` of ``dotted`` in ``tree`` (in place; returns it). A mapping value
+    is laid over the mapping already there (``model={conv: gat}`` keeps the other model keys);
+    anything else replaces it."""
+    for key, value in dotted.items():
+        _set_dotted(tree, key, value)
+    return tree
+
+
+def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{dotted}: '{key}' is not a section")
+        node = child
+    old = node.get(keys[-1])
+    node[keys[-1]] = merge_tree(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
+
+
+def _check_keys(tree: dict, model: type[BaseModel], prefix: str = "") -> None:
+    """Unknown keys, named with their full dotted path (pydantic's message is multi-line)."""
+    for key, value in tree.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            valid = ", ".join(model.model_fields)
+            raise ConfigError(f"{prefix}{key}: no such config key; valid keys here: {valid}")
+        sub = field.annotation
+        if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
+            _check_keys(value, sub, f"{prefix}{key}.")
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
+    """Read YAML (default: the packaged ``default.yaml``), apply ``key=value`` overrides (values
+    parsed as YAML), validate. Raises ConfigError naming the offending key."""
+    path = Path(path) if path else DEFAULT_CONFIG
+    tree = read_yaml(path) or {}
+    if not isinstance(tree, dict):
+        raise ConfigError(f"--config: {path} must hold a mapping of sections")
+    return validate_config(set_dotted(tree, parse_overrides(overrides)))
+
+
+def validate_config(tree: dict) -> RunConfig:
+    _check_keys(tree, RunConfig)
+    data, train = tree.get("data"), tree.get("train")
+    if isinstance(data, dict) and data.get("task_type") == "regression" and not (isinstance(train, dict)
+                                                                               and "loss" in train):
+        tree = merge_tree(tree, {"train": {"loss": "mse"}})  # a regression task trains with MSE unless told
+    try:
+        config = RunConfig.model_validate(tree)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        got = err.get("input")
+        message = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{key}: {message} (got {got!r})") from None
+    load_plugins(config.plugins)
+    check_cross_fields(config)
+    return config
+
+
+def to_yaml(config: RunConfig, extra: dict | None = None) -> str:
+    tree = config.model_dump(mode="json")
+    if extra:
+        tree.update(extra)
+    return yaml.safe_dump(tree, sort_keys=False)
