@@ -1,17 +1,19 @@
 """The threat boundary around attack code: which paths the attack workers must not see, and
 whether they run in :mod:`server.sandbox`'s namespaces (``attack.boundary``).
 
-Hidden from the workers: the data root (``FEDGRAPH_DATA_ROOT``), the dataset cache
-(``FEDGRAPH_CACHE``), the output base (``output.dir``: every run directory, audit records
-included), the run's own directory and a replayed federation's. Everything else they see is what
-they need to run, read-only: the system's directories, the Python installation, the project's
-code and plugins (:func:`server.sandbox.plan`).
+What the workers see is what they need to run, read-only, and nothing else: the system's
+directories, the Python installation's own folders, and a code view of each package they import
+(the project's ``attacks``, ``clients``, ``server`` and ``fedgraph_sim``, every plugin, every
+top-level module the server has imported from outside the installation): a copy of its code files
+alone, so that a checkout's runs, caches, data and results are not there at all, wherever they
+lie (:func:`server.sandbox.plan`). Covered besides, where they fall inside what is bound: the
+data root (``FEDGRAPH_DATA_ROOT``), the dataset cache (``FEDGRAPH_CACHE``), the output base
+(``output.dir``), the run's own directory and a replayed federation's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +28,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Boundary:
-    """``isolate``: run the workers in the sandbox; ``hidden``: paths they must not see; ``code``:
-    folders they must (the project's packages and plugins)."""
+    """``isolate``: run the workers in the sandbox; ``hidden``: paths they must not see;
+    ``modules``: what they import (the project's packages and plugins), each seen as a code view
+    of its own folder or file."""
 
     isolate: bool = True
     hidden: tuple[str, ...] = ()
-    code: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
 
     def hiding(self, *paths: Path | str | None) -> Boundary:
         """This boundary, hiding ``paths`` too (a run's directory, a replayed federation)."""
@@ -41,20 +44,9 @@ class Boundary:
         """The worker's layout (:func:`server.sandbox.plan`), with its end of the pipes."""
         hidden = list(self.hidden) if self.isolate else []
         try:
-            return sandbox.plan(hidden, list(self.code), conn_fd, lifeline_fd, self.isolate)
+            return sandbox.plan(hidden, list(self.modules), conn_fd, lifeline_fd, self.isolate)
         except sandbox.BoundaryError as exc:
             raise ConfigError(f"attack.boundary: {exc}") from None
-
-
-def _package_roots(modules: list[str]) -> list[str]:
-    """The folders the top-level packages of ``modules`` are imported from."""
-    roots = []
-    for name in modules:
-        spec = importlib.util.find_spec(name.split(".")[0])
-        if spec is not None and spec.origin not in (None, "built-in", "frozen"):
-            origin = Path(spec.origin)
-            roots.append(str(origin.parent.parent if spec.submodule_search_locations else origin.parent))
-    return roots
 
 
 def boundary_for(config: RunConfig) -> Boundary:
@@ -73,7 +65,7 @@ def boundary_for(config: RunConfig) -> Boundary:
                     "read what this user can", why_not)
     hidden = [str(p) for p in (data_root(), cache_root(), Path(config.output.dir).absolute()) if p is not None]
     boundary = Boundary(isolate=mode != "process" and not why_not, hidden=tuple(hidden),
-                        code=tuple(_package_roots(["attacks", "server", "fedgraph_sim", *config.plugins])))
+                        modules=("attacks", "clients", "server", "fedgraph_sim", *config.plugins))
     boundary.layout(-1, -1)  # refuses a hidden path that holds the code now, before anything is written
     return boundary
 

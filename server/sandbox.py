@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import importlib.util
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -39,6 +41,14 @@ from functools import lru_cache
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 DEVICES = ("null", "zero", "random", "urandom")
 UNSHARE = ("--user", "--map-root-user", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child")
+#: The parts of a Python prefix the worker runs from; never the prefix itself, which may be a
+#: checkout (a ``.venv`` in it is ``<checkout>/.venv``, but a venv made in the checkout's root is
+#: the checkout) or a home directory.
+PREFIX_PARTS = ("bin", "lib", "lib64", "pyvenv.cfg")
+#: What a code view holds: Python sources, stubs, bytecode and extension modules, nothing else.
+CODE_SUFFIXES = (".py", ".pyi", ".pyc", ".so")
+#: Folders the worker gets fresh, never from the server's machine.
+FRESH = ("/tmp", "/dev", "/proc")
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -64,50 +74,83 @@ def _outermost(paths) -> list[str]:
     return sorted(kept)
 
 
-def _script_folder() -> str | None:
-    """``sys.path[0]`` when it is the server's working directory or its script's folder (not a
-    folder the server needs: the project and plugins are found through ``code``)."""
-    first = sys.path[0] if sys.path else None
-    if first is None:
-        return None
-    where = os.path.realpath(first or os.getcwd())
-    script = os.path.dirname(os.path.realpath(sys.argv[0])) if sys.argv and sys.argv[0] else None
-    return where if where in (os.path.realpath(os.getcwd()), script) else None
+def python_installation() -> list[str]:
+    """The running Python's own folders (real paths): each prefix's ``bin``, ``lib``, ``lib64`` and
+    ``pyvenv.cfg``, and every site directory on ``sys.path`` (``site-packages``, ``dist-packages``:
+    a user site, a ``--target`` install), less what the system directories hold already."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix,
+                os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    parts = {os.path.realpath(os.path.join(p, part)) for p in prefixes for part in PREFIX_PARTS}
+    parts |= {os.path.realpath(e) for e in sys.path
+              if e and os.path.basename(os.path.normpath(e)) in ("site-packages", "dist-packages")}
+    return _outermost(p for p in parts if os.path.exists(p)
+                      and not any(_inside(p, d) for d in SYSTEM_DIRS if not os.path.islink(d)))
 
 
-def plan(hidden: list[str], code: list[str], conn_fd: int, lifeline_fd: int, isolate: bool = True) -> dict:
-    """What the worker's root holds: ``read_only`` binds and ``hidden`` covers (real paths), and the
-    ``sys_path`` to import from. ``code``: folders the worker must see (the project's packages,
-    plugins). Bound: Python, ``code`` and the server's ``sys.path``, less its working directory or
-    script folder (a user's home, a folder of runs), less entries inside a hidden path, and never a
-    folder that holds ``/tmp``, ``/dev`` or ``/proc`` (the sandbox's own are fresh). Python or code
-    inside a hidden path (``over_hidden``) is bound again on top of its cover, alone. Raises
-    :class:`BoundaryError` when a hidden path is Python's or ``code``'s folder itself."""
+def code_locations(modules: list[str], visible: list[str]) -> list[str]:
+    """Where the code the worker imports lives, outside the ``visible`` folders: the folder of each
+    top-level package (every folder of a namespace package) and the file of each top-level module
+    named in ``modules`` (a dotted name counts by its top level) or already imported by this
+    process (the pickled attack classes are imported by the worker from where the server did)."""
+    found: set[str] = set()
+
+    def add(origin: str | None, search: list[str] | None) -> None:
+        for place in (search if search is not None else [origin] if origin else []):
+            place = os.path.realpath(place)
+            if os.path.exists(place) and not any(_inside(place, v) for v in visible):
+                found.add(place)
+
+    for name in {m.split(".")[0] for m in modules}:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin not in ("built-in", "frozen"):
+            add(spec.origin, list(spec.submodule_search_locations or []) or None)
+    for name, module in list(sys.modules.items()):
+        if "." not in name and name not in ("__main__", "__mp_main__") and module is not None:
+            path = getattr(module, "__path__", None)
+            add(getattr(module, "__file__", None), list(path) if path is not None else None)
+    return sorted(found)
+
+
+def plan(hidden: list[str], modules: list[str], conn_fd: int, lifeline_fd: int, isolate: bool = True) -> dict:
+    """What the worker's root holds, as real paths: the ``system`` directories and the Python
+    installation (``read_only`` binds), an empty cover over each ``hidden`` path inside them, the
+    Python folders inside a cover bound again on top (``over_hidden``), and a *code view* of each
+    of ``code`` (:func:`code_locations` of ``modules``): a copy of its code files alone, so that
+    nothing else in a checkout (runs, caches, data, results) is there at all. ``sys_path``: the
+    server's entries that hold Python or code (a checkout's root holds only its code views there).
+    Raises :class:`BoundaryError` when a hidden path is a folder the worker needs."""
     hidden = _outermost(os.path.realpath(h) for h in hidden if h)
-    python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                            os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
-    code = {os.path.realpath(c) for c in code}
-    fresh = ("/tmp", "/dev", "/proc")
-    for path in sorted(python | code):
+    if not isolate:  # a plain process: what the server has
+        return {"isolate": False, "conn_fd": conn_fd, "lifeline_fd": lifeline_fd,
+                "sys_path": [os.path.realpath(e or os.getcwd()) for e in sys.path]}
+    system = [d for d in SYSTEM_DIRS if os.path.lexists(d)]
+    python = python_installation()
+    code = code_locations(modules, [*system, *python])
+    for path in python + code:
         for cover in hidden:
-            if cover == path:  # inside each other, the cover goes over the bind or the bind over the cover
+            if cover == path:
                 raise BoundaryError(f"{cover} is hidden from the attack workers (it holds data, a cache or runs) "
                                     f"but is also {path}, which they need to run")
-        if any(_inside(f, path) for f in fresh):
-            raise BoundaryError(f"{path} holds {', '.join(fresh)}, which the attack workers get fresh; "
-                                "put the code it holds (a plugin) in a folder of its own")
-    skipped = _script_folder()
-    sys_path = [p for p in (os.path.realpath(e or os.getcwd()) for e in sys.path)
-                if (not any(_inside(p, cover) for cover in hidden) or p in code)
-                and not any(_inside(f, p) for f in fresh) and (p != skipped or p in code)]
-    needed = python | code | {p for p in sys_path if os.path.exists(p)}
-    # code inside a hidden folder (Flower's deployment installs the app under the run directory)
-    # is bound again on top of the cover, alone
-    over = {p for p in needed if any(_inside(p, cover) for cover in hidden)}
-    system = [d for d in SYSTEM_DIRS if os.path.lexists(d)]
-    return {"system": system, "read_only": _outermost(needed - over - set(system)), "hidden": hidden,
-            "over_hidden": _outermost(over), "sys_path": sys_path + sorted(over - set(sys_path)),
-            "conn_fd": conn_fd, "lifeline_fd": lifeline_fd, "isolate": isolate}
+        if any(_inside(path, f) for f in FRESH[1:]):
+            raise BoundaryError(f"{path} is in {', '.join(FRESH[1:])}, which the attack workers get fresh")
+    visible = [*system, *python]
+    covers = [h for h in hidden if any(_inside(h, v) and h != v for v in visible)]
+    parents = {os.path.dirname(c) for c in code}
+    sys_path = []
+    for entry in sys.path:
+        real = os.path.realpath(entry or os.getcwd())
+        if not os.path.exists(real):
+            sys_path.append(entry)  # a path hook's name (an editable install's finder), not a folder
+        elif real in parents or (any(_inside(real, v) for v in visible) and not any(_inside(real, c) for c in covers)):
+            sys_path.append(real)
+    sys_path += sorted(parents - set(sys_path))
+    return {"system": system, "read_only": [p for p in python if not any(_inside(p, c) for c in covers)],
+            "hidden": covers, "over_hidden": [p for p in python if any(_inside(p, c) for c in covers)],
+            "code": code, "skip": hidden, "sys_path": sys_path,
+            "conn_fd": conn_fd, "lifeline_fd": lifeline_fd, "isolate": True}
 
 
 @lru_cache(maxsize=1)
@@ -136,6 +179,45 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
+def _copy_code(fd: int, source: str, target: str, skip: list[str]) -> None:
+    """Copy the code files of one code location (``fd``, opened at ``source``: a folder or a file)
+    to ``target``: regular files with a code suffix and a single link (a hard link into a run
+    directory is left out, whatever its name), never a symbolic link, a dot folder or a ``skip``
+    folder (a run directory inside a package), with their times (so bytecode stays valid)."""
+    def copy(file_fd: int, dest: str) -> None:
+        st = os.fstat(file_fd)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            with open(dest, "wb") as out, os.fdopen(os.dup(file_fd), "rb") as data:
+                shutil.copyfileobj(data, out)
+            os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def is_code(name: str) -> bool:
+        return name.endswith(CODE_SUFFIXES) or name == "py.typed"
+
+    if not stat.S_ISDIR(os.fstat(fd).st_mode):
+        if is_code(source):
+            copy(fd, target)
+        return
+    skip = [s for s in skip if _inside(s, source)]  # a location inside a hidden folder is copied whole
+    for folder, dirs, files, dir_fd in os.fwalk(".", dir_fd=fd):
+        real = os.path.normpath(os.path.join(source, folder))
+        dirs[:] = [d for d in dirs
+                   if not d.startswith(".") and not any(_inside(os.path.join(real, d), s) for s in skip)]
+        dest = os.path.normpath(os.path.join(target, folder))
+        os.makedirs(dest, exist_ok=True)
+        for name in files:
+            if not is_code(name):
+                continue
+            try:
+                file_fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+            except OSError:  # a symbolic link, or gone since it was listed
+                continue
+            try:
+                copy(file_fd, os.path.join(dest, name))
+            finally:
+                os.close(file_fd)
+
+
 def enter(layout: dict) -> None:
     """Build the root described in ``layout`` and move into it (in a fresh user, mount and PID
     namespace, single-threaded, before anything outside the standard library is imported)."""
@@ -146,8 +228,7 @@ def enter(layout: dict) -> None:
         _check(libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(), flags,
                           data and data.encode()), f"mount {source} on {target}")
 
-    def bind(source_fd: int, target: str, read_only: bool) -> None:
-        source = f"/proc/self/fd/{source_fd}"
+    def bind(source: str, target: str, read_only: bool) -> None:
         if os.path.isdir(source):
             os.makedirs(target, exist_ok=True)
         else:
@@ -158,32 +239,48 @@ def enter(layout: dict) -> None:
             flags = os.statvfs(target).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
             mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
 
+    def bind_fd(fd: int, target: str, read_only: bool) -> None:
+        bind(f"/proc/self/fd/{fd}", target, read_only)
+        os.close(fd)
+
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing below propagates back to the server's view
     # Open every source first: the new root is mounted over /tmp, which may hold some of them.
     sources = {p: os.open(p, os.O_PATH) for p in layout["system"] + layout["read_only"] if not os.path.islink(p)}
     over = {p: os.open(p, os.O_PATH) for p in layout["over_hidden"]}
+    code = {p: os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in layout["code"]}
+    devices = {d: os.open("/dev/" + d, os.O_PATH) for d in DEVICES}
     root = "/tmp"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    for sub in ("tmp", "dev", "proc"):
+    for sub in ("tmp", "dev", "proc", ".code"):
         os.makedirs(root + "/" + sub)
     mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
     mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID, "mode=0755")
-    for device in DEVICES:
-        bind(os.open("/dev/" + device, os.O_PATH), f"{root}/dev/{device}", read_only=False)
+    for device, fd in devices.items():
+        bind_fd(fd, f"{root}/dev/{device}", read_only=False)
     os.makedirs(root + "/dev/shm")
     mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    # The code views: copies on a tmpfs of their own, bound into place after the covers.
+    mount("tmpfs", root + "/.code", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    staged = {}
+    for index, (path, fd) in enumerate(code.items()):
+        staged[path] = f"{root}/.code/{index}"
+        _copy_code(fd, path, staged[path], layout["skip"])
+        os.close(fd)
     for path in layout["system"]:
         if os.path.islink(path):  # a merged /usr: /lib -> usr/lib
             os.symlink(os.readlink(path), root + path)
     for path, fd in sources.items():
-        bind(fd, root + path, read_only=True)
-        os.close(fd)
+        bind_fd(fd, root + path, read_only=True)
     for path in layout["hidden"]:
         if os.path.isdir(root + path):
             mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m")
     for path, fd in over.items():
-        bind(fd, root + path, read_only=True)
-        os.close(fd)
+        bind_fd(fd, root + path, read_only=True)
+    for path, copy in staged.items():
+        if os.path.lexists(copy):  # a module file that is not code is not copied
+            bind(copy, root + path, read_only=True)
+    _check(libc.umount2((root + "/.code").encode(), MNT_DETACH), "umount the staged code")
+    os.rmdir(root + "/.code")
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/.old")
     _check(libc.syscall(SYS_PIVOT_ROOT[os.uname().machine], root.encode(), (root + "/.old").encode()), "pivot_root")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from attacks.base import Attack, Requirements, register
 from attacks.random_guess import RandomGuess
 
-ROUTES = ("proc_fd", "proc_environ", "proc_mem", "tmp_audit", "paths", "dataset", "home_cache")
+ROUTES = ("proc_fd", "proc_environ", "proc_mem", "tmp_audit", "paths", "dataset", "home_cache", "fswalk", "mountinfo")
+SKIPPED = ("/proc", "/sys", "/dev", "/usr", "/etc")  # no run is written there, and they are large
 
 
 def _other_processes() -> list[str]:
@@ -61,6 +62,32 @@ def _proc_mem() -> int:
     return found
 
 
+def _fswalk(top: str = "/") -> int:
+    """Audit records readable anywhere below ``top`` (an earlier run's in the checkout, in the
+    home directory, the current run's), through any folder it can list."""
+    found = 0
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if not os.path.join(folder, d).startswith(SKIPPED)]
+        if os.path.basename(os.path.dirname(folder)) == "audit":
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), "rb") as file:
+                        found += len(file.read(1)) > 0
+                except OSError:
+                    continue
+    return found
+
+
+def _mountinfo() -> int:
+    """Audit records below the mount points and mount sources ``/proc/self/mountinfo`` names."""
+    try:
+        with open("/proc/self/mountinfo") as file:
+            places = {p for line in file for p in line.split()[3:5]}
+    except OSError:
+        return 0
+    return sum(_fswalk(p) for p in places if p != "/" and not p.startswith(SKIPPED) and os.path.isdir(p))
+
+
 def _walk(root: str, pattern: str) -> int:
     return len(glob.glob(os.path.join(root, "**", pattern), recursive=True)) if root else 0
 
@@ -84,6 +111,8 @@ class TruthProbe(Attack):
         paths = [p for p in self.params.paths.split(os.pathsep) if p]
         reached["paths"] = sum(_walk(p, "*") for p in paths)
         reached["home_cache"] = _walk(os.path.expanduser("~/.cache/fedgraph_sim"), "*")
+        reached["fswalk"] = _fswalk()
+        reached["mountinfo"] = _mountinfo()
         if self.params.dataset:
             for root in paths:  # as the data root, then the package's default cache
                 os.environ["FEDGRAPH_DATA_ROOT"] = root

@@ -5,8 +5,10 @@ probe with ``attack.workers: 0``, in the server's process, outside the boundary:
 every route, so a zero above is the boundary's doing, not a broken probe."""
 
 import os
+import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,18 +18,20 @@ from fedgraph_sim.results import read_rows
 from server.sandbox import namespaces_available
 
 # the plugin's routes (importing the plugin here would register its attack for every other test)
-ROUTES = ("proc_fd", "proc_environ", "proc_mem", "tmp_audit", "paths", "dataset", "home_cache")
+ROUTES = ("proc_fd", "proc_environ", "proc_mem", "tmp_audit", "paths", "dataset", "home_cache", "fswalk", "mountinfo")
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _reached(tmp_path: Path, *overrides: str) -> dict[str, int]:
-    """The most each route reached over the probe's rows."""
+def _reached(tmp_path: Path, *overrides: str, out: Path | None = None,
+             earlier: tuple[Path, ...] = ()) -> dict[str, int]:
+    """The most each route reached over the probe's rows (``earlier``: more places it is told of)."""
     root = data_root()
-    out = tmp_path / "runs"
+    out = out or tmp_path / "runs"
     out.mkdir(parents=True)
-    paths = os.pathsep.join(str(p) for p in (out, root, cache_root()) if p is not None)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    paths = os.pathsep.join(str(p) for p in (out, root, cache_root(), *earlier) if p is not None)
     dataset = "MUTAG" if root is not None and (root / "tu" / "MUTAG").is_dir() else ""
     args = [sys.executable, "-m", "fedgraph_sim", "run", f"data.dataset={dataset or 'synthetic'}",
             "federation.num_clients=2", "federation.rounds=2", "attack.names=[truth_probe]",
@@ -46,9 +50,15 @@ def _reached(tmp_path: Path, *overrides: str) -> dict[str, int]:
 
 @pytest.mark.skipif(bool(namespaces_available()), reason=f"no namespaces here: {namespaces_available()}")
 def test_attack_code_reaches_none_of_the_truth(tmp_path):
-    inside = _reached(tmp_path / "inside")
-    outside = _reached(tmp_path / "outside", "attack.workers=0")  # the positive control
-    expected_outside = {"proc_fd", "tmp_audit", "paths"}
+    # The positive control, in the server's process: an identical run whose output (its audit
+    # records) stays in the checkout while the run under test goes on, as make run's does.
+    earlier = ROOT / "runs" / f"truth-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        outside = _reached(tmp_path / "outside", "attack.workers=0", out=earlier)
+        inside = _reached(tmp_path / "inside", earlier=(earlier,))
+    finally:
+        shutil.rmtree(earlier, ignore_errors=True)
+    expected_outside = {"proc_fd", "tmp_audit", "paths", "fswalk"}
     if data_root() is not None:
         expected_outside |= {"dataset", "proc_environ"}
     assert {route for route in ROUTES if outside[route] > 0} >= expected_outside, outside

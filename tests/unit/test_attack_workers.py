@@ -8,6 +8,7 @@ import gc
 import glob
 import inspect
 import os
+import shutil
 import time
 import uuid
 
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.slow  # each test starts worker interpreters
 
 # which process ran a call: process IDs repeat across workers in the sandbox's PID namespaces
 PROCESS = uuid.uuid4().hex
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Probe(Attack):
@@ -38,7 +40,8 @@ class Probe(Attack):
         # the runner's frame leads to its audit reader (knowledge_for: the threat grants)
         on_stack = sum(type(v).__name__ in audit_types or hasattr(v, "knowledge_for")
                        for frame in inspect.stack() for v in frame.frame.f_locals.values())
-        files = len(glob.glob("**/audit/**/*.pt", recursive=True))
+        files = sum(len(glob.glob(os.path.join(where, "**", "audit", "**", "*.pt"), recursive=True))
+                    for where in (".", CHECKOUT))
         hints = sum(k in os.environ for k in ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME"))
         rec = RandomGuess().reconstruct(update, knowledge, ctx)[0]
         rec.info.update(in_memory=in_memory, on_stack=on_stack, audit_files=files, env_hints=hints)
@@ -156,7 +159,18 @@ def three_rounds(tmp_path, attacks, overrides):
     return read_rows(tmp_path)
 
 
-def test_a_probe_in_a_worker_finds_no_ground_truth(tmp_path, monkeypatch):
+@pytest.fixture
+def earlier_run_in_the_checkout():
+    """An earlier run's audit record left in the checkout's runs/ (what ``make run`` leaves)."""
+    earlier = os.path.join(CHECKOUT, "runs", f"probe-{PROCESS}")
+    record = os.path.join(earlier, "audit", "round_1", "client_0.pt")
+    os.makedirs(os.path.dirname(record))
+    torch.save({"graphs": [], "steps": 1}, record)
+    yield earlier
+    shutil.rmtree(earlier)
+
+
+def test_a_probe_in_a_worker_finds_no_ground_truth(tmp_path, monkeypatch, earlier_run_in_the_checkout):
     monkeypatch.chdir(tmp_path)  # the run directory (with its audit/) is where the server runs
     monkeypatch.setenv("FEDGRAPH_DATA_ROOT", str(tmp_path))
     row = _rows(tmp_path / "run", {"probe": Probe()}, 1)["probe"]

@@ -10,7 +10,8 @@ from attacks.priors import AuxMeanAdjacency
 from attacks.random_guess import RandomGuess
 from fedgraph_sim.results import read_rows
 from tests.unit.test_attack_runner import make_runner
-from tests.unit.test_attack_workers import Counter, Loner, Probe, Sleeper, three_rounds
+from tests.unit.test_attack_workers import (Counter, Loner, Probe, Sleeper, earlier_run_in_the_checkout,  # noqa: F401
+                                           three_rounds)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # worker interpreters in Ray actors
 
@@ -41,6 +42,7 @@ def test_the_actors_give_the_pools_rows_in_its_order(tmp_path):
     assert drop(actors) == drop(pool)
 
 
+@pytest.mark.usefixtures("earlier_run_in_the_checkout")
 def test_a_probe_behind_an_actor_finds_no_ground_truth(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (row,) = _rows(tmp_path / "run", {"probe": Probe()}, ["attack.workers=1", *RAY])

@@ -17,24 +17,32 @@ needs_namespaces = pytest.mark.skipif(bool(sandbox.namespaces_available()),
                                       reason=f"no namespaces here: {sandbox.namespaces_available()}")
 
 
-def test_the_layout_binds_python_and_the_code_and_hides_the_data(tmp_path):
-    layout = sandbox.plan([str(tmp_path / "data"), str(tmp_path)], [str(ROOT)], 5, 6)
-    assert layout["hidden"] == [os.path.realpath(tmp_path)]  # the outermost of nested hidden paths
-    assert os.path.realpath(sys.base_prefix) in layout["read_only"] or any(
-        sandbox._inside(os.path.realpath(sys.base_prefix), p) for p in layout["read_only"])
-    assert any(sandbox._inside(str(ROOT), p) for p in layout["read_only"])
+def test_the_layout_binds_python_and_views_of_the_packages_never_the_checkout(tmp_path):
+    layout = sandbox.plan([str(tmp_path / "data"), str(tmp_path)], ["attacks", "server"], 5, 6)
+    assert layout["skip"] == [os.path.realpath(tmp_path)]  # the outermost of nested hidden paths
+    assert any(sandbox._inside(os.path.realpath(sys.base_prefix), p) or sandbox._inside(p, sys.base_prefix)
+               for p in layout["read_only"] + layout["system"])
+    assert {str(ROOT / "attacks"), str(ROOT / "server")} <= set(layout["code"])
+    bound = layout["system"] + layout["read_only"] + layout["code"]
+    assert not any(sandbox._inside(str(ROOT), p) for p in bound)  # no folder that holds the checkout
+    assert not any(p in (str(ROOT), os.path.expanduser("~"), os.getcwd()) for p in bound)
+    assert str(ROOT) in layout["sys_path"]  # it holds the code views alone in the worker's root
     assert not any(sandbox._inside(p, os.path.realpath(tmp_path)) for p in layout["sys_path"])
     assert (layout["conn_fd"], layout["lifeline_fd"], layout["isolate"]) == (5, 6, True)
 
 
-def test_a_hidden_path_that_is_the_code_is_refused_and_code_inside_one_is_bound_on_top(tmp_path):
-    with pytest.raises(sandbox.BoundaryError, match=f"{ROOT} is hidden from the attack workers"):
-        sandbox.plan([str(ROOT)], [str(ROOT)], 5, 6)
+def test_a_hidden_path_that_is_a_package_is_refused_and_code_inside_one_is_viewed(tmp_path):
+    with pytest.raises(sandbox.BoundaryError, match=f"{ROOT / 'attacks'} is hidden from the attack workers"):
+        sandbox.plan([str(ROOT / "attacks")], ["attacks"], 5, 6)
     app = tmp_path / "runs" / "deployment" / "apps" / "fab"  # Flower's deployment installs the app there
-    app.mkdir(parents=True)
-    layout = sandbox.plan([str(tmp_path / "runs")], [str(ROOT), str(app)], 5, 6)
-    assert layout["over_hidden"] == [os.path.realpath(app)] and os.path.realpath(app) in layout["sys_path"]
-    assert not any(sandbox._inside(os.path.realpath(app), p) for p in layout["read_only"])
+    (app / "fab_pkg").mkdir(parents=True)
+    (app / "fab_pkg" / "__init__.py").write_text("")
+    sys.path.insert(0, str(app))
+    try:
+        layout = sandbox.plan([str(tmp_path / "runs")], ["fab_pkg"], 5, 6)
+    finally:
+        sys.path.remove(str(app))
+    assert os.path.realpath(app / "fab_pkg") in layout["code"] and os.path.realpath(app) in layout["sys_path"]
 
 
 def test_a_worker_killed_by_a_signal_is_reported_so():
@@ -83,8 +91,9 @@ def _escapes(tmp_path: Path, where: str) -> dict[str, bool]:
     for folder in (hidden, code):
         folder.mkdir(exist_ok=True)
     (hidden / "graph.pt").write_text("the answer")
-    layout = sandbox.plan([str(hidden)], [str(ROOT)], -1, -1)
+    layout = sandbox.plan([str(hidden)], ["server"], -1, -1)
     layout["read_only"] += [str(tmp_path)]  # the hidden folder inside a visible one, beside code
+    layout["hidden"] += [str(hidden)]
     listening = socket.create_server(("127.0.0.1", 0))  # the server's side of the machine
     command = [sys.executable, "-I", "-c", ESCAPES, json.dumps(layout), str(ROOT), str(hidden),
                str(listening.getsockname()[1]), where, str(code)]
@@ -112,9 +121,8 @@ def test_the_working_directory_and_tmp_are_not_bound(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.chdir(home)
     monkeypatch.setattr(sys, "path", ["", "/tmp", *sys.path])
-    layout = sandbox.plan([], [str(ROOT)], 5, 6)
-    bound = layout["system"] + layout["read_only"]
+    layout = sandbox.plan([], ["attacks"], 5, 6)
+    bound = layout["system"] + layout["read_only"] + layout["code"]
     assert not any(sandbox._inside(str(home), p) for p in bound)
     assert not any(sandbox._inside("/tmp", p) for p in bound)  # the sandbox's /tmp is its own
-    with pytest.raises(sandbox.BoundaryError, match="/tmp holds /tmp"):
-        sandbox.plan([], ["/tmp"], 5, 6)  # a plugin straight in /tmp
+    assert str(home) not in layout["sys_path"] and "/tmp" not in layout["sys_path"]
