@@ -84,16 +84,15 @@ def load_moleculenet(name: str, task=None, features: str = "pyg", task_type: str
     if regression and key not in REGRESSION:
         raise ConfigError(f"data.task_type: {MOLECULENET_NAMES[key]} has class labels, not real targets; "
                           f"regression needs {', '.join(MOLECULENET_NAMES[k] for k in sorted(REGRESSION))}")
-    root = store.prepare("moleculenet", key)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PyG warns once per SMILES RDKit rejects
-            with store.quiet_processing(name):
-                pyg = MoleculeNet(str(root), name=MOLECULENET_NAMES[key])
-    except Exception as exc:
-        raise store.missing_data_error(name, "moleculenet", key, exc) from None
-    raw_csv = root / key / "raw" / pyg.raw_file_names
-    names = task_names(raw_csv)
+    with store.prepared("moleculenet", key) as root:  # the cache's lock held while PyG reads and processes
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # PyG warns once per SMILES RDKit rejects
+                with store.quiet_processing(name):
+                    pyg = MoleculeNet(str(root), name=MOLECULENET_NAMES[key])
+        except Exception as exc:
+            raise store.missing_data_error(name, "moleculenet", key, exc) from None
+        names = task_names(root / key / "raw" / pyg.raw_file_names)
     index = _resolve_task(task, names, MOLECULENET_NAMES[key])
 
     y_all = pyg._data.y.view(len(pyg), -1)[:, index]

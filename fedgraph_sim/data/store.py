@@ -4,17 +4,26 @@
 ``<root>/moleculenet/<name>/raw/``. They are copied into a writable cache (``FEDGRAPH_CACHE``,
 default ``~/.cache/fedgraph_sim``) before PyG processes them, so nothing is ever written into the
 data root. Without a data root, PyG downloads into the cache.
+
+The cache is shared by every process on the machine (runs, sweep jobs, each run's clients), so a
+dataset is prepared and loaded under an exclusive lock of its own (``flock`` on
+``<cache>/<family>/.<name>.lock``): one process copies the raw files and lets PyG process them
+while the others wait, then finds them ready. A stale copy (the raw files changed) is replaced
+whole: the fresh one is written beside it and renamed into place, so a process killed half-way
+leaves the old copy or the new, never a mixture.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import io
 import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Iterator
 
 from fedgraph_sim.errors import ConfigError
 
@@ -48,29 +57,58 @@ def _fingerprint(raw: Path) -> str:
     return digest.hexdigest()
 
 
-def prepare(family: str, folder: str) -> Path:
-    """Return the PyG ``root`` for a dataset, copying its raw files into the cache first.
+@contextlib.contextmanager
+def prepared(family: str, folder: str) -> Iterator[Path]:
+    """The PyG ``root`` for a dataset, its raw files copied into the cache first, held under the
+    dataset's lock until the block ends (load it inside the block: PyG processes it there).
 
-    If the raw files in the data root changed since the last copy, the stale ``processed/``
-    folder is removed so PyG rebuilds it.
+    If the raw files in the data root changed since the last copy, the copy (with its stale
+    ``processed/`` folder) is replaced, so PyG rebuilds it.
     """
-    target = cache_root() / family / folder
+    family_dir = cache_root() / family
+    target = family_dir / folder
     source = raw_source(family, folder)
     try:
-        if source is not None:
-            marker = target / ".source"
-            fingerprint = f"{source}\n{_fingerprint(source)}"
-            if not marker.is_file() or marker.read_text() != fingerprint:
-                shutil.rmtree(target, ignore_errors=True)
-                shutil.copytree(source, target / "raw")
-                marker.write_text(fingerprint)
-        target.mkdir(parents=True, exist_ok=True)
-    except (OSError, shutil.Error) as exc:  # a read-only, missing or full place for the cache
-        key = "FEDGRAPH_CACHE" if os.environ.get("FEDGRAPH_CACHE") else "the dataset cache (FEDGRAPH_CACHE unset)"
-        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{key}: cannot write {cache_root()} ({why}); "
-                          "set FEDGRAPH_CACHE to a writable folder") from None
-    return cache_root() / family
+        family_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(family_dir / f".{folder}.lock", "a")
+    except OSError as exc:
+        raise _unwritable(exc) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        try:
+            if source is not None:
+                fingerprint = f"{source}\n{_fingerprint(source)}"
+                marker = target / ".source"
+                if not marker.is_file() or marker.read_text() != fingerprint:
+                    _replace(target, source, fingerprint)
+            target.mkdir(parents=True, exist_ok=True)
+        except (OSError, shutil.Error) as exc:  # a read-only, missing or full place for the cache
+            raise _unwritable(exc) from None
+        yield family_dir
+
+
+def _replace(target: Path, source: Path, fingerprint: str) -> None:
+    """Put a fresh copy of ``source`` at ``target/raw`` (and nothing else under ``target``),
+    written beside it and renamed into place."""
+    fresh = target.with_name(f".{target.name}.{os.getpid()}.new")
+    stale = target.with_name(f".{target.name}.{os.getpid()}.old")
+    for leftover in (fresh, stale):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        shutil.copytree(source, fresh / "raw")
+        (fresh / ".source").write_text(fingerprint)
+        if target.exists():
+            target.rename(stale)
+        fresh.rename(target)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _unwritable(exc: BaseException) -> ConfigError:
+    key = "FEDGRAPH_CACHE" if os.environ.get("FEDGRAPH_CACHE") else "the dataset cache (FEDGRAPH_CACHE unset)"
+    why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+    return ConfigError(f"{key}: cannot write {cache_root()} ({why}); set FEDGRAPH_CACHE to a writable folder")
 
 
 @contextlib.contextmanager

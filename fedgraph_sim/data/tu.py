@@ -53,23 +53,23 @@ def _label_names(raw_dir, values: tuple) -> tuple | None:
 
 
 def load_tu(name: str) -> GraphDataset:
-    root = store.prepare("tu", name)
-    try:
-        with store.quiet_processing(name):
-            pyg = TUDataset(str(root), name=name)
-    except Exception as exc:  # any download/parse failure offline becomes one clear line
-        raise store.missing_data_error(name, "tu", name, exc) from None
-    if pyg.num_classes < 2 or pyg._data.y is None:
-        raise store.missing_data_error(name, "tu", name, ValueError("no graph_labels"))
+    with store.prepared("tu", name) as root:  # the cache's lock held while PyG reads and processes
+        try:
+            with store.quiet_processing(name):
+                pyg = TUDataset(str(root), name=name)
+        except Exception as exc:  # any download/parse failure offline becomes one clear line
+            raise store.missing_data_error(name, "tu", name, exc) from None
+        if pyg.num_classes < 2 or pyg._data.y is None:
+            raise store.missing_data_error(name, "tu", name, ValueError("no graph_labels"))
 
-    graphs = []
-    for i, (n, x, edge_index, y) in enumerate(split_in_memory(pyg)):
-        x = x.float() if x is not None else torch.ones(n, 1)
-        graphs.append(Data(x=x, edge_index=edge_index, y=y.view(1).long(), num_nodes=n, graph_id=i))
-    width = graphs[0].x.size(1)
-    has_labels = pyg._data.x is not None
-    values = _label_values(root / name / "raw", name, width) if has_labels else (1,)
-    schema = single_block_schema("node_label" if has_labels else "constant", values,
-                                 names=_label_names(root / name / "raw", values) if has_labels else None)
+        graphs = []
+        for i, (n, x, edge_index, y) in enumerate(split_in_memory(pyg)):
+            x = x.float() if x is not None else torch.ones(n, 1)
+            graphs.append(Data(x=x, edge_index=edge_index, y=y.view(1).long(), num_nodes=n, graph_id=i))
+        width = graphs[0].x.size(1)
+        has_labels = pyg._data.x is not None
+        values = _label_values(root / name / "raw", name, width) if has_labels else (1,)
+        schema = single_block_schema("node_label" if has_labels else "constant", values,
+                                     names=_label_names(root / name / "raw", values) if has_labels else None)
     return GraphDataset(name=name, graphs=graphs, num_classes=int(pyg.num_classes),
                         schema=schema, source="tu")
