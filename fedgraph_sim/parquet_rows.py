@@ -18,8 +18,9 @@ Read one in pandas with ``pandas.read_parquet("runs/<run>/results.parquet")``.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from fedgraph_sim.atomic_files import replace_atomically
 
 #: File metadata: the JSON-text columns, and the distinct key lists of the rows (``_keys`` indexes them).
 JSON_COLUMNS = b"fedgraph_sim.json_columns"
@@ -63,15 +64,7 @@ def write_parquet(rows: list[dict], path: str | Path) -> Path:
     table = table.replace_schema_metadata({
         JSON_COLUMNS: json.dumps(json_columns).encode(),
         KEY_SETS: json.dumps([[names.index(k) for k in keys] for keys in key_sets]).encode()})
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        pq.write_table(table, partial, compression="zstd")
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return path
+    return replace_atomically(path, lambda partial: pq.write_table(table, partial, compression="zstd"))
 
 
 def read_parquet(path: str | Path) -> list[dict]:

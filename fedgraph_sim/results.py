@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Iterable
 
+from fedgraph_sim.atomic_files import replace_atomically
 from fedgraph_sim.errors import ConfigError, DiskFull
 from fedgraph_sim.jsonl_files import read_jsonl
 from fedgraph_sim.parquet_rows import read_parquet, write_parquet
@@ -362,14 +363,15 @@ def faults(rows: Iterable[dict], failed_turns: Iterable[str] = ()) -> str:
 
 
 def write_summary(run_dir: str | Path, summary: list[dict]) -> Path:
-    path = Path(run_dir) / "summary.csv"
-    if not summary:
-        path.write_text("")
-        return path
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(summary[0]))
-        writer.writeheader()
-        for entry in summary:
-            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
-                             for k, v in entry.items()})
-    return path
+    """``summary.csv``, written whole or not at all (a full disk leaves no empty or torn file)."""
+    def write(partial: Path) -> None:
+        with partial.open("w", newline="") as fh:
+            if not summary:
+                return
+            writer = csv.DictWriter(fh, fieldnames=list(summary[0]))
+            writer.writeheader()
+            for entry in summary:
+                writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
+                                 for k, v in entry.items()})
+
+    return replace_atomically(Path(run_dir) / "summary.csv", write)

@@ -16,6 +16,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.metrics import PRIORS, bootstrap_ci, wilson_interval
 from fedgraph_sim.results import is_attempted
 
@@ -203,6 +204,4 @@ def verdict_lines(facts: dict) -> list[str]:
 def write_facts(path: str | Path, facts: dict) -> Path:
     import json
 
-    path = Path(path)
-    path.write_text(json.dumps(facts, indent=2, default=str))
-    return path
+    return write_text_atomically(path, json.dumps(facts, indent=2, default=str))

@@ -9,6 +9,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.report.artifacts import new_figure
 from fedgraph_sim.report.audit_facts import GAINS, audit_facts, verdict_lines, write_facts
 from fedgraph_sim.report.html import Page
@@ -138,5 +139,5 @@ def write_audit(audit_dir: str | Path, plan: dict, cell_dirs: list[Path], federa
     write_facts(audit_dir / "audit.json", facts)
     with tempfile.TemporaryDirectory() as tmp:
         page = render_audit(facts, _drawings(cell_dirs, Path(tmp)))
-    (audit_dir / "audit.html").write_text(page)
+    write_text_atomically(audit_dir / "audit.html", page)
     return facts

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.report.artifacts import Saved, Skipped, failure
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
@@ -151,7 +152,7 @@ def render(directory: str | Path) -> Report:
             else:
                 report.skipped.append(outcome)
                 lines += [f"{outcome.name} skipped: {outcome.reason}.", ""]
-    report.path.write_text("\n".join(lines).rstrip() + "\n")
+    write_text_atomically(report.path, "\n".join(lines).rstrip() + "\n")
     return report
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, defense_label, merge_tree, to_yaml, validate_config
-from fedgraph_sim.errors import ConfigError, RunFailed
+from fedgraph_sim.errors import ConfigError, DiskFull, RunFailed
 from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.models import evaluate
 from fedgraph_sim.plugins import load_plugins
-from fedgraph_sim.results import provenance, read_rows, seal, summarize, write_summary
+from fedgraph_sim.results import RESULTS_JSONL, provenance, read_rows, seal, summarize, write_summary
 from fedgraph_sim.runtime.stopping import StopRequest
 from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge
@@ -177,10 +177,19 @@ class Session:
         return MetricRecord(metrics)
 
     def finish(self) -> list[dict]:
+        """Seal the rows and write ``summary.csv``, whole or not at all: a full disk is said in one
+        line (:class:`DiskFull`, also logged: a run already failing raises its own error)."""
         self.close()
-        seal(self.run_dir)
+        sealed = seal(self.run_dir)
         summary = summarize(with_utility(read_rows(self.run_dir), final_utility(self.run_dir)))
-        write_summary(self.run_dir, summary)
+        try:
+            write_summary(self.run_dir, summary)
+        except OSError as exc:
+            rows = sealed or self.run_dir / RESULTS_JSONL
+            message = (f"{self.run_dir / 'summary.csv'}: not written ({exc.strerror or exc}); "
+                       f"the rows are whole in {rows}")
+            log.warning(message)
+            raise DiskFull(message) from None
         return summary
 
     def check_trained(self) -> None:
