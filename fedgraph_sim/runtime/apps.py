@@ -26,7 +26,7 @@ from fedgraph_sim.config import RunConfig, load_config
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.results import new_run_dir
 from fedgraph_sim.runtime.session import Session
-from fedgraph_sim.runtime.stopping import StoppableGrid
+from fedgraph_sim.runtime.stopping import RunStopped, StoppableGrid
 from server.secaggplus import CuriousSecAggPlus, SecAggPlusRounds
 from server.strategy import initial_arrays, make_strategy
 
@@ -42,17 +42,20 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         config, ds = session.config, session.scenario.dataset
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
         grid = StoppableGrid(grid, session.stop)
-        session.strategy.roll_call(grid)
-        initial = initial_arrays(config, ds.num_features, ds.num_classes)
-        if config.threat.secure_aggregation == "secaggplus":
-            run_secaggplus(grid, context, session.strategy, initial, session.evaluate, config)
-        else:
-            # the server's halves of the defenses that have one (Flower's central-DP wrappers) go
-            # around the curious strategy, which still sees every reply first
-            strategy = session.defenses.wrap_strategy(session.strategy, config.federation.sampled_per_round(),
-                                                      config.seed)
-            strategy.start(grid=grid, initial_arrays=initial, num_rounds=config.federation.rounds,
-                           evaluate_fn=session.evaluate)
+        try:
+            session.strategy.roll_call(grid)
+            initial = initial_arrays(config, ds.num_features, ds.num_classes)
+            if config.threat.secure_aggregation == "secaggplus":
+                run_secaggplus(grid, context, session.strategy, initial, session.evaluate, config)
+            else:
+                # the server's halves of the defenses that have one (Flower's central-DP wrappers)
+                # go around the curious strategy, which still sees every reply first
+                strategy = session.defenses.wrap_strategy(session.strategy, config.federation.sampled_per_round(),
+                                                          config.seed)
+                strategy.start(grid=grid, initial_arrays=initial, num_rounds=config.federation.rounds,
+                               evaluate_fn=session.evaluate)
+        except RunStopped:  # ended as a finished ServerApp ends: Flower's engine then stops at once
+            pass  # (it waits 3 s for the context of a ServerApp that raised); the caller reports the stop
         if finish:
             session.finish()
 

@@ -120,6 +120,30 @@ def test_one_signal_stops_the_run_keeping_its_rows(tmp_path, sig):
         _kill_what_is_left(process, started)
 
 
+@pytest.mark.parametrize("moment", ["imports", "set-up", "ray start"])
+def test_a_signal_during_start_up_ends_the_run_in_one_line(tmp_path, moment):
+    """Ctrl-C while Python imports torch, while the session loads data and starts its attack
+    workers, and once the run directory exists (Ray starting): exit 130, one line, no traceback."""
+    process, started = _start(tmp_path), set()
+    try:
+        if moment == "ray start":
+            deadline = time.monotonic() + 300
+            while not list(tmp_path.glob("*-default/config.yaml")) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        else:
+            time.sleep(0.5 if moment == "imports" else 4)
+        started = _descendants(process.pid)
+        start = time.monotonic()
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=STOP_SECONDS)
+        assert time.monotonic() - start < STOP_SECONDS
+        assert process.returncode == 130 and "Traceback" not in err, err[-2000:]
+        assert err.strip().splitlines()[-1].startswith("error: stopped")
+        _assert_nothing_left(process, started)
+    finally:
+        _kill_what_is_left(process, started)
+
+
 def test_a_second_signal_exits_at_once(tmp_path):
     process = _start(tmp_path)
     try:
