@@ -31,6 +31,9 @@ if sys.argv[4] == "inside":
     layout["conn_fd"], layout["lifeline_fd"] = os.pipe()
     _reap_as_init(layout)  # as a worker runs: the child of the namespace's process 1
     sys.path[:] = layout["sys_path"]
+if sys.argv[7] == "wait":  # the server writes a later run now, while this worker lives
+    print("ready", flush=True)
+    sys.stdin.readline()
 top = sys.argv[6]  # "/" inside; outside, the folder that holds the world (the whole disk is slow)
 skip_walk = ("/proc", "/sys", "/dev", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64")
 
@@ -114,19 +117,26 @@ def world(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", ["", str(checkout), *sys.path])
     guesses = [str(p) for p in truth] + [str(package / n) for n in ("leak.pt", "leak_hard.py", "leak_link.py")]
     guesses += [str(checkout), str(home), str(package / "runs_link")]
-    return {"secret": secret, "guesses": guesses, "checkout": checkout, "home": home, "top": tmp_path}
+    return {"secret": secret, "guesses": guesses, "checkout": checkout, "home": home, "top": tmp_path,
+            "truth": truth}
 
 
-def _probe(world, where: str, hidden=()) -> dict:
+def _probe(world, where: str, hidden=(), meanwhile=None) -> dict:
+    """The probe's findings; ``meanwhile()`` runs once the worker is in its root, before it looks."""
     layout = sandbox.plan([str(h) for h in hidden], ["probe_pkg", "plugin_mod", "server"], -1, -1)
     command = [sys.executable, "-I", "-c", PROBE, json.dumps(layout), world["secret"],
-               json.dumps(world["guesses"]), where, str(ROOT), "/" if where == "inside" else str(world["top"])]
+               json.dumps(world["guesses"]), where, str(ROOT), "/" if where == "inside" else str(world["top"]),
+               "wait" if meanwhile else "go"]
     if where == "inside":
         command = [sandbox.shutil.which("unshare"), *sandbox.UNSHARE, "--", *command]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=world["home"],
-                          stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": ""})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=world["home"], env={**os.environ, "PYTHONPATH": ""})
+    if meanwhile:
+        assert process.stdout.readline().strip() == "ready", process.stderr.read()[-3000:]
+        meanwhile()
+    out, err = process.communicate("go\n", timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_no_route_reaches_an_earlier_runs_truth_and_the_code_still_imports(world):
@@ -142,3 +152,25 @@ def test_the_current_output_base_in_the_checkout_is_not_there_either(world):
     inside = _probe(world, "inside", hidden=[output])
     assert inside["reached"] == {route: 0 for route in inside["reached"]}, inside
     assert inside["imports"] == ["probe_pkg", "plugin_mod"]
+
+
+def test_a_run_written_while_the_worker_lives_is_not_there(world):
+    later = world["checkout"] / "runs" / "20260102-000000-default" / "audit" / "round_1" / "client_0.pt"
+    in_package = world["checkout"] / "probe_pkg" / "later_client_0.py"  # even named as code
+
+    def write_later_run():
+        later.parent.mkdir(parents=True, exist_ok=True)
+        later.write_text(f"ground truth {world['secret']}")
+        in_package.write_text(f"ground truth {world['secret']}")
+
+    for path in world["truth"]:
+        path.unlink()  # only the later run holds the truth now
+    for name in ("leak.pt", "leak_hard.py", "sub/earlier/client_0.pt"):
+        (world["checkout"] / "probe_pkg" / name).unlink()
+    world["guesses"] += [str(later), str(in_package)]
+    inside = _probe(world, "inside", meanwhile=write_later_run)
+    assert inside["reached"] == {route: 0 for route in inside["reached"]}, inside
+    later.unlink()
+    in_package.unlink()
+    outside = _probe(world, "outside", meanwhile=write_later_run)  # the positive control
+    assert outside["reached"]["guesses"] >= 2, outside
