@@ -5,10 +5,15 @@ An attack worker is started by ``unshare --user --map-root-user --mount --pid --
 (util-linux; unprivileged user namespaces, which Linux allows by default) running this file. Before
 anything but the standard library is imported, it builds a new root filesystem on a fresh tmpfs:
 
-- read-only bind mounts of the system directories (``/usr``, ``/lib``, ``/etc``, ...), the Python
-  installation and every ``sys.path`` entry of the server (the project's code, plugins);
-- an empty tmpfs over each hidden path that falls inside them: the data root, the dataset cache,
-  the output base (every run directory, audit records included) and a replayed federation;
+- read-only bind mounts of the system directories (``/usr``, ``/lib``, ``/etc``, ...) and of the
+  Python installation by its parts (:func:`python_installation`);
+- a *code view* of each package the worker imports (:func:`code_locations`): a copy of the code
+  files alone of the package's own folder (or the module's own file), staged on a tmpfs and bound
+  read-only at the package's real path. A checkout's root, a home directory or a working
+  directory is never bound, so whatever else lies there (earlier or later runs, caches, data,
+  results, links into them) does not exist in the worker;
+- an empty tmpfs over each hidden path that falls inside what is bound: the data root, the dataset
+  cache, the output base (every run directory, audit records included) and a replayed federation;
 - a fresh ``/tmp``, ``/dev/shm`` and a ``/dev`` holding only ``null``, ``zero``, ``random`` and
   ``urandom``; a ``/proc`` of its own PID namespace, where no process of the server exists;
 
@@ -133,7 +138,8 @@ def plan(hidden: list[str], modules: list[str], conn_fd: int, lifeline_fd: int, 
         for cover in hidden:
             if cover == path:
                 raise BoundaryError(f"{cover} is hidden from the attack workers (it holds data, a cache or runs) "
-                                    f"but is also {path}, which they need to run")
+                                    "but is the folder of code they run; keep runs and data out of a package "
+                                    "and out of Python's folders")
         if any(_inside(path, f) for f in FRESH[1:]):
             raise BoundaryError(f"{path} is in {', '.join(FRESH[1:])}, which the attack workers get fresh")
     visible = [*system, *python]
