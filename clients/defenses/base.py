@@ -48,6 +48,7 @@ class ClientTurn:
     batch_size: int
     local_steps: int
     rounds: int
+    sampling: str = "random"  # train.sampling: random draws, or a walk through shuffles (epoch, repeat)
 
     @property
     def sample_rate(self) -> float:
@@ -56,6 +57,16 @@ class ClientTurn:
     @property
     def planned_steps(self) -> int:
         return self.rounds * self.local_steps
+
+    @property
+    def planned_uses(self) -> int:
+        """The most times one graph is trained on over the planned rounds when the batches walk
+        shuffles of the partition (``epoch``: once per pass; ``repeat``: each round's one batch
+        ``local_steps`` times), a graph at most once per pass through the partition."""
+        size = min(self.batch_size, self.partition_size)
+        if self.sampling == "repeat":
+            return self.local_steps * -(-self.rounds * size // self.partition_size)
+        return -(-self.planned_steps * size // self.partition_size)
 
 
 class Defense:

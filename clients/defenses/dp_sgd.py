@@ -7,15 +7,32 @@ clips it to L2 norm ``clip`` = C, and returns
 
 .. math:: \\tilde g = \\frac{1}{B}\\Big(\\sum_i g_i \\min(1, C / \\lVert g_i\\rVert) + \\mathcal N(0, (zC)^2 I)\\Big).
 
-Privacy is accounted with Opacus' RDP accountant: one ``(z, q = B / N_client)`` step per local
-step, accumulated per client across rounds, read as epsilon at ``delta`` (default 1e-5). With
-``target_epsilon`` the noise multiplier z is chosen so the planned rounds x local steps end at
-that epsilon. The accountant assumes Poisson sampling; our batches are fixed-size uniform draws,
-the usual approximation.
+Privacy is accounted with Opacus' RDP accountant, per client across rounds, read as epsilon at
+``delta`` (default 1e-5), for what the batches really are (``train.sampling``):
+
+- ``random``: every local step draws its batch afresh. One ``(z, q = B / N_client)`` sampled
+  Gaussian step per local step; the accountant assumes Poisson sampling, and these are
+  fixed-size uniform draws: the usual approximation, not a bound.
+- ``epoch`` and ``repeat``: the batches walk seeded shuffles of the partition (``repeat`` trains
+  each round's one batch at all K local steps). A shuffle is not a Poisson sample and its
+  amplification is not what Poisson's accountant gives (Chua et al., "How Private are DP-SGD
+  Implementations?", ICML 2024), so none is claimed: a graph's exposure is the adaptive
+  composition of the Gaussian steps that used it, each with sensitivity ``d C`` for ``d`` copies
+  of it in the batch, which is one Gaussian at noise multiplier
+
+  .. math:: z_{\\mathrm{eff}} = \\Big(\\sum_t (d_t / z_t)^2\\Big)^{-1/2},
+
+  accounted unsampled (``q = 1``) for the most exposed graph. K repeated steps at ``z`` are one
+  step at ``z / \\sqrt K``.
+
+With ``target_epsilon`` the noise multiplier z is chosen so the planned rounds x local steps end
+at that epsilon (for a shuffle, at the most uses one graph can get: ``ClientTurn.planned_uses``).
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from typing import Sequence
 
 import torch
@@ -85,23 +102,28 @@ class DPSGD(Defense):
                                else check_number(target_epsilon, "target_epsilon", strict=True))
         self.noise_multiplier = (None if self.target_epsilon is not None
                                  else check_number(noise_multiplier, "noise_multiplier"))
-        self.history: list[tuple[float, float, int]] = []
+        self.history: list[tuple[float, float, int]] = []  # (z, q, steps) of random draws
+        self.exposure: dict[str, float] = {}  # per graph id: sum of (d / z)^2 (a shuffle's walk)
+        self.sampling = "random"
         self._z = self.noise_multiplier
 
     def plan(self, turn: ClientTurn) -> float:
         """The noise multiplier for this client's turn (raises if ``target_epsilon`` is out of reach)."""
         if self.target_epsilon is None:
             return self.noise_multiplier
-        return noise_for_target(self.target_epsilon, self.delta, turn.sample_rate, turn.planned_steps)
+        if turn.sampling == "random":
+            return noise_for_target(self.target_epsilon, self.delta, turn.sample_rate, turn.planned_steps)
+        return math.sqrt(turn.planned_uses) * noise_for_target(self.target_epsilon, self.delta, 1.0, 1)
 
-    def begin(self, turn: ClientTurn, state: list | None) -> None:
-        """Start a client's turn: its accountant history so far, and this turn's z."""
-        self.sample_rate = turn.sample_rate
-        self.history = [tuple(h) for h in state or []]
+    def begin(self, turn: ClientTurn, state: dict | None) -> None:
+        """Start a client's turn: its accountant's record so far, and this turn's z."""
+        self.sample_rate, self.sampling = turn.sample_rate, turn.sampling
+        self.history = [tuple(h) for h in (state or {}).get("history", [])]
+        self.exposure = dict((state or {}).get("exposure", {}))
         self._z = self.plan(turn)
 
-    def state(self) -> list[list]:
-        return [list(h) for h in self.history]
+    def state(self) -> dict:
+        return {"history": [list(h) for h in self.history], "exposure": dict(self.exposure)}
 
     def gradient_fn(self, rng: torch.Generator):
         def step(model: nn.Module, graphs: Sequence[Data], loss: str = "cross_entropy") -> tuple[Update, float]:
@@ -113,17 +135,29 @@ class DPSGD(Defense):
                 total = (g * factors.view(-1, *[1] * (g.dim() - 1))).sum(0)
                 noise = self._z * self.clip * torch.randn(total.shape, generator=rng, dtype=total.dtype)
                 out[k] = (total + noise) / len(graphs)
-            self._record_step()
+            self._record_step(graphs)
             return out, float(losses.mean())
         return step
 
-    def _record_step(self) -> None:
+    def _record_step(self, graphs: Sequence[Data]) -> None:
         z, q = self._z, self.sample_rate
-        if self.history and self.history[-1][:2] == (z, q):
+        if self.sampling != "random":
+            uses = Counter(str(int(g.graph_id)) if "graph_id" in g else f"object-{id(g)}" for g in graphs)
+            for key, copies in uses.items():
+                self.exposure[key] = self.exposure.get(key, 0.0) + (copies / z) ** 2 if z > 0 else math.inf
+        elif self.history and self.history[-1][:2] == (z, q):
             self.history[-1] = (z, q, self.history[-1][2] + 1)
         else:
             self.history.append((z, q, 1))
 
+    def epsilon(self) -> float:
+        """Epsilon at ``delta`` so far (the most exposed graph's, for a shuffle's walk)."""
+        worst = max(self.exposure.values(), default=0.0)
+        if worst == math.inf:
+            return math.inf
+        walked = [(1.0 / math.sqrt(worst), 1.0, 1)] if worst > 0 else []
+        return epsilon(self.history, self.delta) if not walked else epsilon(self.history + walked, self.delta)
+
     def report(self) -> dict[str, float]:
-        return {"epsilon": epsilon(self.history, self.delta), "delta": self.delta,
+        return {"epsilon": self.epsilon(), "delta": self.delta,
                 "noise-multiplier": self._z}

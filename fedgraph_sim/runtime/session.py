@@ -103,7 +103,7 @@ class Session:
         self.scenario = scenario or build_scenario(config)
         check_model_fits(config, self.scenario)
         train, rounds = config.train, config.federation.rounds
-        self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds)
+        self.defenses.validate([ClientTurn(len(c), train.batch_size, train.local_steps, rounds, train.sampling)
                                 for c in self.scenario.clients])
         self.defenses.check_server(config.federation.sampled_per_round(),
                                    secaggplus=config.threat.secure_aggregation == "secaggplus")

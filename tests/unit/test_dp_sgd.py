@@ -85,7 +85,7 @@ def test_accountant_accumulates_across_rounds_through_saved_state():
             stack.gradient_fn(rng)(model, graphs)
         state = stack.state()
         eps.append(stack.report()["epsilon"])
-    assert state == {"0.dp_sgd": [[1.0, 0.1, 6]]}
+    assert state == {"0.dp_sgd": {"history": [[1.0, 0.1, 6]], "exposure": {}}}
     assert eps[0] == pytest.approx(epsilon([(1.0, 0.1, 3)], 1e-5))
     assert eps[1] == pytest.approx(epsilon([(1.0, 0.1, 6)], 1e-5)) and eps[1] > eps[0]
 
@@ -96,3 +96,47 @@ def test_target_epsilon_sets_the_noise_multiplier():
     stack = build_defenses([{"name": "dp_sgd", "target_epsilon": 2.0}])
     stack.begin(ClientTurn(partition_size=40, batch_size=4, local_steps=2, rounds=10), {})
     assert stack.report()["noise-multiplier"] == pytest.approx(z)
+
+
+def _walk(sampling: str, steps: int, rounds: int, z: float = 1.0, target=None, partition: int = 4):
+    """A client's turns on one batch of 4 graphs at every step (of a partition of ``partition``)."""
+    model, graphs = setup(n=4)
+    params = {"noise_multiplier": z} if target is None else {"target_epsilon": target}
+    stack = build_defenses([{"name": "dp_sgd", **params}])
+    turn = ClientTurn(partition_size=partition, batch_size=4, local_steps=steps, rounds=rounds, sampling=sampling)
+    state = {}
+    for _ in range(rounds):
+        stack.begin(turn, state)
+        rng = torch.Generator().manual_seed(0)
+        for _ in range(steps):
+            stack.gradient_fn(rng)(model, graphs)
+        state = stack.state()
+    return stack.report(), state
+
+
+def test_repeated_steps_on_one_batch_are_one_gaussian_at_z_over_root_k():
+    """K steps at z on the same batch of 4 of 40 graphs: Opacus' own RDP functions for one Gaussian
+    step at z / sqrt(K), not K steps subsampled at q = 0.1 (which understated epsilon)."""
+    from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
+
+    orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+    for k, z in ((5, 1.0), (3, 2.0)):
+        report, _ = _walk("repeat", steps=k, rounds=1, z=z, partition=40)
+        rdp = compute_rdp(q=1.0, noise_multiplier=z / math.sqrt(k), steps=1, orders=orders)
+        expected, _ = get_privacy_spent(orders=orders, rdp=rdp, delta=1e-5)
+        assert report["epsilon"] == pytest.approx(expected, rel=1e-6)
+        assert report["epsilon"] > 2 * epsilon([(z, 0.1, k)], 1e-5)  # what K sampled steps claimed
+
+
+def test_a_shuffles_walk_counts_each_graphs_uses_across_rounds():
+    report, state = _walk("epoch", steps=2, rounds=3)  # every graph in all 6 steps
+    assert set(state["0.dp_sgd"]["exposure"].values()) == {6.0} and state["0.dp_sgd"]["history"] == []
+    assert report["epsilon"] == pytest.approx(epsilon([(1 / math.sqrt(6), 1.0, 1)], 1e-5))
+
+
+def test_target_epsilon_under_a_shuffle_is_met_at_the_planned_uses():
+    turn = ClientTurn(partition_size=4, batch_size=4, local_steps=2, rounds=3, sampling="repeat")
+    assert turn.planned_uses == 6
+    assert ClientTurn(partition_size=10, batch_size=4, local_steps=2, rounds=3, sampling="epoch").planned_uses == 3
+    report, _ = _walk("repeat", steps=2, rounds=3, target=4.0)
+    assert report["epsilon"] == pytest.approx(4.0, abs=0.03)
