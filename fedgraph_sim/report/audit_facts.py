@@ -3,11 +3,24 @@ level and round, what every attack gained over the priors, which attacks did not
 the global model's utility by round, and what each what-if setting cost and protected.
 
 Exact means GRAIN's strictest criterion (Drencheva et al., ICLR 2025: ``gsm_full_iso``, the graph
-up to node order, every node's features and every edge). A level's count at a round is that of the
-attack with the most exact graphs there (one attack the server ran, not a union that would need
-the truth to pick from), over the graphs it attacked, a failed call counting 0, with the
-percentile bootstrap 95% interval of the rate. Gains are each attack's mean information gain over
-the best gradient-free prior on the same graphs (``gain_*``), with their intervals.
+up to node order, every node's features and every edge). Every verdict cell (a threat level at a
+round, a what-if setting) has one of three outcomes, never two:
+
+- ``leaks``: some attack rebuilt k >= 1 graphs exactly; the count is that of the attack with the
+  most (one attack the server ran, not a union that would need the truth to pick from), over the
+  graphs it attacked, a failed call counting 0, with the Wilson 95% interval of the rate;
+- ``no leak found``: calls completed on n graphs and rebuilt none; n counts only graphs whose call
+  completed (a failure is no evidence for the defender), with the Wilson 95% upper bound on the
+  rate: an audit finds leaks, it cannot prove their absence;
+- ``not measured``: no attack applies, every call failed, crashed or timed out before it was
+  scored, or the federation diverged; with the reason.
+
+Each cell counts its graphs whose call completed, failed and timed out. A what-if setting *stops*
+the exact attacks only when it found no leak where the federation as configured leaked over the
+same rounds and attacks, and a one-sided Fisher exact test says the difference is not chance
+(p < 0.05); otherwise it is ``undecided``, ``leaks`` or ``not measured``. Gains are each attack's
+mean information gain over the best gradient-free prior on the same graphs (``gain_*``), with
+their intervals.
 """
 
 from __future__ import annotations
@@ -24,7 +37,11 @@ EXACT = "gsm_full_iso"
 #: The evidence columns: GRAIN's GSM-2 (a graph right up to 2-hop neighbourhoods, failures 0), and
 #: node types and edges under the Hungarian matching (fair under any node order).
 GAINS = {"gsm_gsm2": "GSM-2", "matched_node_type_accuracy": "node types", "matched_adj_auc": "edges (AUC)"}
-STOP_BELOW = 0.01  # a setting stops the exact attacks when no attack rebuilds 1% of its graphs
+LEAKS, NO_LEAK, NOT_MEASURED = "leaks", "no leak found", "not measured"
+#: Statuses of a call that completed: its graphs are evidence (``failed``: ran as designed and
+#: recovered nothing). Any other attempted status is a fault or a timeout: not evidence.
+COMPLETED = ("ok", "failed")
+STOP_P = 0.05  # a stop claim's one-sided Fisher exact test against the as-configured leak
 
 
 def _finite(value) -> float | None:
@@ -51,14 +68,31 @@ def exact_by_attack(rows: list[dict]) -> dict[str, list[float]]:
     return out
 
 
-def best_attack(rows: list[dict]) -> dict | None:
-    """The attack with the most exact graphs (ties: the most attacked graphs, then its name);
-    ``attack`` None when none rebuilt a graph (then over the most graphs any attack attacked)."""
-    counts = exact_by_attack(rows)
-    if not counts:
-        return None
-    name = min(counts, key=lambda a: (-sum(counts[a]), -len(counts[a]), a))
-    return {"attack": name if sum(counts[name]) else None, **_rate(counts[name])}
+def cell(rows: list[dict], diverged: str | None = None) -> dict:
+    """The outcome of one verdict cell from its rows (``diverged``: why the federation behind them
+    trained nothing usable, which makes the cell ``not measured`` whatever the rows say)."""
+    attempted = [r for r in rows if r["attack"] not in PRIORS and is_attempted(r)]
+    counts = {"completed": sum(r["status"] in COMPLETED for r in attempted),
+              "timed_out": sum(r["status"] == "timeout" for r in attempted)}
+    counts["failed"] = len(attempted) - counts["completed"] - counts["timed_out"]
+    exact = exact_by_attack(rows)
+    leaking = {a: v for a, v in exact.items() if sum(v)}
+    if diverged:
+        return {"outcome": NOT_MEASURED, "reason": diverged, **counts}
+    if leaking:
+        name = min(leaking, key=lambda a: (-sum(leaking[a]), -len(leaking[a]), a))
+        return {"outcome": LEAKS, "attack": name, **_rate(leaking[name]), **counts}
+    completed: dict[str, int] = defaultdict(int)
+    for row in attempted:
+        completed[row["attack"]] += row["status"] in COMPLETED
+    if not attempted or not max(completed.values(), default=0):
+        reason = ("no attack applies" if not attempted else
+                  "every call failed, crashed or timed out before it was scored")
+        return {"outcome": NOT_MEASURED, "reason": reason, **counts}
+    name = min(completed, key=lambda a: (-completed[a], a))  # the attack with the most evidence
+    n = completed[name]
+    return {"outcome": NO_LEAK, "attack": name, "exact": 0, "attacked": n, "rate": 0.0,
+            "ci": [_finite(v) for v in wilson_interval(0, n)], **counts}
 
 
 def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
@@ -105,18 +139,39 @@ def applicability(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _diverged(attacked: list[dict]) -> str | None:
+    """Why a federation's rows measure nothing: its model's accuracy is not a number."""
+    values = [r.get("test_accuracy") for r in attacked if "test_accuracy" in r]
+    if values and all(_finite(v) is None for v in values):
+        return "the federation diverged (its test accuracy is not a number)"
+    return None
+
+
+def stop_claim(own: dict, other: dict) -> tuple[str, float | None]:
+    """Whether a what-if cell ``other`` stops the exact attacks that ``own`` (the federation as
+    configured, same rounds and attacks) measured leaking, with the one-sided Fisher exact test's
+    p-value: ``stops`` (no leak found, and p < 0.05), ``undecided`` (no leak found, too few graphs
+    to tell from the leak), ``leaks``, ``not measured``, or ``no leak to stop`` (own found none)."""
+    if other["outcome"] != NO_LEAK:
+        return other["outcome"], None
+    if own["outcome"] != LEAKS:
+        return "no leak to stop", None
+    from scipy.stats import fisher_exact
+
+    table = [[own["exact"], own["attacked"] - own["exact"]], [0, other["attacked"]]]
+    p = float(fisher_exact(table, alternative="greater").pvalue)
+    return ("stops" if p < STOP_P else "undecided"), p
+
+
 def what_if(rows: list[dict], base: list[dict]) -> list[dict]:
     """Per what-if setting (and the user's own, first, over the same rounds and attacks): the
-    best attack's exact count at the ``hints`` level, final test accuracy and its cost against
-    the user's, DP's epsilon."""
+    verdict cell at the ``hints`` level, final test accuracy and its cost against the user's,
+    DP's epsilon, and the stop claim (:func:`stop_claim`)."""
     def row_of(label: str, attacked: list[dict]) -> dict:
-        best = best_attack(attacked)
         accuracy = next((_finite(r.get("test_accuracy")) for r in attacked if "test_accuracy" in r), None)
         epsilons = [_finite(r.get("defense_epsilon")) for r in attacked]
-        return {"setting": label, "best": best, "accuracy": accuracy,
-                "epsilon": max((e for e in epsilons if e is not None), default=None),
-                # no attack that applies is no attack that rebuilds (the page says which)
-                "stops": best is None or best["rate"] < STOP_BELOW}
+        return {"setting": label, "best": cell(attacked, _diverged(attacked)), "accuracy": accuracy,
+                "epsilon": max((e for e in epsilons if e is not None), default=None)}
 
     rounds = {r["round"] for r in rows}
     attacks = {r["attack"] for r in rows}
@@ -129,11 +184,14 @@ def what_if(rows: list[dict], base: list[dict]) -> list[dict]:
     for entry in out:
         entry["accuracy_cost"] = (own["accuracy"] - entry["accuracy"]
                                   if own["accuracy"] is not None and entry["accuracy"] is not None else None)
+        entry["stop"], entry["stop_p"] = (None, None) if entry is own else stop_claim(own["best"], entry["best"])
+        entry["stops"] = entry["stop"] == "stops"
     return out
 
 
 def cheapest_stop(settings: list[dict]) -> dict | None:
-    """Of the what-if settings that stop the exact attacks, the one whose model is most accurate."""
+    """Of the what-if settings that stop the exact attacks (:func:`stop_claim`), the one whose
+    model is most accurate; never one that was not measured or is undecided."""
     stopping = [s for s in settings[1:] if s["stops"] and s["accuracy"] is not None]
     return max(stopping, key=lambda s: s["accuracy"]) if stopping else None
 
@@ -146,7 +204,7 @@ def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note:
     for level in plan["levels"]:
         at_level = [r for r in base if r.get("threat_level") == level]
         levels[level] = {"text": plan["level_text"][level],
-                         "rounds": {str(rnd): best_attack([r for r in at_level if r["round"] == rnd])
+                         "rounds": {str(rnd): cell([r for r in at_level if r["round"] == rnd])
                                     for rnd in plan["rounds"]},
                          "gains": gains(at_level)}
     settings = what_if(others, base) if others else []
@@ -162,42 +220,54 @@ def _rounds(facts: dict) -> str:
     return ("round " if len(rounds) == 1 else "rounds ") + ", ".join(map(str, rounds))
 
 
+def describe(cell_: dict) -> str:
+    """One cell in words: its outcome, count and interval, and its calls' fates."""
+    fates = f"graphs whose call completed {cell_['completed']}, failed {cell_['failed']}, " \
+            f"timed out {cell_['timed_out']}"
+    if cell_["outcome"] == LEAKS:
+        low, high = (round(100 * x) for x in cell_["ci"])
+        return (f"leaks: {cell_['exact']} of {cell_['attacked']} graphs rebuilt exactly by {cell_['attack']} "
+                f"(95% CI {low}-{high}%; {fates})")
+    if cell_["outcome"] == NO_LEAK:
+        return (f"no leak found: 0 of {cell_['attacked']} graphs ({cell_['attack']}; the rate is below "
+                f"{100 * cell_['ci'][1]:.0f}% with 95% confidence; {fates})")
+    return f"not measured: {cell_['reason']} ({fates})"
+
+
 def verdict_lines(facts: dict) -> list[str]:
-    """The verdict in plain words, one line per threat level."""
+    """The verdict in plain words, one line per threat level, then the what-if's stop claim."""
     lines = []
-    for level, entry in facts["levels"].items():
-        if not any(entry["rounds"].values()):
-            lines.append(f"From {entry['text']}, no registered attack applies: nothing was attacked.")
+    for entry in facts["levels"].values():
+        cells = list(entry["rounds"].values())
+        if all(c["outcome"] == NOT_MEASURED and c["reason"] == cells[0]["reason"] for c in cells):
+            lines.append(f"From {entry['text']}: not measured in any round: {cells[0]['reason']}.")
             continue
-        parts = []
-        for rnd, best in entry["rounds"].items():
-            if best is None:
-                parts.append(f"nothing at round {rnd}, where no attack applied")
-                continue
-            low, high = (round(100 * x) for x in best["ci"])
-            by = f" ({best['attack']})" if best["attack"] else ", by any attack"
-            parts.append(f"{best['exact']} of {best['attacked']} graphs exactly (95% CI {low}-{high}%) at round "
-                         f"{rnd}{by}")
-        lines.append(f"From {entry['text']}, the server reconstructs " + "; ".join(parts) + ".")
+        parts = [f"round {rnd}: {describe(c)}" for rnd, c in entry["rounds"].items()]
+        lines.append(f"From {entry['text']}: " + "; ".join(parts) + ".")
     stop = facts.get("cheapest_stop")
     if facts.get("what_if_note"):
         lines.append(f"What if: {facts['what_if_note']}.")
     elif facts.get("what_if"):
+        own = facts["what_if"][0]["best"]
         if stop:
-            cost, own = stop["accuracy_cost"], facts["what_if"][0]["best"]
+            cost = stop["accuracy_cost"]
             if cost is None:
                 price = "an accuracy cost not measured"
             elif cost >= 0:
-                price = f"a cost of {100 * cost:.1f} points of test accuracy"
+                price = f"a cost of {100 * cost:.1f} points of test accuracy (one run each)"
             else:  # one federation each: a defended model may well end more accurate
-                price = f"no accuracy cost (its test accuracy ended {-100 * cost:.1f} points higher, one run each)"
-            rebuilt = f"{stop['best']['exact']} of {stop['best']['attacked']} graphs rebuilt" if stop["best"] else \
-                "no attack applies"
-            against = f", against {own['exact']} of {own['attacked']} as configured" if own else ""
+                price = (f"no accuracy cost detected (its test accuracy ended {-100 * cost:.1f} points higher, "
+                         "one run each)")
             lines.append(f"The cheapest tried setting that stops the exact attacks ({_rounds(facts)}) is "
-                         f"{stop['setting']} ({rebuilt}{against}), at {price}.")
+                         f"{stop['setting']}: {describe(stop['best'])}, against {describe(own)} as configured "
+                         f"(one-sided Fisher exact p = {stop['stop_p']:.3g}), at {price}.")
         else:
-            lines.append(f"None of the tried settings stops the exact attacks ({_rounds(facts)}).")
+            claims = ", ".join(f"{s['setting']} {s['stop']}" for s in facts["what_if"][1:])
+            lines.append(f"No tried setting is shown to stop the exact attacks ({_rounds(facts)}): {claims}. "
+                         "A setting that found no leak is a stop only against a leak measured at the same "
+                         "rounds, with enough graphs to tell them apart.")
+    lines.append("An audit finds leaks; it cannot prove their absence: these attacks, this budget, give a lower "
+                 "bound on what the server learns.")
     return [line for line in lines if line]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.report.artifacts import new_figure
-from fedgraph_sim.report.audit_facts import GAINS, audit_facts, verdict_lines, write_facts
+from fedgraph_sim.report.audit_facts import GAINS, LEAKS, NO_LEAK, audit_facts, verdict_lines, write_facts
 from fedgraph_sim.report.html import Page
 from fedgraph_sim.results import provenance_line, read_rows
 from fedgraph_sim.utility import read_utility
@@ -30,8 +30,24 @@ def _interval(entry: dict) -> str:
     return f"{entry['mean']:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
-def _exact(best: dict | None) -> str:
-    return f"{best['exact']} of {best['attacked']}" if best else "no attack applies"
+def _outcome(cell: dict) -> str:
+    """A verdict cell in a table: its outcome, count and interval, or why it was not measured."""
+    if cell["outcome"] == LEAKS:
+        low, high = (round(100 * x) for x in cell["ci"])
+        return f"leaks: {cell['exact']} of {cell['attacked']} [{low}-{high}%]"
+    if cell["outcome"] == NO_LEAK:
+        return f"no leak found: 0 of {cell['attacked']} [rate < {100 * cell['ci'][1]:.0f}%]"
+    return f"not measured: {cell['reason']}"
+
+
+def _claim(setting: dict) -> str:
+    if setting["stop"] is None:
+        return "-"
+    return setting["stop"] + ("" if setting["stop_p"] is None else f" (p = {setting['stop_p']:.3g})")
+
+
+def _calls(cell: dict) -> str:
+    return f"{cell['completed']} / {cell['failed']} / {cell['timed_out']}"
 
 
 def _leakage_figure(facts: dict):
@@ -40,7 +56,7 @@ def _leakage_figure(facts: dict):
     rounds = facts["rounds"]
     styles = [("-", "o", 9), ("--", "s", 6), (":", "^", 4)]  # levels that coincide stay visible
     for (level, entry), (line, marker, size) in zip(facts["levels"].items(), styles * len(facts["levels"])):
-        rates = [(entry["rounds"][str(r)] or {}).get("rate") for r in rounds]
+        rates = [entry["rounds"][str(r)].get("rate") for r in rounds]  # not measured: a gap, never a 0
         left.plot(rounds, [100 * v if v is not None else float("nan") for v in rates], linestyle=line, marker=marker,
                   markersize=size, label=level)
     left.set_xlabel("round"), left.set_ylabel("graphs rebuilt exactly (%)"), left.set_ylim(-3, 103)
@@ -76,13 +92,20 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
     page = Page(f"Audit of {config['name']}: {config['dataset']}, {config['clients']} clients, "
                 f"{config['rounds']} rounds")
     page.heading("Verdict", "verdict")
-    leaked = any(b and b["exact"] for e in facts["levels"].values() for b in e["rounds"].values())
     for line in verdict_lines(facts):
-        page.paragraph(line, css="verdict" if leaked else "verdict safe")
-    page.paragraph("Exact: the graph up to node order, every node's features and every edge (GRAIN's strictest "
-                   "criterion, Drencheva et al., ICLR 2025). Each count is the one attack with the most exact "
-                   "graphs at that round, over the graphs it attacked, failures counting 0; the interval is the "
-                   "Wilson 95% interval of its rate.", css="note")
+        page.paragraph(line, css="verdict")  # never a green "safe": no leak found is not no leak
+    page.table(["threat level", "what the server has", *(f"round {r}" for r in facts["rounds"]),
+                "graphs completed / failed / timed out"],
+               [[level, entry["text"], *(_outcome(entry["rounds"][str(r)]) for r in facts["rounds"]),
+                 ", ".join(_calls(entry["rounds"][str(r)]) for r in facts["rounds"])]
+                for level, entry in facts["levels"].items()])
+    page.paragraph("Three outcomes. Leaks: k graphs rebuilt exactly (the graph up to node order, every node's "
+                   "features and every edge: GRAIN's strictest criterion, Drencheva et al., ICLR 2025) by the one "
+                   "attack with the most, over the graphs it attacked, failures counting 0, with the Wilson 95% "
+                   "interval. No leak found: 0 of the n graphs whose call completed, with the 95% upper bound on "
+                   "the rate; a failed or timed-out call is no evidence either way. Not measured: no attack "
+                   "applies, every call failed, or the federation diverged. An audit finds leaks; it cannot prove "
+                   "their absence.", css="note")
     page.heading("Evidence: what each attack learnt beyond the priors", "evidence")
     page.paragraph("Mean gain over the best gradient-free prior on the same graphs (auxiliary graphs and the node "
                    "count), with its bootstrap 95% interval; + means the update taught the server something. "
@@ -112,12 +135,12 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
                        f"the strongest threat level by the attacks that rebuilt graphs exactly in your federation, in "
                        f"the rounds they did (round(s) {rounds}); 'as configured' is your own over the same rounds "
                        "and attacks.", css="note")
-        page.table(["setting", f"exact in round(s) {rounds}", "best attack", "test accuracy", "accuracy cost",
-                    "epsilon", "stops the exact attacks"],
-                   [[s["setting"], _exact(s["best"]), (s["best"] or {}).get("attack") or "-", _pct(s["accuracy"]),
+        page.table(["setting", f"exact in round(s) {rounds}", "attack", "test accuracy", "accuracy cost",
+                    "epsilon", "stop claim (one-sided Fisher p)"],
+                   [[s["setting"], _outcome(s["best"]), s["best"].get("attack") or "-", _pct(s["accuracy"]),
                      "-" if s["accuracy_cost"] is None else f"{100 * s['accuracy_cost']:.1f} points",
-                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}", "yes" if s["stops"] else "no"]
-                    for s in facts["what_if"]])
+                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}",
+                     _claim(s)] for s in facts["what_if"]])
         for label, reason in facts["skipped_what_if"].items():
             page.paragraph(f"Not tried: {label} ({reason}).", css="note")
     else:

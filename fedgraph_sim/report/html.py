@@ -23,7 +23,6 @@ STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 h1 { font-size: 1.6rem; } h2 { font-size: 1.25rem; margin-top: 2rem; border-bottom: 1px solid #ccc; }
 .verdict { font-size: 1.1rem; background: #fff4e5; border-left: 4px solid #e67e22; padding: .6rem 1rem; }
-.safe { background: #eef8ee; border-left-color: #2e8b57; }
 table { border-collapse: collapse; margin: .5rem 0; } td, th { border: 1px solid #ddd; padding: .25rem .5rem; }
 th { background: #f4f4f4; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; } figcaption { color: #555; font-size: .9rem; }

@@ -49,13 +49,19 @@ def test_a_missing_config_or_a_directory_that_is_not_an_audit_is_refused(tmp_pat
 
 
 def facts(exact_by_level, stop=None, what_if=True):
-    return {"levels": {level: {"rounds": {"1": None if n is None else {"exact": n, "attacked": 4}}}
-                       for level, n in exact_by_level.items()},
-            "what_if": [{"setting": "as configured"}] if what_if else [], "cheapest_stop": stop}
+    """Facts with one round per level: n exact of 4 graphs, or None for a cell not measured."""
+    def cell(n):
+        if n is None:
+            return {"outcome": "not measured", "reason": "no attack applies"}
+        return {"outcome": "leaks" if n else "no leak found", "exact": n, "attacked": 4}
+
+    own = {"setting": "as configured", "best": cell(exact_by_level.get("hints", 0))}
+    return {"levels": {level: {"rounds": {"1": cell(n)}} for level, n in exact_by_level.items()},
+            "what_if": [own] if what_if else [], "cheapest_stop": stop}
 
 
 def test_fail_on_conditions_hold_exactly_when_the_facts_say_so():
-    assert set(FAIL_ON) == {"exact", "exact@update", "exact@aux", "exact@hints", "no-stop"}
+    assert set(FAIL_ON) == {"exact", "exact@update", "exact@aux", "exact@hints", "no-stop", "unmeasured"}
     leaky = facts({"update": 0, "aux": None, "hints": 2})
     assert failing(leaky, "exact") and failing(leaky, "exact@hints")
     assert not failing(leaky, "exact@update") and not failing(leaky, "exact@aux")
@@ -63,6 +69,8 @@ def test_fail_on_conditions_hold_exactly_when_the_facts_say_so():
     assert failing(facts({"hints": 2}), "no-stop")
     assert not failing(facts({"hints": 2}, stop={"setting": "dp"}), "no-stop")
     assert not failing(facts({"hints": 2}, what_if=False), "no-stop")  # not run: nothing to judge
+    assert failing(leaky, "unmeasured")  # aux: not measured
+    assert not failing(facts({"update": 0, "aux": 0, "hints": 2}), "unmeasured")
 
 
 def test_a_dry_run_validates_and_lists_the_plan_and_writes_nothing(tmp_path, config, capsys):

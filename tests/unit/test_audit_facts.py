@@ -1,11 +1,12 @@
-"""The audit's facts from rows: the best attack's exact count per level and round with its
-interval, gains over the priors, attacks that did not apply with their reasons, the what-if and
-its cheapest stopping setting, and the verdict in words."""
+"""The audit's facts from rows: each verdict cell's outcome (leaks, no leak found, not measured)
+with its count, interval and calls' fates, gains over the priors, attacks that did not apply
+with their reasons, the what-if's stop claims and the cheapest stop, and the verdict in words."""
 
 import math
 
-from fedgraph_sim.report.audit_facts import (applicability, audit_facts, best_attack, cheapest_stop, gains,
-                                             verdict_lines, what_if)
+from fedgraph_sim.report.audit_facts import (LEAKS, NO_LEAK, NOT_MEASURED, applicability, audit_facts, cell,
+                                             cheapest_stop, gains, verdict_lines, what_if)
+from fedgraph_sim.runtime.commands.audit import failing
 
 PLAN = {"config": {"name": "mine"}, "rounds": [1, 3], "budget": {}, "levels": ["update", "hints"],
         "level_text": {"update": "the update alone", "hints": "the update and hints"}}
@@ -16,18 +17,35 @@ def row(attack, exact=None, status="ok", level="hints", round=1, setting="", **e
             "gsm_full_iso": exact, "graph_id": 0, **extra}
 
 
-def test_the_best_attack_is_the_one_with_the_most_exact_graphs_failures_counting_zero():
+def test_a_leak_is_the_attack_with_the_most_exact_graphs_failures_counting_zero():
     rows = [row("grain", 1.0), row("grain", 1.0), row("grain", None, status="timeout"), row("grain", 0.0),
             row("dlg", 0.0), row("dlg", 0.0), row("majority_type", 1.0),  # a prior never counts
             row("glg", status="not_applicable")]
-    best = best_attack(rows)
-    assert (best["attack"], best["exact"], best["attacked"], best["rate"]) == ("grain", 2, 4, 0.5)
-    low, high = best["ci"]
+    leak = cell(rows)
+    assert (leak["outcome"], leak["attack"], leak["exact"], leak["attacked"]) == (LEAKS, "grain", 2, 4)
+    assert leak["rate"] == 0.5
+    assert (leak["completed"], leak["failed"], leak["timed_out"]) == (5, 0, 1)
+    low, high = leak["ci"]
     assert 0 <= low < 0.5 < high <= 1
 
 
-def test_no_attacked_graph_has_no_best_attack():
-    assert best_attack([row("glg", status="not_applicable"), row("aux_sample", 1.0)]) is None
+def test_no_leak_found_counts_only_completed_calls_and_gives_the_upper_bound():
+    rows = [row("grain", 0.0)] * 3 + [row("grain", None, status="crashed"), row("grain", None, status="timeout")]
+    found = cell(rows)
+    assert (found["outcome"], found["attacked"], found["failed"], found["timed_out"]) == (NO_LEAK, 3, 1, 1)
+    assert abs(found["ci"][0]) < 1e-12 and 0.5 < found["ci"][1] < 0.6  # 0 of 3: the rate may still be 56%
+    assert cell([row("grain", 0.0)] * 59)["ci"][1] <= 0.062  # 59 graphs: the bound near 5%
+
+
+def test_failures_and_inapplicable_attacks_are_not_measured_never_evidence():
+    failed = cell([row("grain", None, status="timeout"), row("dlg", None, status="crashed"),
+                   row("glg", None, status="error")])
+    assert failed["outcome"] == NOT_MEASURED and "every call failed" in failed["reason"]
+    assert (failed["completed"], failed["failed"], failed["timed_out"]) == (0, 2, 1)
+    none = cell([row("glg", status="not_applicable"), row("aux_sample", 1.0)])
+    assert none["outcome"] == NOT_MEASURED and none["reason"] == "no attack applies"
+    diverged = cell([row("grain", 0.0)], diverged="the federation diverged")
+    assert diverged["outcome"] == NOT_MEASURED
 
 
 def test_gains_average_each_attacks_gain_over_the_prior_with_an_interval():
@@ -48,33 +66,50 @@ def test_an_attack_that_never_applied_keeps_the_strongest_levels_reason():
     assert out["grain"] == {"levels": ["hints"], "reason": None, "applies": True}
 
 
-def test_what_if_compares_each_setting_with_the_users_own_in_round_1_at_the_hints_level():
-    base = [row("grain", 1.0, test_accuracy=0.8), row("grain", 1.0, round=3, test_accuracy=0.8),
-            row("grain", 0.0, level="update", test_accuracy=0.8)]
-    others = [row("grain", 0.0, setting="dp", test_accuracy=0.7, defense_epsilon=3.0),
-              row("grain", 1.0, setting="prune", test_accuracy=0.79),
-              row("grain", status="not_applicable", setting="secagg", test_accuracy=0.78)]
+def test_a_stop_is_claimed_only_against_a_leak_with_enough_graphs_to_tell():
+    base = [row("grain", 1.0, test_accuracy=0.8)] * 8 + [row("grain", 1.0, level="update", test_accuracy=0.8)]
+    others = ([row("grain", 0.0, setting="dp", test_accuracy=0.7, defense_epsilon=3.0)] * 8
+              + [row("grain", 0.0, setting="few", test_accuracy=0.79)]  # 0 of 1 against 8 of 8: p = 0.11
+              + [row("grain", 1.0, setting="prune", test_accuracy=0.79)]
+              + [row("grain", status="not_applicable", setting="secagg", test_accuracy=0.8)])
     settings = what_if(others, base)
-    assert [s["setting"] for s in settings] == ["as configured", "dp", "prune", "secagg"]
-    own, dp, prune, secagg = settings
-    assert own["best"]["exact"] == 1 and own["best"]["attacked"] == 1 and not own["stops"]
-    assert dp["stops"] and math.isclose(dp["accuracy_cost"], 0.1) and dp["epsilon"] == 3.0
-    assert not prune["stops"] and secagg["stops"] and secagg["best"] is None
-    assert cheapest_stop(settings)["setting"] == "secagg"  # the most accurate that stops
+    assert [s["setting"] for s in settings] == ["as configured", "dp", "few", "prune", "secagg"]
+    own, dp, few, prune, secagg = settings
+    assert own["best"]["exact"] == 8 and own["stop"] is None
+    assert dp["stop"] == "stops" and dp["stop_p"] < 0.05 and math.isclose(dp["accuracy_cost"], 0.1)
+    assert dp["epsilon"] == 3.0
+    assert few["stop"] == "undecided" and few["stop_p"] > 0.05 and not few["stops"]
+    assert prune["stop"] == LEAKS and secagg["stop"] == NOT_MEASURED and not secagg["stops"]
+    assert cheapest_stop(settings)["setting"] == "dp"  # not secagg, which measured nothing, nor few
 
 
-def test_the_verdict_names_counts_intervals_rounds_and_the_cheapest_stop():
-    rows = [row("grain", 1.0, level="hints", round=1, test_accuracy=0.8), row("grain", 0.0, level="hints", round=1),
-            row("grain", 0.0, level="hints", round=3), row("grain", status="not_applicable", level="update",
-                                                           message="needs hints")]
-    rows += [row("grain", 0.0, setting="dp", test_accuracy=0.75)]
+def test_a_what_if_that_only_timed_out_or_crashed_is_not_measured_and_fails_unmeasured():
+    rows = [row("grain", 1.0, round=1, test_accuracy=0.8)] * 4
+    rows += [row("grain", None, status="timeout", setting="dp", test_accuracy=0.7),
+             row("grain", None, status="crashed", setting="dp", test_accuracy=0.7),
+             row("grain", 0.0, setting="diverged", test_accuracy=float("nan"))]
+    facts = audit_facts(rows, [], {**PLAN, "rounds": [1], "levels": ["hints"]})
+    own, dp, diverged = facts["what_if"]
+    assert dp["best"]["outcome"] == NOT_MEASURED and dp["stop"] == NOT_MEASURED
+    assert diverged["best"]["outcome"] == NOT_MEASURED and "diverged" in diverged["best"]["reason"]
+    assert facts["cheapest_stop"] is None
+    assert failing(facts, "unmeasured") and failing(facts, "no-stop") and failing(facts, "exact")
+
+
+def test_the_verdict_says_three_outcomes_with_counts_and_the_stop_with_its_test():
+    rows = [row("grain", 1.0, level="hints", round=1, test_accuracy=0.8)] * 6 + [
+        row("grain", 0.0, level="hints", round=3), row("grain", status="not_applicable", level="update",
+                                                       message="needs hints")]
+    rows += [row("grain", 0.0, setting="dp", test_accuracy=0.75)] * 6
     facts = audit_facts(rows, [{"round": 1, "test_accuracy": 0.5}], PLAN)
     lines = verdict_lines(facts)
-    assert lines[0] == "From the update alone, no registered attack applies: nothing was attacked."
-    assert "1 of 2 graphs exactly (95% CI" in lines[1] and "at round 1 (grain)" in lines[1]
-    assert "0 of 1 graphs exactly" in lines[1] and "at round 3" in lines[1]
-    assert lines[2] == "The cheapest tried setting that stops the exact attacks (round 1) is dp (0 of 1 graphs " \
-                       "rebuilt, against 1 of 2 as configured), at a cost of 5.0 points of test accuracy."
+    assert lines[0] == "From the update alone: not measured in any round: no attack applies."
+    assert "round 1: leaks: 6 of 6 graphs rebuilt exactly by grain (95% CI" in lines[1]
+    assert "round 3: no leak found: 0 of 1 graphs (grain; the rate is below 79% with 95% confidence" in lines[1]
+    assert lines[2].startswith("The cheapest tried setting that stops the exact attacks (round 1) is dp: no leak "
+                               "found: 0 of 6 graphs")
+    assert "one-sided Fisher exact p = 0.00108" in lines[2] and "5.0 points of test accuracy" in lines[2]
+    assert lines[-1].startswith("An audit finds leaks; it cannot prove their absence")
 
 
 def test_the_exact_attacks_and_their_rounds_are_read_at_the_hints_level():
@@ -92,3 +127,4 @@ def test_what_if_compares_with_the_users_own_over_the_same_rounds_and_attacks_on
     others = [row("grain", 0.0, round=3, setting="dp")]
     own, dp = what_if(others, base)
     assert own["best"]["exact"] == 1 and own["best"]["attacked"] == 1  # grain in round 3, not dlg, not round 1
+    assert dp["stop"] == "undecided"  # 0 of 1 against 1 of 1: too few graphs to claim a stop

@@ -50,10 +50,12 @@ def page(tmp_path) -> tuple[dict, str]:
 def test_the_page_says_the_verdict_first_and_shows_every_section(tmp_path):
     facts, text = page(tmp_path)
     assert text.index('class="verdict') < text.index("Evidence")
-    assert "From the update and hints, the server reconstructs 2 of 3 graphs exactly (95% CI" in text
-    assert "From the update alone, no registered attack applies" in text
+    assert "From the update and hints: round 1: leaks: 2 of 3 graphs rebuilt exactly by grain (95% CI" in text
+    assert "round 2: no leak found: 0 of 3 graphs" in text
+    assert "From the update alone: not measured in any round: no attack applies" in text
+    assert "safe" not in text  # no green verdict: an audit cannot prove the absence of a leak
     assert "glg" in text and "needs the node-count hint (threat.node_count=true)" in text  # why, and the fix
-    assert "stops the exact attacks (round 1) is prune_0.9 (0 of 1 graphs rebuilt" in text
+    assert "No tried setting is shown to stop the exact attacks (round 1): prune_0.9 undecided" in text
     assert text.count("data:image/png;base64,") == 2  # the drawing and leakage-by-round
     assert json.loads(json.dumps(facts)) == facts  # audit.json holds the same facts
 
@@ -67,7 +69,7 @@ def test_the_page_opens_in_chromium_without_errors_with_every_image_and_the_verd
     assert seen.errors == []
     assert len(seen.images) == 2 and all(complete and width > 0 for complete, width, _ in seen.images)
     assert seen.value and all(v["shown"] for v in seen.value)  # on the first screen, without scrolling
-    assert any("reconstructs 2 of 3 graphs exactly" in v["text"] for v in seen.value)
+    assert any("leaks: 2 of 3 graphs rebuilt exactly" in v["text"] for v in seen.value)
     assert seen.screenshot.startswith(b"\x89PNG") and len(seen.screenshot) > 10_000
 
 

@@ -27,16 +27,23 @@ FAIL_ON = {
     "exact@update": "some attack rebuilt a graph exactly from the update alone",
     "exact@aux": "... from the update and auxiliary graphs",
     "exact@hints": "... from the update, auxiliary graphs and hints",
-    "no-stop": "no what-if setting stops the exact attacks",
+    "no-stop": "no what-if setting is shown to stop the exact attacks",
+    "unmeasured": "some verdict cell was not measured (no attack applied, every call failed, or a federation "
+                  "diverged)",
 }
 
 
 def failing(facts: dict, condition: str) -> bool:
     """Whether ``condition`` (one of ``FAIL_ON``) holds for the audit's facts."""
+    from fedgraph_sim.report.audit_facts import LEAKS, NOT_MEASURED
+
     if condition == "no-stop":
         return bool(facts["what_if"]) and facts["cheapest_stop"] is None
+    cells = [c for entry in facts["levels"].values() for c in entry["rounds"].values()]
+    if condition == "unmeasured":
+        return any(c["outcome"] == NOT_MEASURED for c in cells + [s["best"] for s in facts["what_if"]])
     levels = [condition.split("@")[1]] if "@" in condition else list(facts["levels"])
-    return any(best and best["exact"] > 0 for level in levels for best in facts["levels"][level]["rounds"].values())
+    return any(c["outcome"] == LEAKS for level in levels for c in facts["levels"][level]["rounds"].values())
 
 
 def main(argv: list[str] | None = None) -> int:
