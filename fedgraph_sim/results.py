@@ -74,10 +74,11 @@ def project_version() -> dict:
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
-def provenance() -> dict:
-    """What a run directory records besides its config: library versions and the project's
-    version (``project_version``)."""
-    return {"versions": library_versions(), "project": project_version()}
+def provenance(config_sha256: str | None = None) -> dict:
+    """What a run directory records besides its config: library versions, the project's version
+    (``project_version``) and, given, the resolved config's hash (``config.config_hash``)."""
+    return {"versions": library_versions(), "project": project_version(),
+            **({"config_sha256": config_sha256} if config_sha256 else {})}
 
 
 def provenance_line() -> str:

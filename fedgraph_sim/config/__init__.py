@@ -7,8 +7,8 @@ the grouping of defense stacks in ``defense_setting``; this package's names are 
 """
 
 from fedgraph_sim.config.defense_setting import DefenseSetting, defense_label
-from fedgraph_sim.config.loading import (DEFAULT_CONFIG, DEFAULT_ROUND, default_tree, load_config, merge_tree,
-                                         parse_overrides, set_dotted, to_yaml, validate_config)
+from fedgraph_sim.config.loading import (DEFAULT_CONFIG, DEFAULT_ROUND, config_hash, default_tree, load_config,
+                                         merge_tree, parse_overrides, set_dotted, to_yaml, validate_config)
 from fedgraph_sim.config.sections import (AGGREGATION_KEYS, ATTACK_GRANTS, ATTACK_NAME, AggregationConfig,
                                           AttackConfig, AuxConfig, DataConfig, EveryRound, FederationConfig,
                                           MetricsConfig, ModelConfig, OutputConfig, PartitionConfig, RunConfig,
@@ -18,4 +18,4 @@ __all__ = ["AGGREGATION_KEYS", "ATTACK_GRANTS", "ATTACK_NAME", "AggregationConfi
            "DEFAULT_CONFIG", "DEFAULT_ROUND", "DataConfig", "DefenseSetting", "EveryRound", "FederationConfig",
            "MetricsConfig", "ModelConfig", "OutputConfig", "PartitionConfig", "RunConfig", "SecAggPlusConfig",
            "Section", "ThreatConfig", "TrainConfig", "default_tree", "defense_label", "load_config", "merge_tree",
-           "parse_overrides", "set_dotted", "to_yaml", "validate_config"]
+           "parse_overrides", "set_dotted", "to_yaml", "validate_config", "config_hash"]

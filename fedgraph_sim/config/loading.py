@@ -116,6 +116,15 @@ def validate_config(tree: dict) -> RunConfig:
     return config
 
 
+def config_hash(config: RunConfig) -> str:
+    """The SHA-256 of the resolved config (every key, defaults included, as canonical JSON): two
+    runs with the same hash ran the same configuration, whatever file and overrides gave it."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
 def to_yaml(config: RunConfig, extra: dict | None = None) -> str:
     tree = config.model_dump(mode="json")
     if extra:

@@ -32,16 +32,24 @@ def exact_counts(rows: list[dict]) -> dict[str, tuple[int, int]]:
 
 
 def headline(rows: list[dict]) -> str:
-    """One sentence per attack, the attack with the most exact graphs first."""
+    """The verdict first, in one of three outcomes (``leaks``, ``no leak found``, ``not measured``:
+    :func:`fedgraph_sim.report.audit_facts.cell`), then each attack's count, most exact first."""
+    from fedgraph_sim.report.audit_facts import LEAKS, NO_LEAK, cell
+
+    verdict = cell(rows)
     counts = sorted(exact_counts(rows).items(), key=lambda item: -item[1][0])
-    if not counts:
-        return "No attack was run on a graph, so nothing was reconstructed."
-    parts = [f"{attack} {exact} of {attacked}" for attack, (exact, attacked) in counts]
-    lead = counts[0][1][0]
-    verdict = (f"The server reconstructed {lead} of the {counts[0][1][1]} attacked graphs exactly (every node's "
-               f"features and every edge, up to node order) from the updates alone"
-               if lead else "No attacked graph was reconstructed exactly")
-    return f"{verdict}: {', '.join(parts)}."
+    each = ", ".join(f"{attack} {exact} of {attacked}" for attack, (exact, attacked) in counts)
+    if verdict["outcome"] == LEAKS:
+        low, high = (round(100 * x) for x in verdict["ci"])
+        return (f"Verdict: leaks. The server reconstructed {verdict['exact']} of {verdict['attacked']} attacked "
+                f"graphs exactly (every node's features and every edge, up to node order; 95% CI {low}-{high}%) "
+                f"from the updates alone, by {verdict['attack']}: {each}.")
+    if verdict["outcome"] == NO_LEAK:
+        return (f"Verdict: no leak found. No attack reconstructed a graph exactly: 0 of {verdict['attacked']} "
+                f"graphs whose call completed ({verdict['attack']}; the rate is below {100 * verdict['ci'][1]:.0f}% "
+                f"with 95% confidence; failed {verdict['failed']}, timed out {verdict['timed_out']}): {each}. "
+                "These attacks found nothing; that is not proof that nothing leaks.")
+    return f"Verdict: not measured ({verdict['reason']})" + (f": {each}." if each else ".")
 
 
 def draw_exact(run_dir: str | Path) -> list[Path]:

@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
-from fedgraph_sim.config import RunConfig, defense_label, merge_tree, to_yaml, validate_config
+from fedgraph_sim.config import RunConfig, config_hash, defense_label, merge_tree, to_yaml, validate_config
 from fedgraph_sim.errors import ConfigError, DiskFull, RunFailed
 from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
@@ -124,7 +124,7 @@ class Session:
     def open(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(to_yaml(self.config, provenance()))
+        (self.run_dir / "config.yaml").write_text(to_yaml(self.config, provenance(config_hash(self.config))))
         variances = {k: v for k, v in self.defenses.report().items() if "variance" in k}
         if variances:  # the effective noise (a noise scale means little without its variance)
             log.info("defenses %s: %s", defense_label(self.config.defenses), variances)

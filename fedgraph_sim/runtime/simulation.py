@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedgraph_sim.capture import CaptureStore
-from fedgraph_sim.config import RunConfig, to_yaml
+from fedgraph_sim.config import RunConfig, config_hash, to_yaml
 from fedgraph_sim.errors import Stopped
 from fedgraph_sim.local_ray import prepare_local_ray
 from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows, seal
@@ -171,7 +171,7 @@ def replay(config: RunConfig, federation_dir: Path, out_dir: Path, progress=None
     federation's final test accuracy) go to ``out_dir``'s results (``results.parquet`` once done)."""
     session = Session(config, progress=progress)
     out_dir = claim_run_dir(out_dir)
-    (out_dir / "config.yaml").write_text(to_yaml(config, provenance()))
+    (out_dir / "config.yaml").write_text(to_yaml(config, provenance(config_hash(config))))
     columns = {**final_utility(federation_dir), **(extra_columns or {})}
     runner = attack_pipeline(config, session.attacks, session.knowledge, out_dir, progress, boundary=session.boundary,
                              audit_dir=Path(federation_dir), extra_columns=columns)

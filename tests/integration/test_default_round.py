@@ -36,7 +36,9 @@ def test_the_default_round_shows_an_exact_reconstruction_drawn_beside_the_truth(
     rows = read_rows(run_dir)
     exact, attacked = exact_counts(rows)["grain"]
     assert attacked == 4 and exact >= 1
-    assert f"The server reconstructed {exact} of the 4 attacked graphs exactly" in out
+    assert f"Verdict: leaks. The server reconstructed {exact} of 4 attacked graphs exactly" in " ".join(out.split())
+    assert out.index("Verdict:") < out.index("┃ attack")  # the verdict leads, the table follows
+    assert "│ identity" not in out and "identity (node i against node i) is left out here" in " ".join(out.split())
     assert (run_dir / "drawings" / "grain_exact.png").is_file()
     # no runaway value among the attacks' means (a diverged optimisation prints 1e5 feature MSE)
     assert all(r["identity_feature_mse"] < 10 for r in rows if "identity_feature_mse" in r)

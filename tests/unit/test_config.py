@@ -87,3 +87,12 @@ def test_attack_rounds_select_all_a_list_or_every_kth():
         load_config(None, ["federation.rounds=20", "attack.rounds={every: 5, start: 30}"])
     with pytest.raises(ConfigError, match="attack.rounds"):
         load_config(None, ["attack.rounds={every: 0}"])
+
+
+def test_the_config_hash_names_the_resolved_configuration():
+    from fedgraph_sim.config import config_hash
+
+    a = load_config(None, ["federation.rounds=2"])
+    assert config_hash(a) == config_hash(load_config(None, ["federation.rounds=2"]))
+    assert config_hash(a) != config_hash(load_config(None, ["federation.rounds=3"]))
+    assert len(config_hash(a)) == 64

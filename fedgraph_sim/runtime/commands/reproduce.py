@@ -39,7 +39,7 @@ def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
     run_dir = Path(runs[label])
     earlier = read_yaml(run_dir / "config.yaml", "--reuse") or {}
     mine = config.model_dump(mode="json")
-    for key in ("name", "output", "versions", "project"):
+    for key in ("name", "output", "versions", "project", "config_sha256"):
         earlier.pop(key, None)
         mine.pop(key, None)
     if earlier != mine:
