@@ -22,6 +22,7 @@ import sys
 import warnings
 
 from fedgraph_sim.errors import ConfigError, RunFailed
+from fedgraph_sim.runtime.stopping import defer_startup_signals, startup_checkpoint
 
 STAT_COLUMNS = ("name", "source", "graphs", "classes", "feature_width", "mean_nodes", "max_nodes")
 
@@ -249,7 +250,9 @@ COMMANDS = {"run": "run one federation and score its attacks",
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in COMMANDS:
+        defer_startup_signals()  # while the command imports; its own main takes over from there
         module = importlib.import_module(f"fedgraph_sim.runtime.commands.{argv[0]}")
+        startup_checkpoint()
         return module.main(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     args = build_parser().parse_args(argv)

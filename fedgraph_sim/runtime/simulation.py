@@ -19,7 +19,7 @@ from fedgraph_sim.errors import Stopped
 from fedgraph_sim.local_ray import prepare_local_ray
 from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows, seal
 from fedgraph_sim.runtime.session import Session, attack_pipeline
-from fedgraph_sim.runtime.stopping import quiet_console
+from fedgraph_sim.runtime.stopping import quiet_console, startup_checkpoint
 from fedgraph_sim.utility import final_utility
 from server.strategy import last_line
 
@@ -112,6 +112,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     prepare_local_ray(config.federation.ray_address)  # Flower's backend calls ray.init
     start = time.time()
     session = session or Session(config, progress=progress)
+    startup_checkpoint()  # a command's start-up signal, if one came, before anything is written
     run_dir = claim_run_dir(run_dir) if run_dir is not None else new_run_dir(config.output.dir, config.name)
     os.environ.setdefault("FLWR_HOME", str(run_dir.parent.resolve() / ".flwr"))
     handler = _log_to_file(run_dir)

@@ -44,6 +44,45 @@ def interrupt_on_signals() -> None:
         signal.signal(sig, _raise_interrupt)
 
 
+#: Signals received during start-up (``defer_startup_signals``), checked at ``startup_checkpoint``.
+_STARTUP_SIGNALS: list[int] = []
+
+
+def defer_startup_signals() -> None:
+    """During a command's start-up (imports, the data, the attack workers), Ctrl-C and SIGTERM are
+    remembered and acted on at the next :func:`startup_checkpoint`, a few seconds at most, instead
+    of raising KeyboardInterrupt wherever Python is: raised inside a C extension's import (numpy's,
+    torch's), it becomes an ImportError with a traceback, or marks the interpreter to end itself by
+    SIGINT. A second signal exits at once."""
+    for sig in SIGNALS:
+        signal.signal(sig, _remember_startup_signal)
+
+
+def _remember_startup_signal(signum: int, _frame) -> None:
+    if _STARTUP_SIGNALS:
+        exit_stopped_at_startup()
+    _STARTUP_SIGNALS.append(signum)
+
+
+def startup_checkpoint() -> None:
+    """End the process here if a signal came during start-up (:func:`defer_startup_signals`)."""
+    if _STARTUP_SIGNALS:
+        exit_stopped_at_startup()
+
+
+def exit_stopped_at_startup() -> None:
+    """End the process after a Ctrl-C (or SIGTERM) during start-up: one line, exit code 130. Nothing
+    has been written yet; the attack workers started so far end when their lifeline closes."""
+    from fedgraph_sim.errors import STARTUP_STOP, Stopped
+
+    print(STARTUP_STOP, file=sys.stderr)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(Stopped.exit_code)  # from a signal handler too, where raising SystemExit would be caught
+
+
 def quiet_console(logger_names: tuple[str, ...] = ("flwr", "ray")) -> None:
     """Keep these loggers' terminal handlers from printing the errors a stop causes on purpose
     (Flower reports each killed actor with a traceback, and so may Ray while it deserializes the
@@ -96,6 +135,8 @@ class StopRequest:
             self.set(name)
 
         previous = {s: signal.signal(s, handler) for s in SIGNALS}
+        if _STARTUP_SIGNALS:  # one came during the command's start-up, after its last checkpoint
+            handler(_STARTUP_SIGNALS.pop(), None)
         try:
             yield self
         finally:

@@ -17,7 +17,7 @@ import sys
 
 from fedgraph_sim.config import DEFAULT_ROUND, load_config, to_yaml
 from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
-from fedgraph_sim.runtime.stopping import interrupt_on_signals
+from fedgraph_sim.runtime.stopping import defer_startup_signals, startup_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
     args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    interrupt_on_signals()  # start-up (imports, data, workers, Ray) ends on Ctrl-C or SIGTERM too
+    defer_startup_signals()  # start-up (imports, data, workers) ends on Ctrl-C or SIGTERM too
     try:
         config = load_config(args.config or DEFAULT_ROUND, args.overrides)
+        startup_checkpoint()
         if not config.attack.names:  # only a captured federation (sweeps) runs without attacks
             raise ConfigError("attack.names: empty, so the run would write nothing; name at least "
                               "one attack or prior, e.g. [random]")
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=console, transient=True)
         session = Session(config, progress=progress)  # validates names, data, attacks first
+        startup_checkpoint()
         if args.dry_run:
             print(to_yaml(config), end="")
             return 0
@@ -55,9 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RunFailed, Stopped) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:  # before the federation's own stop handling was in place
-        print("error: stopped during start-up, before the federation ran", file=sys.stderr)
-        return Stopped.exit_code
 
     from fedgraph_sim.report.headline import draw_exact, headline
     from fedgraph_sim.report.terminal import print_summary
