@@ -30,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
-from fedgraph_sim.metrics import PRIORS, bootstrap_ci, wilson_interval
+from fedgraph_sim.metrics import PRIORS, bootstrap_ci, metric, wilson_interval
 from fedgraph_sim.results import is_attempted
 
 EXACT = "gsm_full_iso"
@@ -42,6 +42,8 @@ LEAKS, NO_LEAK, NOT_MEASURED = "leaks", "no leak found", "not measured"
 #: recovered nothing). Any other attempted status is a fault or a timeout: not evidence.
 COMPLETED = ("ok", "failed")
 STOP_P = 0.05  # a stop claim's one-sided Fisher exact test against the as-configured leak
+#: The evidence columns whose metric counts a failed call as 0 (``Metric.counts_failures``).
+COUNTS_FAILURES = {c for c in GAINS if metric(c.split("_", 1)[1]).counts_failures}
 
 
 def _finite(value) -> float | None:
@@ -104,8 +106,20 @@ def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
     return sorted(name for name, values in counts.items() if sum(values)), sorted(rounds)
 
 
+def _gain(row: dict, column: str) -> float | None:
+    """A row's gain over the priors in ``column``; a call that did not complete scores 0 where the
+    metric counts failures (GSM-2, as the exact count does), so its gain is minus the prior's."""
+    gain = _finite(row.get(f"gain_{column}"))
+    if gain is None and column in COUNTS_FAILURES and row["status"] not in COMPLETED:
+        prior = _finite(row.get(f"prior_{column}"))
+        gain = None if prior is None else -prior
+    return gain
+
+
 def gains(rows: list[dict]) -> dict[str, dict[str, dict]]:
-    """Attack -> evidence column -> {mean, ci, graphs}: its gain over the priors."""
+    """Attack -> evidence column -> {mean, ci, graphs}: its gain over the priors, a failed call
+    counting 0 where the metric counts failures (:func:`_gain`), over the same graphs as the
+    attack's exact count there."""
     out: dict[str, dict[str, dict]] = {}
     by_attack: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
@@ -114,7 +128,7 @@ def gains(rows: list[dict]) -> dict[str, dict[str, dict]]:
     for attack, attacked in sorted(by_attack.items()):
         out[attack] = {}
         for column in GAINS:
-            values = [v for v in (_finite(r.get(f"gain_{column}")) for r in attacked) if v is not None]
+            values = [v for v in (_gain(r, column) for r in attacked) if v is not None]
             out[attack][column] = {"mean": sum(values) / len(values) if values else None,
                                    "ci": _interval(values), "graphs": len(values)}
     return out

@@ -108,7 +108,9 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
                    "their absence.", css="note")
     page.heading("Evidence: what each attack learnt beyond the priors", "evidence")
     page.paragraph("Mean gain over the best gradient-free prior on the same graphs (auxiliary graphs and the node "
-                   "count), with its bootstrap 95% interval; + means the update taught the server something. "
+                   "count), with its bootstrap 95% interval; + means the update taught the server something. GSM-2 "
+                   "counts a failed call as 0, as the exact count does; node types and edges are over the graphs "
+                   "a call returned. "
                    + ", ".join(f"{label}: {column}" for column, label in GAINS.items()) + ".", css="note")
     for level, entry in facts["levels"].items():
         if not entry["gains"]:

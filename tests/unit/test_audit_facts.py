@@ -57,6 +57,14 @@ def test_gains_average_each_attacks_gain_over_the_prior_with_an_interval():
     assert out["dlg"]["gsm_gsm2"]["mean"] is None  # no finite gain: no number made up
 
 
+def test_a_failed_call_counts_zero_in_gsm2s_gain_as_in_the_exact_count():
+    rows = [row("grain", 1.0, gain_gsm_gsm2=0.6, gain_matched_adj_auc=0.2),
+            row("grain", None, status="crashed", prior_gsm_gsm2=0.4, prior_matched_adj_auc=0.7)]
+    out = gains(rows)["grain"]
+    assert math.isclose(out["gsm_gsm2"]["mean"], 0.1) and out["gsm_gsm2"]["graphs"] == 2  # (0.6 - 0.4) / 2
+    assert math.isclose(out["matched_adj_auc"]["mean"], 0.2) and out["matched_adj_auc"]["graphs"] == 1
+
+
 def test_an_attack_that_never_applied_keeps_the_strongest_levels_reason():
     rows = [row("glg", status="not_applicable", level="update", message="needs the node-count hint"),
             row("glg", status="not_applicable", level="hints", message="needs one graph"),
