@@ -32,11 +32,6 @@ class DiskFull(RunFailed):
     whole; one line, exit code 1."""
 
 
-#: What a Ctrl-C says while a command still starts (imports, data, workers), before its run's own
-#: stop handling is in place: one line, exit code 130 (``Stopped.exit_code``).
-STARTUP_STOP = "error: stopped during start-up, before the federation ran"
-
-
 class Stopped(RuntimeError):
     """A run stopped on request (Ctrl-C, SIGTERM), its rows so far kept: one line, exit code 130."""
 

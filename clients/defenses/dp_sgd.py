@@ -143,8 +143,9 @@ class DPSGD(Defense):
         z, q = self._z, self.sample_rate
         if self.sampling != "random":
             uses = Counter(str(int(g.graph_id)) if "graph_id" in g else f"object-{id(g)}" for g in graphs)
-            for key, copies in uses.items():
-                self.exposure[key] = self.exposure.get(key, 0.0) + (copies / z) ** 2 if z > 0 else math.inf
+            for key, copies in uses.items():  # no noise (z = 0): unbounded exposure
+                added = (copies / z) ** 2 if z > 0 else math.inf
+                self.exposure[key] = self.exposure.get(key, 0.0) + added
         elif self.history and self.history[-1][:2] == (z, q):
             self.history[-1] = (z, q, self.history[-1][2] + 1)
         else:
@@ -156,7 +157,7 @@ class DPSGD(Defense):
         if worst == math.inf:
             return math.inf
         walked = [(1.0 / math.sqrt(worst), 1.0, 1)] if worst > 0 else []
-        return epsilon(self.history, self.delta) if not walked else epsilon(self.history + walked, self.delta)
+        return epsilon(self.history + walked, self.delta)
 
     def report(self) -> dict[str, float]:
         return {"epsilon": self.epsilon(), "delta": self.delta,

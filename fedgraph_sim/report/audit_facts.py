@@ -77,10 +77,9 @@ def cell(rows: list[dict], diverged: str | None = None) -> dict:
     counts = {"completed": sum(r["status"] in COMPLETED for r in attempted),
               "timed_out": sum(r["status"] == "timeout" for r in attempted)}
     counts["failed"] = len(attempted) - counts["completed"] - counts["timed_out"]
-    exact = exact_by_attack(rows)
-    leaking = {a: v for a, v in exact.items() if sum(v)}
     if diverged:
         return {"outcome": NOT_MEASURED, "reason": diverged, **counts}
+    leaking = {a: v for a, v in exact_by_attack(rows).items() if sum(v)}
     if leaking:
         name = min(leaking, key=lambda a: (-sum(leaking[a]), -len(leaking[a]), a))
         return {"outcome": LEAKS, "attack": name, **_rate(leaking[name]), **counts}

@@ -46,6 +46,8 @@ def interrupt_on_signals() -> None:
 
 #: Signals received during start-up (``defer_startup_signals``), checked at ``startup_checkpoint``.
 _STARTUP_SIGNALS: list[int] = []
+#: What a stop during start-up says: one line, exit code 130 (``Stopped.exit_code``).
+STARTUP_STOP = "error: stopped during start-up, before the federation ran"
 
 
 def defer_startup_signals() -> None:
@@ -73,7 +75,7 @@ def startup_checkpoint() -> None:
 def exit_stopped_at_startup() -> None:
     """End the process after a Ctrl-C (or SIGTERM) during start-up: one line, exit code 130. Nothing
     has been written yet; the attack workers started so far end when their lifeline closes."""
-    from fedgraph_sim.errors import STARTUP_STOP, Stopped
+    from fedgraph_sim.errors import Stopped
 
     print(STARTUP_STOP, file=sys.stderr)
     logging.shutdown()
