@@ -91,7 +91,9 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
     leaked = per_node_gradients(model, batches[0][0], config.train.loss) if config.threat.per_node_gradients else {}
     state = state if state is not None else RecordDict()
     defenses = build_defenses(config.defenses, config.model.task)
-    defenses.begin(ClientTurn(len(indices), batch_size, steps, config.federation.rounds, config.train.sampling),
+    fed = config.federation
+    defenses.begin(ClientTurn(len(indices), batch_size, steps, fed.rounds, config.train.sampling, round=round_,
+                              sampled_clients=fed.sampled_per_round(), num_clients=fed.num_clients),
                    _saved_state(state))
     defense_rng = torch.Generator().manual_seed(turn_seed(config.seed, round_, partition_id, DEFENSE_NOISE_STREAM))
     with defenses.training(model, defense_rng):

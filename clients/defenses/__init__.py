@@ -48,9 +48,10 @@ class DefenseStack:
                     raise ConfigError(f"defenses.{i}.{exc}") from None
 
     def begin(self, turn: ClientTurn, state: dict[str, Any]) -> None:
-        """Restore per-client state (DP-SGD's accountant history) saved by earlier rounds."""
-        for _, key, defense in self._stateful():
-            defense.begin(turn, state.get(key))
+        """Start every defense's turn: a stateful one from the state its earlier rounds saved
+        (DP-SGD's accountant history), the others with None (the central-DP ones read the round)."""
+        for i, defense in enumerate(self.defenses):
+            defense.begin(turn, state.get(f"{i}.{defense.name}") if defense.stateful else None)
 
     def state(self) -> dict[str, Any]:
         return {key: defense.state() for _, key, defense in self._stateful()}

@@ -14,7 +14,8 @@ Every defense draws its randomness from the client's seeded ``torch.Generator``.
 A defense carries its own rules as class attributes, which the stack and the config's checks
 read (nothing else names a defense): ``stateful`` (it keeps state across a client's rounds:
 ``plan`` checks a client's turn before anything runs, ``begin`` restores the state ``state``
-returned at the end of the last turn), ``hooks_forward`` (``training`` hooks the forward pass),
+returned at the end of the last turn; every defense's ``begin`` gets the turn, a stateless one
+with no state), ``hooks_forward`` (``training`` hooks the forward pass),
 ``per_graph_pass`` (``gradient_fn`` runs its own per-graph pass, which runs no forward hook, so
 it cannot be stacked with a defense that hooks), ``once_per_stack``, ``tasks`` (the
 ``model.task`` values it serves), ``reply_mod`` (it is one of Flower's client mods, ``mod()``,
@@ -42,13 +43,16 @@ LAPLACE_PARAMS = ("scale", "variance")
 
 @dataclass(frozen=True)
 class ClientTurn:
-    """What a stateful defense needs to know about a client's turn."""
+    """What a defense needs to know about a client's turn (``begin``), or its plan (``plan``)."""
 
     partition_size: int
     batch_size: int
     local_steps: int
     rounds: int
     sampling: str = "random"  # train.sampling: random draws, or a walk through shuffles (epoch, repeat)
+    round: int = 0  # this turn's round, from 1; 0 in a plan, before any round
+    sampled_clients: int = 1  # the clients the server samples per round (federation.sampled_per_round())
+    num_clients: int = 1  # the federation's clients, whom it samples from
 
     @property
     def sample_rate(self) -> float:
@@ -83,7 +87,8 @@ class Defense:
         """Raise ConfigError if this client's turn is impossible (a target epsilon)."""
 
     def begin(self, turn: ClientTurn, state: Any) -> None:
-        """Start a client's turn from the ``state()`` its last turn ended with (None at first)."""
+        """Start a client's turn from the ``state()`` its last turn ended with (None at first, and
+        always for a defense that is not ``stateful``)."""
 
     def state(self) -> Any:
         """What ``begin`` needs at the client's next turn (JSON-serialisable)."""

@@ -7,8 +7,9 @@ clips it to L2 norm ``clip`` = C, and returns
 
 .. math:: \\tilde g = \\frac{1}{B}\\Big(\\sum_i g_i \\min(1, C / \\lVert g_i\\rVert) + \\mathcal N(0, (zC)^2 I)\\Big).
 
-Privacy is accounted with Opacus' RDP accountant, per client across rounds, read as epsilon at
-``delta`` (default 1e-5), for what the batches really are (``train.sampling``):
+Privacy is accounted with Opacus' RDP accountant (``clients.defenses.accounting.epsilon``), per
+client across rounds, read as epsilon at ``delta`` (default 1e-5), for what the batches really are
+(``train.sampling``):
 
 - ``random``: every local step draws its batch afresh. One ``(z, q = B / N_client)`` sampled
   Gaussian step per local step; the accountant assumes Poisson sampling, and these are
@@ -40,25 +41,15 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 from torch_geometric.data import Batch, Data
 
+from clients.defenses.accounting import epsilon
 from clients.defenses.base import ClientTurn, Defense, Update, check_number
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.models import DenseForward, classification_loss, to_dense
 
 
-def epsilon(history: Sequence[tuple[float, float, int]], delta: float) -> float:
-    """Epsilon at ``delta`` after ``history`` of ``(noise_multiplier, sample_rate, steps)``."""
-    # Opacus is imported where it is used: its package imports the whole privacy engine (about
-    # 1.2 s per process), which every server, client actor and attack worker would otherwise pay.
-    from opacus.accountants import RDPAccountant
-
-    accountant = RDPAccountant()
-    accountant.history = [tuple(h) for h in history]
-    return float(accountant.get_epsilon(delta=delta)) if history else 0.0
-
-
 def noise_for_target(target_epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
-    from opacus.accountants.utils import get_noise_multiplier  # lazily, as in epsilon()
+    from opacus.accountants.utils import get_noise_multiplier  # lazily, as in accounting.epsilon()
 
     try:
         return get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta,

@@ -27,6 +27,12 @@ seeded per round, and Flower's wrapper gets the replies of the turns that traine
 (``clients/defenses/flower_wrappers.py``). It needs FedAvg replies and comes after the project's
 own defenses.
 
+Each row carries the client-level :math:`(\varepsilon, \delta)` of the global model released
+after the row's round, by Flower's ``RdpAccountant`` and by Opacus' ``RDPAccountant``, at
+:math:`z`: Flower's split of :math:`z` is Andrew et al.'s (their Theorem 1), under which the noised
+update and the noised count are together one Gaussian mechanism at :math:`z`, whatever the norm
+does (``clients/defenses/accounting.py``).
+
 Args:
     noise_multiplier (float): :math:`z` (>= 0).
     initial_clipping_norm (float, optional): :math:`C_1` (> 0). (default: 0.1, Andrew et al.'s)
@@ -34,11 +40,14 @@ Args:
     clip_norm_lr (float, optional): :math:`\eta_C` (> 0). (default: 0.2, Andrew et al.'s)
     clipped_count_stddev (float, optional): :math:`\sigma_b` (>= 0); None: Flower's default,
         the sampled clients over 20. (default: None)
+    delta (float, optional): the :math:`\delta` the epsilons are read at, in (0, 1); keep it well
+        below :math:`1 / N`. (default: 1e-5)
 """
 
 from __future__ import annotations
 
-from clients.defenses.base import Defense, check_number
+from clients.defenses.accounting import released_model_report
+from clients.defenses.base import ClientTurn, Defense, check_number
 from clients.defenses.flower_wrappers import SeededAdaptiveClipping, seeded, guard_zero_norm_clipping
 from fedgraph_sim import registry
 from fedgraph_sim.errors import require
@@ -51,7 +60,7 @@ class FlowerAdaptiveDP(Defense):
 
     def __init__(self, noise_multiplier: float, initial_clipping_norm: float = 0.1,
                  target_clipped_quantile: float = 0.5, clip_norm_lr: float = 0.2,
-                 clipped_count_stddev: float | None = None) -> None:
+                 clipped_count_stddev: float | None = None, delta: float = 1e-5) -> None:
         self.noise_multiplier = check_number(noise_multiplier, "noise_multiplier")
         self.initial_clipping_norm = check_number(initial_clipping_norm, "initial_clipping_norm", strict=True)
         self.target_clipped_quantile = check_number(target_clipped_quantile, "target_clipped_quantile")
@@ -60,6 +69,11 @@ class FlowerAdaptiveDP(Defense):
         self.clip_norm_lr = check_number(clip_norm_lr, "clip_norm_lr", strict=True)
         self.clipped_count_stddev = (None if clipped_count_stddev is None
                                      else check_number(clipped_count_stddev, "clipped_count_stddev"))
+        self.delta = check_number(delta, "delta", strict=True, high=1.0)
+        self.turn: ClientTurn | None = None
+
+    def begin(self, turn: ClientTurn, state) -> None:
+        self.turn = turn  # the round, and how many clients of how many the server samples
 
     def mod(self):
         from flwr.clientapp.mod import adaptiveclipping_mod
@@ -75,4 +89,5 @@ class FlowerAdaptiveDP(Defense):
 
     def report(self) -> dict[str, float]:
         return {"flwr-adaptive-dp-noise-multiplier": self.noise_multiplier,
-                "flwr-adaptive-dp-initial-clipping-norm": self.initial_clipping_norm}
+                "flwr-adaptive-dp-initial-clipping-norm": self.initial_clipping_norm,
+                **released_model_report("flwr-adaptive-dp", self.noise_multiplier, self.turn, self.delta)}

@@ -25,14 +25,23 @@ is seeded per round from the run's seed, and a round Flower refuses to aggregate
 is still witnessed by the curious server, whose rows record it. Like ``flwr_local_dp`` it needs
 FedAvg replies (``train.local_steps`` > 1) and comes after the project's own defenses.
 
+Each row carries the client-level :math:`(\varepsilon, \delta)` of the global model released
+after the row's round, :math:`t` rounds of :math:`n` of the :math:`N` clients at :math:`z`, by
+Flower's ``RdpAccountant`` and by Opacus' ``RDPAccountant`` (``clients/defenses/accounting.py``:
+the math, and why both use Poisson sampling at :math:`q = n / N` where Flower samples exactly
+:math:`n`). It is the released model's guarantee against everyone but the server.
+
 Args:
     clipping_norm (float): :math:`C` (> 0).
     noise_multiplier (float): :math:`z` (>= 0).
+    delta (float, optional): the :math:`\delta` the epsilons are read at, in (0, 1); keep it well
+        below :math:`1 / N`. (default: 1e-5)
 """
 
 from __future__ import annotations
 
-from clients.defenses.base import Defense, check_number
+from clients.defenses.accounting import released_model_report
+from clients.defenses.base import ClientTurn, Defense, check_number
 from clients.defenses.flower_wrappers import SeededFixedClipping, seeded, guard_zero_norm_clipping
 from fedgraph_sim import registry
 
@@ -42,9 +51,14 @@ class FlowerCentralDP(Defense):
     name = "flwr_central_dp"
     reply_mod = True
 
-    def __init__(self, clipping_norm: float, noise_multiplier: float) -> None:
+    def __init__(self, clipping_norm: float, noise_multiplier: float, delta: float = 1e-5) -> None:
         self.clipping_norm = check_number(clipping_norm, "clipping_norm", strict=True)
         self.noise_multiplier = check_number(noise_multiplier, "noise_multiplier")
+        self.delta = check_number(delta, "delta", strict=True, high=1.0)
+        self.turn: ClientTurn | None = None
+
+    def begin(self, turn: ClientTurn, state) -> None:
+        self.turn = turn  # the round, and how many clients of how many the server samples
 
     def mod(self):
         from flwr.clientapp.mod import fixedclipping_mod
@@ -58,4 +72,5 @@ class FlowerCentralDP(Defense):
 
     def report(self) -> dict[str, float]:
         return {"flwr-central-dp-clipping-norm": self.clipping_norm,
-                "flwr-central-dp-noise-multiplier": self.noise_multiplier}
+                "flwr-central-dp-noise-multiplier": self.noise_multiplier,
+                **released_model_report("flwr-central-dp", self.noise_multiplier, self.turn, self.delta)}

@@ -25,14 +25,22 @@ from the run's seed, and the curious strategy witnesses every reply before Flowe
 it. It needs FedAvg replies (``train.local_steps`` > 1): Flower clips the reply against the weights
 it sent, and a FedSGD reply is a gradient.
 
+Each row carries the client-level :math:`(\varepsilon, \delta)` of the global model released
+after the row's round, by Flower's ``RdpAccountant`` and by Opacus' ``RDPAccountant``, as
+``flwr_central_dp``'s (``clients/defenses/accounting.py``); the clipping's place changes nothing
+in it.
+
 Args:
     clipping_norm (float): :math:`C` (> 0).
     noise_multiplier (float): :math:`z` (>= 0).
+    delta (float, optional): the :math:`\delta` the epsilons are read at, in (0, 1); keep it well
+        below :math:`1 / N`. (default: 1e-5)
 """
 
 from __future__ import annotations
 
-from clients.defenses.base import Defense, check_number
+from clients.defenses.accounting import released_model_report
+from clients.defenses.base import ClientTurn, Defense, check_number
 from clients.defenses.flower_wrappers import SeededServerSideFixedClipping, seeded
 from fedgraph_sim import registry
 
@@ -42,9 +50,14 @@ class FlowerServerDP(Defense):
     name = "flwr_server_dp"
     weight_replies = True
 
-    def __init__(self, clipping_norm: float, noise_multiplier: float) -> None:
+    def __init__(self, clipping_norm: float, noise_multiplier: float, delta: float = 1e-5) -> None:
         self.clipping_norm = check_number(clipping_norm, "clipping_norm", strict=True)
         self.noise_multiplier = check_number(noise_multiplier, "noise_multiplier")
+        self.delta = check_number(delta, "delta", strict=True, high=1.0)
+        self.turn: ClientTurn | None = None
+
+    def begin(self, turn: ClientTurn, state) -> None:
+        self.turn = turn  # the round, and how many clients of how many the server samples
 
     def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
         return seeded(SeededServerSideFixedClipping(strategy, self.noise_multiplier, self.clipping_norm,
@@ -52,4 +65,5 @@ class FlowerServerDP(Defense):
 
     def report(self) -> dict[str, float]:
         return {"flwr-server-dp-clipping-norm": self.clipping_norm,
-                "flwr-server-dp-noise-multiplier": self.noise_multiplier}
+                "flwr-server-dp-noise-multiplier": self.noise_multiplier,
+                **released_model_report("flwr-server-dp", self.noise_multiplier, self.turn, self.delta)}

@@ -6,6 +6,7 @@ import json
 import pytest
 import yaml
 
+from clients.defenses.accounting import client_level_epsilons
 from fedgraph_sim.config import load_config
 from fedgraph_sim.results import has_rows, read_rows
 from fedgraph_sim.runtime.simulation import run
@@ -99,4 +100,7 @@ def test_flowers_dp_mods_and_wrapper_run_in_the_federation_and_the_server_sees_c
     assert rows and all(r["status"] == "ok" for r in rows)
     assert all(r["defense_flwr_central_dp_clipping_norm"] == 0.05 and r["defense_flwr_local_dp_noise_std"] > 0
                for r in rows)
+    flower, opacus = client_level_epsilons(1.0, 2, 2, 1, 1e-5)  # both clients, round 1: the unsampled Gaussian
+    assert all(r["defense_flwr_central_dp_epsilon_flower"] == pytest.approx(flower)
+               and r["defense_flwr_central_dp_epsilon_opacus"] == pytest.approx(opacus) for r in rows)
     assert "central DP noise with 0.0250 stdev added" in (result.run_dir / "log.txt").read_text()

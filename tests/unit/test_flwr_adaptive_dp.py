@@ -44,6 +44,8 @@ def test_the_client_clips_to_the_rounds_norm_and_reports_its_bit(tmp_path):
     delta = np.concatenate([(b - s).ravel() for b, s in zip(back, sent)]).astype(np.float64)
     assert np.linalg.norm(delta) == pytest.approx(0.5, rel=1e-4)
     assert reply.content["metrics"]["norm_bit"] == 1  # Flower's bit: the update was clipped
+    for accountant in ("flower", "opacus"):  # z 0: no noise, no guarantee
+        assert reply.content["metrics"][f"defense-flwr-adaptive-dp-epsilon-{accountant}"] == math.inf
 
 
 def test_a_failed_turn_is_a_row_and_the_norm_moves_on_the_others_bits():

@@ -9,9 +9,10 @@ from flwr.clientapp.mod import fixedclipping_mod
 from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping, FedAvg
 
 from clients.defenses import ClientTurn, build_defenses
+from clients.defenses.accounting import client_level_epsilons
 from fedgraph_sim.errors import ConfigError
 from server.strategy import CuriousFedAvg
-from tests.unit.test_reply_mods import delta_of
+from tests.unit.test_reply_mods import client_reply, delta_of
 from tests.unit.test_strategy import FakeGrid, global_arrays, replies
 
 pytestmark = pytest.mark.usefixtures("flower_task")
@@ -37,6 +38,17 @@ def test_the_client_clips_to_the_norm_the_server_sends(tmp_path):
     delta = delta_of(tmp_path, ["defenses=[{name: flwr_central_dp, clipping_norm: 0.5, noise_multiplier: 1.0}]"],
                      server_config={"clipping_norm": 0.5})  # what Flower's server wrapper sends
     assert np.linalg.norm(delta) == pytest.approx(0.5, rel=1e-4)  # no noise at the client
+
+
+def test_the_reply_carries_the_released_models_epsilon_by_flower_and_by_opacus(tmp_path):
+    _, reply = client_reply(tmp_path, ["defenses=[{name: flwr_central_dp, clipping_norm: 0.5, noise_multiplier: 1.0}]",
+                                       "federation.fraction_train=0.5"],  # 1 of the 2 clients a round
+                            server_config={"clipping_norm": 0.5}, round_=3)
+    metrics = reply.content["metrics"]
+    flower, opacus = client_level_epsilons(1.0, 1, 2, 3, 1e-5)  # after round 3's release
+    assert metrics["defense-flwr-central-dp-epsilon-flower"] == pytest.approx(flower)
+    assert metrics["defense-flwr-central-dp-epsilon-opacus"] == pytest.approx(opacus)
+    assert metrics["defense-flwr-central-dp-delta"] == 1e-5 and flower == pytest.approx(opacus, rel=5e-3)
 
 
 def _round(replies_, seed=0):

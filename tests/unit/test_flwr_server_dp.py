@@ -8,8 +8,10 @@ from flwr.app import Array, ArrayRecord, ConfigRecord
 from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
 
 from clients.defenses import ClientTurn, build_defenses
+from clients.defenses.accounting import client_level_epsilons
 from fedgraph_sim.errors import ConfigError
 from server.strategy import CuriousFedAvg
+from tests.unit.test_reply_mods import client_reply
 from tests.unit.test_strategy import FakeGrid, global_arrays, replies
 
 pytestmark = pytest.mark.usefixtures("flower_task")
@@ -35,6 +37,17 @@ def test_the_part_is_flowers_it_has_no_client_half_and_bad_values_name_their_key
                                           r"of the replied weights .*FedAvg replies"):
         build_defenses([server_dp()]).validate([ClientTurn(10, 2, 1, 5)])
     build_defenses([server_dp()]).validate([ClientTurn(10, 2, 5, 5)])  # FedAvg: fine
+
+
+def test_the_clients_rows_carry_the_released_models_epsilon_by_flower_and_by_opacus(tmp_path):
+    entry = f"{{name: flwr_server_dp, clipping_norm: {CLIP}, noise_multiplier: 2.0, delta: 1.0e-6}}"
+    _, reply = client_reply(tmp_path, [f"defenses=[{entry}]"], round_=4)  # both clients every round
+    metrics = reply.content["metrics"]
+    flower, opacus = client_level_epsilons(2.0, 2, 2, 4, 1e-6)
+    assert flower == pytest.approx(opacus, rel=1e-9)  # no sampling, no amplification: the same Gaussian
+    assert metrics["defense-flwr-server-dp-epsilon-flower"] == pytest.approx(flower)
+    assert metrics["defense-flwr-server-dp-epsilon-opacus"] == pytest.approx(opacus)
+    assert metrics["defense-flwr-server-dp-delta"] == 1e-6
 
 
 def _round(noise_multiplier: float, seed: int = 0):
