@@ -139,6 +139,9 @@ class Attack(ABC):
     #: (other training, batches, noisy updates); ``fedgraph-sim audit`` runs the attack with them
     #: as ``<name>@ext`` beside its paper mode.
     audit_options: ClassVar[dict[str, Any]] = {}
+    #: True when the paper rebuilds a graph exactly (up to node order) when it succeeds, so its
+    #: rows can count graphs rebuilt exactly; ``fedgraph-sim audit`` runs these attacks first.
+    exact: ClassVar[bool] = False
 
     @dataclass
     class Params:

@@ -111,6 +111,7 @@ class GRAIN(Attack):
     name = "grain"
     cited_as = "Drencheva et al., ICLR 2025"
     audit_options = {"local_steps": True, "batches": True, "noise_aware": True}  # all three [ext]
+    exact = True  # "exactly up to isomorphism when the replayed gradient matches" (the paper's claim)
     threat_model = ("exact FedSGD gradient of one graph (of a batch with the [ext] `batches`; local steps on one "
                     "batch with the [ext] `local_steps`; a noisy or clipped update with the [ext] `noise_aware`, "
                     "its noise read from the spectrum, and [ext] `rank_closed` ranking candidates where the noise "

@@ -7,7 +7,7 @@ does not; GRAIN's GSM function itself is ``fedgraph_sim.metrics.gsm.gsm`` (the p
 """
 
 from fedgraph_sim.exports import lazy_exports
-from fedgraph_sim.metrics.aggregate import aggregate, bootstrap_ci, wilson_interval
+from fedgraph_sim.metrics.aggregate import aggregate, bootstrap_ci, mean_interval, none_seen_bound, wilson_interval
 from fedgraph_sim.metrics.alignment import ALIGNMENTS, identity_alignment, matched_alignment
 from fedgraph_sim.metrics.catalogue import (PLACES, PRIORS, Metric, all_metrics, direction_note, metric,
                                             metric_column, metric_names, prior_note, register_metric, shown_in)
@@ -17,5 +17,5 @@ __getattr__, _lazy = lazy_exports(__name__, {"EvaluationGNN": "gsm", "gsm_with_o
                                              "graph_metrics": "score", "score_reconstruction": "score"})
 
 __all__ = ["ALIGNMENTS", "ENTRY_SETS", "PLACES", "PRIORS", "Metric", "aggregate", "all_metrics", "bootstrap_ci",
-           "direction_note", "identity_alignment", "matched_alignment", "metric", "metric_column", "metric_names",
-           "prior_note", "register_metric", "shown_in", *_lazy, "wilson_interval"]
+           "direction_note", "identity_alignment", "matched_alignment", "mean_interval", "metric", "metric_column",
+           "metric_names", "none_seen_bound", "prior_note", "register_metric", "shown_in", *_lazy, "wilson_interval"]

@@ -63,3 +63,39 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054) -
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def none_seen_bound(trials: int, level: float = 0.95) -> float:
+    r"""The one-sided upper confidence bound on a rate when none of ``trials`` showed it (the exact
+    Clopper-Pearson bound for zero successes; Clopper and Pearson, Biometrika 1934):
+
+    .. math::
+        p_{\max} = 1 - (1 - \text{level})^{1/n}
+
+    It is at most 5% from 59 trials on at the default 95% (the "rule of three", 3/n, approximates
+    it). ``nan`` for no trials."""
+    if trials <= 0:
+        return float("nan")
+    return 1.0 - (1.0 - level) ** (1.0 / trials)
+
+
+def mean_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
+    r"""The mean of a few values and its Student-t interval,
+
+    .. math::
+        \bar x \pm t_{(1 + \text{level})/2,\, n - 1} \, \frac{s}{\sqrt n},
+
+    for quantities such as a test accuracy over a handful of seeds, where a bootstrap of three
+    values is meaningless. NaN values are dropped; ``(mean, nan, nan)`` for one value, all ``nan``
+    for none."""
+    from scipy.stats import t
+
+    data = np.asarray([float(v) for v in values], dtype=np.float64)
+    data = data[~np.isnan(data)]
+    if data.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(data.mean())
+    if data.size == 1:
+        return mean, float("nan"), float("nan")
+    half = float(t.ppf((1 + level) / 2, data.size - 1) * data.std(ddof=1) / math.sqrt(data.size))
+    return mean, mean - half, mean + half

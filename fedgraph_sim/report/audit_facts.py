@@ -10,17 +10,21 @@ round, a what-if setting) has one of three outcomes, never two:
   most (one attack the server ran, not a union that would need the truth to pick from), over the
   graphs it attacked, a failed call counting 0, with the Wilson 95% interval of the rate;
 - ``no leak found``: calls completed on n graphs and rebuilt none; n counts only graphs whose call
-  completed (a failure is no evidence for the defender), with the Wilson 95% upper bound on the
-  rate: an audit finds leaks, it cannot prove their absence;
+  returned a reconstruction (a failed attack is no evidence for the defender), with the one-sided
+  95% upper bound on the rate: an audit finds leaks, it cannot prove their absence;
 - ``not measured``: no attack applies, every call failed, crashed or timed out before it was
   scored, or the federation diverged; with the reason.
 
-Each cell counts its graphs whose call completed, failed and timed out. A what-if setting *stops*
-the exact attacks only when it found no leak where the federation as configured leaked over the
-same rounds and attacks, and a one-sided Fisher exact test says the difference is not chance
-(p < 0.05); otherwise it is ``undecided``, ``leaks`` or ``not measured``. Gains are each attack's
-mean information gain over the best gradient-free prior on the same graphs (``gain_*``), with
-their intervals.
+Each cell counts its graphs whose call completed, failed and timed out. A claim is *decided* when
+it is a leak (with its interval), or no leak found in n >= 59 graphs, where the one-sided 95%
+upper bound on the rate, 1 - 0.05^(1/n), is at most 5%; below that the cell is *undecided at n*.
+A what-if setting *stops* the exact attacks only when it found no leak, decided, where the
+federation as configured leaked at the same rounds, threat level and attacks, and a one-sided
+Fisher exact test says the difference is not chance (p < 0.05); otherwise its claim is
+``undecided``, ``leaks`` or ``not measured``. A what-if's accuracy and its cost against the
+federation as configured are means over seeds with Student-t 95% intervals (the cost paired by
+seed). Gains are each attack's mean information gain over the best gradient-free prior on the
+same graphs (``gain_*``), with their intervals.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
-from fedgraph_sim.metrics import PRIORS, bootstrap_ci, metric, wilson_interval
+from fedgraph_sim.metrics import PRIORS, bootstrap_ci, mean_interval, metric, none_seen_bound, wilson_interval
 from fedgraph_sim.results import is_attempted
 
 EXACT = "gsm_full_iso"
@@ -38,10 +42,16 @@ EXACT = "gsm_full_iso"
 #: node types and edges under the Hungarian matching (fair under any node order).
 GAINS = {"gsm_gsm2": "GSM-2", "matched_node_type_accuracy": "node types", "matched_adj_auc": "edges (AUC)"}
 LEAKS, NO_LEAK, NOT_MEASURED = "leaks", "no leak found", "not measured"
-#: Statuses of a call that completed: its graphs are evidence (``failed``: ran as designed and
-#: recovered nothing). Any other attempted status is a fault or a timeout: not evidence.
-COMPLETED = ("ok", "failed")
+#: The status of a call that completed: it returned a reconstruction, so its graphs are evidence.
+#: Any other attempted status is not: ``failed`` (the attack ran as designed and recovered
+#: nothing, e.g. GRAIN refusing a full-rank noisy update), a fault, or a timeout. A failed attack
+#: is no evidence for the defender.
+COMPLETED = ("ok",)
 STOP_P = 0.05  # a stop claim's one-sided Fisher exact test against the as-configured leak
+DECIDED_BOUND = 0.05  # no leak found is decided once the rate's 95% upper bound is this low (n >= 59)
+AS_CONFIGURED = "as configured"  # the what-if's name for the user's own federation
+NOTHING_APPLIES = "no attack applies"
+OUT_OF_TIME = "not attacked: the audit's wall budget ended first"
 #: The evidence columns whose metric counts a failed call as 0 (``Metric.counts_failures``).
 COUNTS_FAILURES = {c for c in GAINS if metric(c.split("_", 1)[1]).counts_failures}
 
@@ -82,18 +92,31 @@ def cell(rows: list[dict], diverged: str | None = None) -> dict:
     leaking = {a: v for a, v in exact_by_attack(rows).items() if sum(v)}
     if leaking:
         name = min(leaking, key=lambda a: (-sum(leaking[a]), -len(leaking[a]), a))
-        return {"outcome": LEAKS, "attack": name, **_rate(leaking[name]), **counts}
+        return {"outcome": LEAKS, "attack": name, **_rate(leaking[name]), "decided": True, **counts}
     completed: dict[str, int] = defaultdict(int)
     for row in attempted:
         completed[row["attack"]] += row["status"] in COMPLETED
     if not attempted or not max(completed.values(), default=0):
-        reason = ("no attack applies" if not attempted else
+        reason = (NOTHING_APPLIES if not attempted else
                   "every call failed, crashed or timed out before it was scored")
         return {"outcome": NOT_MEASURED, "reason": reason, **counts}
     name = min(completed, key=lambda a: (-completed[a], a))  # the attack with the most evidence
     n = completed[name]
-    return {"outcome": NO_LEAK, "attack": name, "exact": 0, "attacked": n, "rate": 0.0,
-            "ci": [_finite(v) for v in wilson_interval(0, n)], **counts}
+    bound = none_seen_bound(n)
+    return {"outcome": NO_LEAK, "attack": name, "exact": 0, "attacked": n, "rate": 0.0, "ci": [0.0, bound],
+            "decided": bound <= DECIDED_BOUND, **counts}
+
+
+def not_attacked(reason: str, chosen: bool = True) -> dict:
+    """A verdict cell the audit did not attack, and why: not measured, never evidence. ``chosen``:
+    by the audit's rules (``skipped``: no claim rests on it), not because its budget ran out."""
+    return {"outcome": NOT_MEASURED, "reason": reason, "skipped": chosen, "completed": 0, "failed": 0,
+            "timed_out": 0}
+
+
+def decided(cell_: dict) -> bool:
+    """Whether a cell's claim is decided: a leak, or no leak found on enough graphs."""
+    return cell_["outcome"] == LEAKS or (cell_["outcome"] == NO_LEAK and cell_["decided"])
 
 
 def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
@@ -162,9 +185,10 @@ def _diverged(attacked: list[dict]) -> str | None:
 
 def stop_claim(own: dict, other: dict) -> tuple[str, float | None]:
     """Whether a what-if cell ``other`` stops the exact attacks that ``own`` (the federation as
-    configured, same rounds and attacks) measured leaking, with the one-sided Fisher exact test's
-    p-value: ``stops`` (no leak found, and p < 0.05), ``undecided`` (no leak found, too few graphs
-    to tell from the leak), ``leaks``, ``not measured``, or ``no leak to stop`` (own found none)."""
+    configured, same rounds, level and attacks) measured leaking, with the one-sided Fisher exact
+    test's p-value: ``stops`` (no leak found on enough graphs to decide, and p < 0.05),
+    ``undecided`` (no leak found, on too few graphs to bound the rate or to tell from the leak),
+    ``leaks``, ``not measured``, or ``no leak to stop`` (own found none)."""
     if other["outcome"] != NO_LEAK:
         return other["outcome"], None
     if own["outcome"] != LEAKS:
@@ -173,58 +197,97 @@ def stop_claim(own: dict, other: dict) -> tuple[str, float | None]:
 
     table = [[own["exact"], own["attacked"] - own["exact"]], [0, other["attacked"]]]
     p = float(fisher_exact(table, alternative="greater").pvalue)
-    return ("stops" if p < STOP_P else "undecided"), p
+    return ("stops" if p < STOP_P and other["decided"] else "undecided"), p
 
 
-def what_if(rows: list[dict], base: list[dict]) -> list[dict]:
-    """Per what-if setting (and the user's own, first, over the same rounds and attacks): the
-    verdict cell at the ``hints`` level, final test accuracy and its cost against the user's,
-    DP's epsilon, and the stop claim (:func:`stop_claim`)."""
-    def row_of(label: str, attacked: list[dict]) -> dict:
-        accuracy = next((_finite(r.get("test_accuracy")) for r in attacked if "test_accuracy" in r), None)
-        epsilons = [_finite(r.get("defense_epsilon")) for r in attacked]
-        return {"setting": label, "best": cell(attacked, _diverged(attacked)), "accuracy": accuracy,
-                "epsilon": max((e for e in epsilons if e is not None), default=None)}
+def unit_rows(rows: list[dict], like: list[dict]) -> list[dict]:
+    """Those of ``rows`` on the units (seed and round) that ``like`` covers: a stop claim's leak
+    is measured on the same units as the setting it is compared with."""
+    covered = {(r.get("seed"), r["round"]) for r in like}
+    return [r for r in rows if (r.get("seed"), r["round"]) in covered]
 
-    rounds = {r["round"] for r in rows}
-    attacks = {r["attack"] for r in rows}
-    own = row_of("as configured", [r for r in base if r["round"] in rounds and r["attack"] in attacks
-                                   and r["threat_level"] == "hints"])
-    settings: dict[str, list[dict]] = defaultdict(list)
+
+def _interval_of(values: list[float]) -> dict:
+    mean, low, high = mean_interval(values)
+    return {"mean": _finite(mean), "ci": [_finite(low), _finite(high)], "seeds": len(values)}
+
+
+def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
+    """Per what-if setting, the federation as configured first: the verdict cell at the ``hints``
+    level (pooled over its seeds and rounds), its test accuracy over seeds and the cost against
+    the federation as configured (paired by seed), DP's epsilon, and the stop claim
+    (:func:`stop_claim`). ``federations``: each trained what-if federation's ``setting``, ``seed``
+    and final ``accuracy``. A setting with no rows was not attacked: a more accurate one already
+    stops the exact attacks, or the wall budget ended first."""
+    accuracy: dict[str, dict[int, float | None]] = defaultdict(dict)
+    for fed in federations:
+        accuracy[fed["setting"]][fed["seed"]] = _finite(fed.get("accuracy"))
+    by_setting: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
-        settings[row["setting"]].append(row)
-    out = [own] + [row_of(label, attacked) for label, attacked in settings.items()]
-    for entry in out:
-        entry["accuracy_cost"] = (own["accuracy"] - entry["accuracy"]
-                                  if own["accuracy"] is not None and entry["accuracy"] is not None else None)
-        entry["stop"], entry["stop_p"] = (None, None) if entry is own else stop_claim(own["best"], entry["best"])
-        entry["stops"] = entry["stop"] == "stops"
+        by_setting[row["setting"]].append(row)
+    own_accuracy = accuracy.get(AS_CONFIGURED, {})
+    out = []
+    for label in [AS_CONFIGURED] + [s for s in accuracy if s != AS_CONFIGURED]:
+        seeds = accuracy.get(label, {})
+        values = [v for v in seeds.values() if v is not None]
+        costs = [own_accuracy[s] - v for s, v in seeds.items()
+                 if v is not None and own_accuracy.get(s) is not None]
+        diverged = ("the federation diverged (its test accuracy is not a number)"
+                    if seeds and not values else None)
+        attacked = by_setting.get(label, [])
+        epsilons = [_finite(r.get("defense_epsilon")) for r in attacked]
+        out.append({"setting": label, "seeds": sorted(seeds), "accuracy": _interval_of(values),
+                    "accuracy_cost": None if label == AS_CONFIGURED else _interval_of(costs),
+                    "epsilon": max((e for e in epsilons if e is not None), default=None),
+                    "best": cell(attacked, diverged) if attacked or diverged else None,
+                    "rounds": sorted({r["round"] for r in attacked})})
+    own, own_rows = out[0], by_setting.get(AS_CONFIGURED, [])
+    own["best"] = own["best"] or not_attacked(OUT_OF_TIME, chosen=False)
+    own.update(stop=None, stop_p=None, against=None, stops=False)
+    for entry in out[1:]:  # each claim against the leak on the same units
+        if entry["best"] is not None:
+            entry["against"] = cell(unit_rows(own_rows, by_setting[entry["setting"]])) if own_rows else own["best"]
+            entry["stop"], entry["stop_p"] = stop_claim(entry["against"], entry["best"])
+            entry["stops"] = entry["stop"] == "stops"
+    for entry in out[1:]:
+        if entry["best"] is None:
+            accurate = entry["accuracy"]["mean"] if entry["accuracy"]["mean"] is not None else -math.inf
+            cheaper = [o for o in out[1:] if o.get("stops") and (o["accuracy"]["mean"] or 0) >= accurate]
+            entry["best"] = (not_attacked(f"not attacked: {cheaper[0]['setting']}, as accurate or more, already "
+                                          "stops the exact attacks") if cheaper else not_attacked(OUT_OF_TIME, False))
+            entry.update(against=own["best"], stops=False)
+            entry["stop"], entry["stop_p"] = stop_claim(own["best"], entry["best"])
     return out
 
 
 def cheapest_stop(settings: list[dict]) -> dict | None:
     """Of the what-if settings that stop the exact attacks (:func:`stop_claim`), the one whose
-    model is most accurate; never one that was not measured or is undecided."""
-    stopping = [s for s in settings[1:] if s["stops"] and s["accuracy"] is not None]
-    return max(stopping, key=lambda s: s["accuracy"]) if stopping else None
+    model is most accurate (mean over seeds); never one that was not measured or is undecided."""
+    stopping = [s for s in settings[1:] if s["stops"] and s["accuracy"]["mean"] is not None]
+    return max(stopping, key=lambda s: s["accuracy"]["mean"]) if stopping else None
 
 
-def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note: str | None = None) -> dict:
-    """Everything the page and ``--fail-on`` read, JSON-ready."""
+def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note: str | None = None,
+                what_if_federations: list[dict] = ()) -> dict:
+    """Everything the page and ``--fail-on`` read, JSON-ready. ``plan["not_attacked"]``: level ->
+    round -> why the audit did not attack that cell; ``what_if_federations``: see :func:`what_if`."""
     base = [r for r in rows if not r.get("setting")]
     others = [r for r in rows if r.get("setting")]
+    skipped = plan.get("not_attacked", {})
     levels = {}
     for level in plan["levels"]:
         at_level = [r for r in base if r.get("threat_level") == level]
+        reasons = skipped.get(level, {})
         levels[level] = {"text": plan["level_text"][level],
-                         "rounds": {str(rnd): cell([r for r in at_level if r["round"] == rnd])
-                                    for rnd in plan["rounds"]},
+                         "rounds": {str(rnd): not_attacked(reasons[str(rnd)]) if str(rnd) in reasons else
+                                    cell([r for r in at_level if r["round"] == rnd]) for rnd in plan["rounds"]},
                          "gains": gains(at_level)}
-    settings = what_if(others, base) if others else []
-    tried = sorted({r["round"] for r in others})
+    settings = what_if(others, list(what_if_federations)) if what_if_federations else []
     return {"config": plan["config"], "rounds": plan["rounds"], "budget": plan["budget"], "levels": levels,
-            "attacks": applicability(base), "utility": utility, "what_if": settings,
-            "skipped_what_if": plan.get("skipped", {}), "what_if_note": what_if_note, "what_if_rounds": tried,
+            "attacks": applicability(base), "utility": utility, "majority_rate": plan.get("majority_rate"),
+            "unfinished": plan.get("unfinished", 0),
+            "what_if": settings, "skipped_what_if": plan.get("skipped", {}), "what_if_note": what_if_note,
+            "what_if_rounds": sorted({r["round"] for r in others}),
             "cheapest_stop": cheapest_stop(settings) if settings else None}
 
 
@@ -242,9 +305,36 @@ def describe(cell_: dict) -> str:
         return (f"leaks: {cell_['exact']} of {cell_['attacked']} graphs rebuilt exactly by {cell_['attack']} "
                 f"(95% CI {low}-{high}%; {fates})")
     if cell_["outcome"] == NO_LEAK:
-        return (f"no leak found: 0 of {cell_['attacked']} graphs ({cell_['attack']}; the rate is below "
-                f"{100 * cell_['ci'][1]:.0f}% with 95% confidence; {fates})")
+        bound = f"{100 * cell_['ci'][1]:.0f}%"
+        if cell_["decided"]:
+            return (f"no leak found: 0 of {cell_['attacked']} graphs ({cell_['attack']}; the rate is below {bound} "
+                    f"with 95% confidence; {fates})")
+        return (f"undecided at {cell_['attacked']}: no leak found in 0 of {cell_['attacked']} graphs "
+                f"({cell_['attack']}; the rate may still be up to {bound}; {fates})")
+    if cell_.get("skipped"):
+        return f"not measured: {cell_['reason']}"
     return f"not measured: {cell_['reason']} ({fates})"
+
+
+def points(interval: dict) -> str:
+    """An accuracy or a cost over seeds in points, with its interval (none from one seed)."""
+    if interval["mean"] is None:
+        return "not measured"
+    low, high = interval["ci"]
+    spread = f"[{100 * low:+.1f}, {100 * high:+.1f}]" if low is not None else "no interval from one seed"
+    return f"{100 * interval['mean']:+.1f} points {spread}, {interval['seeds']} seeds"
+
+
+def price(cost: dict) -> str:
+    """What a what-if setting costs in test accuracy, said only as far as its interval goes."""
+    if cost["mean"] is None:
+        return "an accuracy cost not measured"
+    low, high = cost["ci"]
+    if low is None:
+        return f"a test-accuracy cost of {points(cost)} (one seed: no interval)"
+    if low > 0:
+        return f"a test-accuracy cost of {points(cost)}"
+    return f"no test-accuracy cost detected ({points(cost)})"
 
 
 def verdict_lines(facts: dict) -> list[str]:
@@ -261,24 +351,28 @@ def verdict_lines(facts: dict) -> list[str]:
     if facts.get("what_if_note"):
         lines.append(f"What if: {facts['what_if_note']}.")
     elif facts.get("what_if"):
-        own = facts["what_if"][0]["best"]
+        own = facts["what_if"][0]
+        seeds = len(own["seeds"])
         if stop:
-            cost = stop["accuracy_cost"]
-            if cost is None:
-                price = "an accuracy cost not measured"
-            elif cost >= 0:
-                price = f"a cost of {100 * cost:.1f} points of test accuracy (one run each)"
-            else:  # one federation each: a defended model may well end more accurate
-                price = (f"no accuracy cost detected (its test accuracy ended {-100 * cost:.1f} points higher, "
-                         "one run each)")
-            lines.append(f"The cheapest tried setting that stops the exact attacks ({_rounds(facts)}) is "
-                         f"{stop['setting']}: {describe(stop['best'])}, against {describe(own)} as configured "
-                         f"(one-sided Fisher exact p = {stop['stop_p']:.3g}), at {price}.")
+            lines.append(f"The cheapest tried setting that stops the exact attacks ({_rounds(facts)}, {seeds} seeds) "
+                         f"is {stop['setting']}: {describe(stop['best'])}, against {describe(stop['against'])} as "
+                         "configured on the same seeds and rounds (one-sided Fisher exact p = "
+                         f"{stop['stop_p']:.3g}), at {price(stop['accuracy_cost'])}.")
         else:
             claims = ", ".join(f"{s['setting']} {s['stop']}" for s in facts["what_if"][1:])
-            lines.append(f"No tried setting is shown to stop the exact attacks ({_rounds(facts)}): {claims}. "
-                         "A setting that found no leak is a stop only against a leak measured at the same "
-                         "rounds, with enough graphs to tell them apart.")
+            lines.append(f"No tried setting is shown to stop the exact attacks ({_rounds(facts)}, {seeds} seeds): "
+                         f"{claims}. A setting that found no leak is a stop only against a leak measured at the "
+                         "same rounds, on at least 59 graphs, with a one-sided Fisher exact p < 0.05.")
+        accuracy, majority = own["accuracy"], facts.get("majority_rate")
+        if accuracy["mean"] is not None:
+            low, high = accuracy["ci"]
+            spread = f" [{low:.2f}, {high:.2f}]" if low is not None else ""
+            beside = f"; always predicting the majority class scores {majority:.2f}" if majority is not None else ""
+            lines.append(f"As configured, the global model's test accuracy is {accuracy['mean']:.2f}{spread} over "
+                         f"{accuracy['seeds']} seeds{beside}.")
+    if facts.get("unfinished"):
+        lines.append(f"The wall budget ended with {facts['unfinished']} job(s) unfinished: the claims they would have "
+                     "decided are undecided (fedgraph-sim audit --resume continues).")
     lines.append("An audit finds leaks; it cannot prove their absence: these attacks, this budget, give a lower "
                  "bound on what the server learns.")
     return [line for line in lines if line]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.report.artifacts import new_figure
-from fedgraph_sim.report.audit_facts import GAINS, LEAKS, NO_LEAK, audit_facts, verdict_lines, write_facts
+from fedgraph_sim.report.audit_facts import GAINS, LEAKS, NO_LEAK, audit_facts, points, verdict_lines, write_facts
 from fedgraph_sim.report.html import Page
 from fedgraph_sim.results import provenance_line, read_rows
 from fedgraph_sim.utility import read_utility
@@ -36,8 +36,17 @@ def _outcome(cell: dict) -> str:
         low, high = (round(100 * x) for x in cell["ci"])
         return f"leaks: {cell['exact']} of {cell['attacked']} [{low}-{high}%]"
     if cell["outcome"] == NO_LEAK:
-        return f"no leak found: 0 of {cell['attacked']} [rate < {100 * cell['ci'][1]:.0f}%]"
+        found = "no leak found" if cell["decided"] else f"undecided at {cell['attacked']}: no leak found in"
+        return f"{found} 0 of {cell['attacked']} [rate < {100 * cell['ci'][1]:.0f}%]"
     return f"not measured: {cell['reason']}"
+
+
+def _accuracy(interval: dict) -> str:
+    if interval["mean"] is None:
+        return "-"
+    low, high = interval["ci"]
+    spread = f" [{low:.2f}, {high:.2f}]" if low is not None else " (one seed)"
+    return f"{interval['mean']:.2f}{spread}, {interval['seeds']} seeds"
 
 
 def _claim(setting: dict) -> str:
@@ -102,10 +111,17 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
     page.paragraph("Three outcomes. Leaks: k graphs rebuilt exactly (the graph up to node order, every node's "
                    "features and every edge: GRAIN's strictest criterion, Drencheva et al., ICLR 2025) by the one "
                    "attack with the most, over the graphs it attacked, failures counting 0, with the Wilson 95% "
-                   "interval. No leak found: 0 of the n graphs whose call completed, with the 95% upper bound on "
-                   "the rate; a failed or timed-out call is no evidence either way. Not measured: no attack "
-                   "applies, every call failed, or the federation diverged. An audit finds leaks; it cannot prove "
-                   "their absence.", css="note")
+                   "interval. No leak found: 0 of the n graphs whose call returned a reconstruction, with the "
+                   "one-sided 95% upper bound on the rate, decided from n = 59 on (the bound below 5%) and "
+                   "'undecided at n' before; a failed or timed-out call is no evidence either way. Not measured: "
+                   "no attack applies, every call failed, the federation diverged, or the audit did not attack the "
+                   "cell (the reason says why: the weaker levels are attacked only where the strongest rebuilt "
+                   "graphs). An audit finds leaks; it cannot prove their absence: these attacks, this budget, give a "
+                   "lower bound on what the server learns.", css="note")
+    page.paragraph("Rows named <attack>@ext run the attack with options beyond its paper, this "
+                   "project's extensions that widen where it applies (FedAvg updates, batches, noisy updates); each "
+                   "attack module's documentation names them (docs/audit.md, 'Attacks beyond their papers').",
+                   css="note")
     page.heading("Evidence: what each attack learnt beyond the priors", "evidence")
     page.paragraph("Mean gain over the best gradient-free prior on the same graphs (auxiliary graphs and the node "
                    "count), with its bootstrap 95% interval; + means the update taught the server something. GSM-2 "
@@ -133,34 +149,46 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
     page.heading("What if", "what-if")
     if facts["what_if"]:
         rounds = ", ".join(map(str, facts["what_if_rounds"]))
-        page.paragraph(f"The same federation with one change, trained to the end for its accuracy and attacked at "
-                       f"the strongest threat level by the attacks that rebuilt graphs exactly in your federation, in "
-                       f"the rounds they did (round(s) {rounds}); 'as configured' is your own over the same rounds "
-                       "and attacks.", css="note")
-        page.table(["setting", f"exact in round(s) {rounds}", "attack", "test accuracy", "accuracy cost",
-                    "epsilon", "stop claim (one-sided Fisher p)"],
-                   [[s["setting"], _outcome(s["best"]), s["best"].get("attack") or "-", _pct(s["accuracy"]),
-                     "-" if s["accuracy_cost"] is None else f"{100 * s['accuracy_cost']:.1f} points",
-                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}",
-                     _claim(s)] for s in facts["what_if"]])
+        seeds = len(facts["what_if"][0]["seeds"])
+        page.paragraph(f"Your federation as configured and with one change each, trained to the end over {seeds} "
+                       "seeds, then attacked at the strongest threat level on every client's update by the attacks "
+                       f"that rebuilt graphs exactly in your federation, one seed's round at a time (rounds {rounds}), "
+                       "until each claim was decided: a leak, or no leak found on at least 59 graphs (the rate below "
+                       "5%). A setting stops the leak only against the federation as configured on the same seeds "
+                       "and rounds, by a one-sided Fisher exact test (p < 0.05). Accuracy and its cost (paired by "
+                       "seed) are means with Student-t 95% intervals; 'no cost detected' is said with its interval.",
+                       css="note")
+        page.table(["setting", "exact at the strongest level", "attack", "as configured on the same units",
+                    "stop claim (one-sided Fisher p)", "test accuracy [95% CI]", "accuracy cost [95% CI]", "epsilon"],
+                   [[s["setting"], _outcome(s["best"]), s["best"].get("attack") or "-",
+                     "-" if s["against"] is None else _outcome(s["against"]), _claim(s), _accuracy(s["accuracy"]),
+                     "-" if s["accuracy_cost"] is None else points(s["accuracy_cost"]),
+                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}"] for s in facts["what_if"]])
+        if facts.get("majority_rate") is not None:
+            page.paragraph(f"Always predicting the majority class scores {facts['majority_rate']:.2f} on the test "
+                           "split: a model below it has learnt nothing usable.", css="note")
         for label, reason in facts["skipped_what_if"].items():
             page.paragraph(f"Not tried: {label} ({reason}).", css="note")
     else:
         page.paragraph(f"What if: {facts['what_if_note'] or 'not run'}.")
     budget = facts["budget"]
-    page.paragraph(f"Budget: {budget['seconds']:g} s per attack call, {budget['clients']} clients attacked per round, "
-                   f"{budget['graphs']} graphs scored per update. {provenance_line()}", css="note")
+    page.paragraph(f"Budget: {budget['seconds']:g} s per attack call, {budget['clients']} clients attacked per round "
+                   f"in the first stage (every client in the what-if), {budget['graphs']} graphs scored per update, "
+                   f"{budget.get('seeds', 1)} seeds per what-if setting, {budget.get('minutes', '-')} minutes of wall "
+                   f"time. {provenance_line()}", css="note")
     return page.render()
 
 
 def write_audit(audit_dir: str | Path, plan: dict, cell_dirs: list[Path], federation_dir: Path,
-                what_if_dir: Path | None = None, what_if_note: str | None = None) -> dict:
+                what_if_dir: Path | None = None, what_if_note: str | None = None,
+                what_if_federations: list[dict] = ()) -> dict:
     """``audit.json`` and ``audit.html`` in ``audit_dir`` (its rows, and the what-if stage's in
-    ``what_if_dir`` when it ran), described by ``plan`` (``runtime.audit_plan.describe``), the
-    drawings of ``cell_dirs``, the utility of ``federation_dir``; returns the facts."""
+    ``what_if_dir`` when it ran, with its trained federations' accuracies), described by ``plan``
+    (``runtime.audit_plan.describe``), the drawings of ``cell_dirs``, the utility of
+    ``federation_dir``; returns the facts."""
     audit_dir = Path(audit_dir)
     rows = read_rows(audit_dir) + (read_rows(what_if_dir) if what_if_dir is not None else [])
-    facts = audit_facts(rows, read_utility(federation_dir), plan, what_if_note)
+    facts = audit_facts(rows, read_utility(federation_dir), plan, what_if_note, what_if_federations)
     write_facts(audit_dir / "audit.json", facts)
     with tempfile.TemporaryDirectory() as tmp:
         page = render_audit(facts, _drawings(cell_dirs, Path(tmp)))

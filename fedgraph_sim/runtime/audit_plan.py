@@ -14,12 +14,18 @@ What it attacks:
   with per-graph hints, the node count and the label. The priors are always scored with the
   auxiliary graphs and the node count: a prior gets every advantage any attack gets.
 - **Three rounds of the user's own training**: the first, the middle and the last.
-- **What if** (``WHAT_IF``), a second stage planned from the first: the same federation under a
-  small ladder of defenses and training changes, trained to the end for its accuracy and attacked
-  at the strongest threat level by the attacks that rebuilt graphs exactly, in the rounds they did.
+- **The budget where leaks are**: the strongest level runs first, every attack on each audited
+  round's first updates, the attacks that can rebuild a graph exactly (``Attack.exact``) first
+  among them. The weaker levels (:func:`plan_levels`) are attacked only by the attacks that
+  rebuilt a graph exactly there, and only in the rounds they did: what finds nothing with more
+  knowledge is not repeated with less. An attack that cannot apply to an update returns at once,
+  with its reason, before any reconstruction starts.
+- **What if** (``WHAT_IF``, :mod:`fedgraph_sim.runtime.what_if_plan`), planned from the first
+  stage: the same federation under a small ladder of defenses and training changes, over seeds,
+  attacked at the strongest threat level until each claim is decided.
 
 Budgets are bounded (:class:`AuditBudget`): seconds per attack call, clients attacked per round,
-graphs scored per update.
+graphs scored per update, seeds per what-if setting, and minutes for the whole audit.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ LEVELS = {
     "aux": {"aux_graphs": True, "node_count": False, "label": False},
     "hints": {"aux_graphs": True, "node_count": True, "label": True},
 }
+STRONGEST = "hints"
 LEVEL_TEXT = {"update": "the update alone", "aux": "the update and auxiliary graphs",
               "hints": "the update, auxiliary graphs and each graph's node count and label"}
 
@@ -55,18 +62,26 @@ WHAT_IF = {
 
 @dataclass(frozen=True)
 class AuditBudget:
-    """How much an audit spends: ``seconds`` per attack call, ``clients`` attacked per round (a
-    seeded draw), ``graphs`` scored per update, ``workers`` attack processes per job."""
+    """How much an audit spends: ``seconds`` per attack call, ``clients`` attacked per round in the
+    first stage (a seeded draw: a round's first updates), ``graphs`` scored per update,
+    ``workers`` attack processes of the strongest level's cell, which runs alone (the later
+    cells run side by side, one process each), ``seeds`` federations per what-if setting (its accuracy
+    interval), ``minutes`` of wall time for the whole audit (what is not attacked by then is
+    undecided, and says so)."""
 
     seconds: float = 20.0
     clients: int = 2
     graphs: int = 4
-    workers: int = 1
+    workers: int = 2
+    seeds: int = 3
+    minutes: float = 30.0
 
     def check(self) -> None:
         require(self.seconds > 0, "--seconds", f"must be > 0 (got {self.seconds})")
         require(self.clients >= 1, "--clients", f"must be >= 1 (got {self.clients})")
         require(self.graphs >= 1, "--graphs", f"must be >= 1 (got {self.graphs})")
+        require(self.seeds >= 1, "--seeds", f"must be >= 1 (got {self.seeds})")
+        require(self.minutes > 0, "--minutes", f"must be > 0 (got {self.minutes})")
 
 
 def audited_rounds(rounds: int) -> list[int]:
@@ -76,29 +91,29 @@ def audited_rounds(rounds: int) -> list[int]:
 
 def candidates(only: list[str] | None = None) -> dict[str, dict]:
     """Row name -> attack parameters: every registered attack but the priors, in paper mode, and
-    ``<name>@ext`` with its ``audit_options`` where it declares some; ``only`` keeps those rows
-    (``--attacks``), refusing a name that is not one."""
+    ``<name>@ext`` with its ``audit_options`` where it declares some, the attacks that can rebuild
+    a graph exactly first; ``only`` keeps those rows (``--attacks``), refusing a name that is not
+    one."""
     from attacks.base import build_attack
 
     out: dict[str, dict] = {}
-    for name in registry.attacks.names():
-        if name in PRIORS:
-            continue
+    built = {name: build_attack(name) for name in registry.attacks.names() if name not in PRIORS}
+    for name, attack in sorted(built.items(), key=lambda item: not item[1].exact):  # stable: registry order
         out[name] = {}
-        options = getattr(build_attack(name), "audit_options", None)
-        if options:
-            out[f"{name}@ext"] = dict(options)
+        if attack.audit_options:
+            out[f"{name}@ext"] = dict(attack.audit_options)
     for name in only or ():
         require(name in out, "--attacks", f"'{name}' is not an attack the audit runs; valid: {', '.join(out)}")
     return {name: params for name, params in out.items() if only is None or name in only}
 
 
-def _attack_section(tree: dict, names: dict[str, dict], rounds: list[int], budget: AuditBudget) -> dict:
+def _attack_section(tree: dict, names: dict[str, dict], rounds: list[int], budget: AuditBudget,
+                    every_client: bool = False, workers: int = 1) -> dict:
     attack = tree.get("attack", {})
     return {**attack, "names": list(names), "params": {k: v for k, v in names.items() if v},
-            "rounds": rounds, "clients": "all", "clients_per_round": budget.clients,
+            "rounds": rounds, "clients": "all", "clients_per_round": None if every_client else budget.clients,
             "max_graphs": budget.graphs, "limit": {}, "time_budget": budget.seconds, "time_budgets": {},
-            "workers": budget.workers}
+            "workers": workers}
 
 
 def _with(tree: dict, overrides: dict) -> dict:
@@ -115,11 +130,15 @@ def _with(tree: dict, overrides: dict) -> dict:
     return tree
 
 
-def _federation(user: dict, label: str, overrides: dict, rounds: list[int], budget: AuditBudget, scenario):
-    """The federation of ``user`` with a what-if's ``overrides``, capturing ``rounds``: validated."""
+def federation_of(user: dict, label: str, overrides: dict, rounds: list[int], budget: AuditBudget, scenario,
+                  seed: int | None = None):
+    """The federation of ``user`` with a what-if's ``overrides`` (and ``seed``), capturing
+    ``rounds``: validated. ``scenario``: one built for the same data and seed, or None."""
     from fedgraph_sim.runtime.session import Session, resolve
 
     tree = _with(user, overrides)
+    if seed is not None:
+        tree["seed"] = seed
     tree["attack"] = _attack_section(tree, {}, rounds, budget)  # captures, attacks nothing
     config, scenario = resolve(tree, scenario=scenario)
     Session(config, scenario=scenario)
@@ -127,12 +146,15 @@ def _federation(user: dict, label: str, overrides: dict, rounds: list[int], budg
     return Federation(fed_id, config, DefenseSetting.of(config.defenses), label), scenario
 
 
-def _cell(federation: Federation, names: dict[str, dict], rounds: list[int], level: str, budget: AuditBudget,
-          scenario) -> Cell:
+def cell_of(federation: Federation, names: dict[str, dict], rounds: list[int], level: str, budget: AuditBudget,
+            scenario, every_client: bool = False, workers: int = 1) -> Cell:
+    """``federation`` attacked at ``level`` in ``rounds`` by ``names`` (row -> parameters), on the
+    budget's first updates per round or, ``every_client``, on every update, in ``workers`` attack
+    processes: validated."""
     from fedgraph_sim.runtime.session import Session, resolve
 
     tree = federation.config.model_dump(mode="json")
-    tree["attack"] = _attack_section(tree, names, rounds, budget)
+    tree["attack"] = _attack_section(tree, names, rounds, budget, every_client, workers)
     tree["threat"].update(LEVELS[level])
     config, _ = resolve(tree, scenario=scenario)
     Session(config, scenario=scenario)
@@ -148,10 +170,11 @@ def _user_tree(config: RunConfig) -> dict:
 
 def plan_audit(config: RunConfig, budget: AuditBudget = AuditBudget(), what_if: list[str] | None = None,
                attacks: list[str] | None = None) -> Sweep:
-    """The audit of ``config``: its federation, attacked at every threat level in the first, middle
-    and last round by every candidate attack (``attacks``: only those). ``what_if`` (default every
-    ``WHAT_IF`` change, ``[]`` none) is recorded for the second stage (:func:`plan_what_if`). Every
-    job is validated here; ConfigError names the key."""
+    """The audit of ``config``: its federation, attacked at the strongest threat level in the first,
+    middle and last round by every candidate attack (``attacks``: only those); the weaker levels
+    follow from its rows (:func:`plan_levels`). ``what_if`` (default every ``WHAT_IF`` change,
+    ``[]`` none) is recorded for the what-if stage. Every job is validated here; ConfigError names
+    the key."""
     budget.check()
     what_if = list(WHAT_IF) if what_if is None else list(what_if)
     for name in what_if:
@@ -167,50 +190,70 @@ def plan_audit(config: RunConfig, budget: AuditBudget = AuditBudget(), what_if: 
     sweep = Sweep(name=_slug(f"audit-{config.name}"), folder=Path("."),
                   spec={"audit": user, "budget": asdict(budget), "what_if": what_if, "attacks": attacks})
     rounds = audited_rounds(config.federation.rounds)
-    federation, scenario = _federation(user, "", {}, rounds, budget, None)
+    federation, scenario = federation_of(user, "", {}, rounds, budget, None)
     sweep.federations.append(federation)
-    # the strongest level first: it has the most attacks that apply, so the longest cell starts
-    # at once and the others share the second job slot
-    sweep.cells += [_cell(federation, names, rounds, level, budget, scenario) for level in reversed(LEVELS)]
+    sweep.cells.append(cell_of(federation, names, rounds, STRONGEST, budget, scenario, workers=budget.workers))
     return sweep
 
 
-def plan_what_if(config: RunConfig, attacks: list[str], budget: AuditBudget = AuditBudget(),
-                 changes: list[str] | None = None, rounds: list[int] = (1,)) -> Sweep:
-    """The what-if stage: ``config`` under each of ``changes`` (default every ``WHAT_IF`` change),
-    trained to the end and attacked in ``rounds`` at the ``hints`` level by ``attacks`` (the ones
-    that rebuilt graphs exactly in the user's own federation, in the rounds they did). A change
-    the federation already has, or cannot have, is skipped with its reason (``spec["skipped"]``)."""
-    user = _user_tree(config)
-    names = {name: params for name, params in candidates().items() if name in attacks}
-    sweep = Sweep(name=_slug(f"what_if-{config.name}"), folder=Path("."),
-                  spec={"what_if": user, "attacks": sorted(names), "budget": asdict(budget), "changes": changes,
-                        "rounds": list(rounds)})
-    skipped = sweep.spec["skipped"] = {}
-    scenario = None
-    for label, overrides in WHAT_IF.items():
-        if changes is not None and label not in changes:
-            continue
-        if _with(user, overrides) == user:
-            skipped[label] = "the federation already has it"
-            continue
-        try:
-            federation, scenario = _federation(user, label, overrides, list(rounds), budget, scenario)
-        except ConfigError as exc:  # this federation cannot have it: said on the page, not fatal
-            skipped[label] = str(exc)
-            continue
-        sweep.federations.append(federation)
-        sweep.cells.append(_cell(federation, names, list(rounds), "hints", budget, scenario))
-    return sweep
+def _exact_by_round(rows: list[dict]) -> dict[int, list[str]]:
+    """Round -> the attacks that rebuilt a graph exactly in it at the strongest level."""
+    from fedgraph_sim.report.audit_facts import EXACT
+
+    out: dict[int, set[str]] = {}
+    for row in rows:
+        if row.get("threat_level") == STRONGEST and row.get(EXACT) == 1.0 and row["attack"] not in PRIORS:
+            out.setdefault(row["round"], set()).add(row["attack"])
+    return {rnd: sorted(names) for rnd, names in sorted(out.items())}
 
 
-def describe(sweep: Sweep, what_if: Sweep | None = None) -> dict:
+def plan_levels(sweep: Sweep, rows: list[dict]) -> list[Cell]:
+    """The weaker levels' cells, from the strongest level's ``rows``: each attacked only by the
+    attacks that rebuilt a graph exactly at the strongest level, in the rounds they did (none when
+    nothing was rebuilt there; :func:`not_attacked` says why)."""
+    leaks = _exact_by_round(rows)
+    if not leaks:
+        return []
+    federation = sweep.federations[0]
+    budget = AuditBudget(**sweep.spec["budget"])
+    params = candidates(sweep.spec.get("attacks"))
+    names = {name: params[name] for name in params if any(name in found for found in leaks.values())}
+    return [cell_of(federation, names, list(leaks), level, budget, None) for level in LEVELS if level != STRONGEST]
+
+
+def not_attacked(sweep: Sweep, rows: list[dict]) -> dict[str, dict[str, str]]:
+    """Level -> round -> why the audit did not attack that weaker-level cell."""
+    leaks = _exact_by_round(rows)
+    first = AuditBudget(**sweep.spec["budget"]).clients
+    reason = (f"not attacked: no attack rebuilt a graph exactly in this round's first {first} update(s) at the "
+              "strongest level, which gives the server more")
+    rounds = audited_rounds(sweep.federations[0].config.federation.rounds)
+    return {level: {str(rnd): reason for rnd in rounds if rnd not in leaks} for level in LEVELS if level != STRONGEST}
+
+
+def majority_rate(config: RunConfig) -> float | None:
+    """The test accuracy of always predicting the test split's most frequent class (None without
+    a test split or for regression): the floor a trained classifier must clear."""
+    import numpy as np
+
+    from fedgraph_sim.scenario import cached_scenario
+
+    scenario = cached_scenario(config.model_dump_json())
+    if not len(scenario.test) or scenario.dataset.task_type != "classification":
+        return None
+    labels = np.asarray(scenario.dataset.labels)[scenario.test]
+    return float(np.bincount(labels.astype(int)).max() / len(labels))
+
+
+def describe(sweep: Sweep, rows: list[dict], what_if: Sweep | None = None) -> dict:
     """What the audit's facts say about how it was run (``report.audit_facts``): the user's
-    federation, the audited rounds, the budget, the threat levels, the what-if changes not tried."""
+    federation, the audited rounds, the budget, the threat levels, the cells not attacked and why,
+    the majority-class rate, the what-if changes not tried."""
     config = sweep.federations[0].config
     return {"config": {"name": config.name, "dataset": config.data.dataset,
                        "clients": config.federation.num_clients, "rounds": config.federation.rounds,
                        "train": config.train.model_dump(mode="json"), "defenses": config.defenses},
             "rounds": audited_rounds(config.federation.rounds), "budget": sweep.spec["budget"],
-            "levels": list(LEVELS), "level_text": LEVEL_TEXT,
+            "levels": list(LEVELS), "level_text": LEVEL_TEXT, "not_attacked": not_attacked(sweep, rows),
+            "majority_rate": majority_rate(config),
             "skipped": what_if.spec.get("skipped", {}) if what_if is not None else {}}

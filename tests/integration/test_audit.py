@@ -52,7 +52,7 @@ def test_an_audit_reports_exact_reconstructions_and_what_dp_sgd_costs_to_stop_th
     text = (out / "audit.html").read_text()
     assert "graphs rebuilt exactly by grain" in text and "dp_sgd_nm1" in text
     if dp["stops"]:
-        assert "stops the exact attacks (rounds 1, 2) is dp_sgd_nm1: no leak found: 0 of" in text
+        assert "stops the exact attacks (rounds 1, 2, 3 seeds) is dp_sgd_nm1: no leak found: 0 of" in text
 
     with Browser() as browser:
         seen = browser.open(out / "audit.html", VISIBLE)

@@ -78,5 +78,6 @@ def test_a_dry_run_validates_and_lists_the_plan_and_writes_nothing(tmp_path, con
     assert main(["--config", str(config), "--out", str(out), "--dry-run", "--what-if", "prune_0.9"]) == 0
     said = capsys.readouterr().out
     assert "50 rounds" not in said and "3 rounds, attacked in rounds 1, 2, 3" in said
-    assert "3 threat levels (hints, aux, update)" in said and "grain@ext" in said and "what if: prune_0.9" in said
+    assert "first at the strongest threat level (hints)" in said and "grain@ext" in said
+    assert "what if: prune_0.9" in said
     assert not out.exists()

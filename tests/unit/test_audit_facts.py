@@ -12,9 +12,14 @@ PLAN = {"config": {"name": "mine"}, "rounds": [1, 3], "budget": {}, "levels": ["
         "level_text": {"update": "the update alone", "hints": "the update and hints"}}
 
 
-def row(attack, exact=None, status="ok", level="hints", round=1, setting="", **extra):
+def row(attack, exact=None, status="ok", level="hints", round=1, setting="", seed=0, **extra):
     return {"attack": attack, "status": status, "threat_level": level, "round": round, "setting": setting,
-            "gsm_full_iso": exact, "graph_id": 0, **extra}
+            "gsm_full_iso": exact, "graph_id": 0, "seed": seed, **extra}
+
+
+def trained(accuracy: dict[str, list[float]]) -> list[dict]:
+    """What-if federations: setting -> its accuracy at seeds 0, 1, ..."""
+    return [{"setting": s, "seed": i, "accuracy": a} for s, values in accuracy.items() for i, a in enumerate(values)]
 
 
 def test_a_leak_is_the_attack_with_the_most_exact_graphs_failures_counting_zero():
@@ -33,8 +38,10 @@ def test_no_leak_found_counts_only_completed_calls_and_gives_the_upper_bound():
     rows = [row("grain", 0.0)] * 3 + [row("grain", None, status="crashed"), row("grain", None, status="timeout")]
     found = cell(rows)
     assert (found["outcome"], found["attacked"], found["failed"], found["timed_out"]) == (NO_LEAK, 3, 1, 1)
-    assert abs(found["ci"][0]) < 1e-12 and 0.5 < found["ci"][1] < 0.6  # 0 of 3: the rate may still be 56%
-    assert cell([row("grain", 0.0)] * 59)["ci"][1] <= 0.062  # 59 graphs: the bound near 5%
+    assert found["ci"][0] == 0 and 0.6 < found["ci"][1] < 0.65 and not found["decided"]  # 0 of 3: up to 63%
+    assert not cell([row("grain", 0.0)] * 58)["decided"]
+    decided = cell([row("grain", 0.0)] * 59)
+    assert decided["decided"] and decided["ci"][1] <= 0.05  # 59 graphs: the rate below 5%
 
 
 def test_failures_and_inapplicable_attacks_are_not_measured_never_evidence():
@@ -74,29 +81,44 @@ def test_an_attack_that_never_applied_keeps_the_strongest_levels_reason():
     assert out["grain"] == {"levels": ["hints"], "reason": None, "applies": True}
 
 
-def test_a_stop_is_claimed_only_against_a_leak_with_enough_graphs_to_tell():
-    base = [row("grain", 1.0, test_accuracy=0.8)] * 8 + [row("grain", 1.0, level="update", test_accuracy=0.8)]
-    others = ([row("grain", 0.0, setting="dp", test_accuracy=0.7, defense_epsilon=3.0)] * 8
-              + [row("grain", 0.0, setting="few", test_accuracy=0.79)]  # 0 of 1 against 8 of 8: p = 0.11
-              + [row("grain", 1.0, setting="prune", test_accuracy=0.79)]
-              + [row("grain", status="not_applicable", setting="secagg", test_accuracy=0.8)])
-    settings = what_if(others, base)
+def test_a_stop_is_claimed_only_against_a_leak_on_the_same_units_with_enough_graphs_to_decide():
+    own = [row("grain", 1.0, setting="as configured")] * 8
+    others = ([row("grain", 0.0, setting="dp", defense_epsilon=3.0)] * 59  # decided, p tiny: stops
+              + [row("grain", 0.0, setting="few")] * 20  # p tiny but 0 of 20 bounds nothing: undecided
+              + [row("grain", 1.0, setting="prune")]
+              + [row("grain", status="not_applicable", setting="secagg")])
+    federations = trained({"as configured": [0.8, 0.82, 0.78], "dp": [0.7, 0.72, 0.68], "few": [0.79] * 3,
+                           "prune": [0.79] * 3, "secagg": [0.8] * 3})
+    settings = what_if(own + others, federations)
     assert [s["setting"] for s in settings] == ["as configured", "dp", "few", "prune", "secagg"]
-    own, dp, few, prune, secagg = settings
-    assert own["best"]["exact"] == 8 and own["stop"] is None
-    assert dp["stop"] == "stops" and dp["stop_p"] < 0.05 and math.isclose(dp["accuracy_cost"], 0.1)
+    mine, dp, few, prune, secagg = settings
+    assert mine["best"]["exact"] == 8 and mine["stop"] is None and mine["accuracy_cost"] is None
+    assert dp["stop"] == "stops" and dp["stop_p"] < 0.05 and dp["against"]["exact"] == 8
+    assert math.isclose(dp["accuracy_cost"]["mean"], 0.1) and dp["accuracy_cost"]["seeds"] == 3
+    assert dp["accuracy_cost"]["ci"][0] == dp["accuracy_cost"]["ci"][1] or dp["accuracy_cost"]["ci"][0] < 0.1
+    assert math.isclose(mine["accuracy"]["mean"], 0.8) and mine["accuracy"]["ci"][0] < 0.8 < mine["accuracy"]["ci"][1]
     assert dp["epsilon"] == 3.0
-    assert few["stop"] == "undecided" and few["stop_p"] > 0.05 and not few["stops"]
+    assert few["stop"] == "undecided" and few["stop_p"] < 0.05 and not few["stops"]
     assert prune["stop"] == LEAKS and secagg["stop"] == NOT_MEASURED and not secagg["stops"]
     assert cheapest_stop(settings)["setting"] == "dp"  # not secagg, which measured nothing, nor few
 
 
+def test_a_setting_not_attacked_says_why_a_more_accurate_stop_or_the_wall_budget():
+    own = [row("grain", 1.0, setting="as configured")] * 8
+    others = [row("grain", 0.0, setting="prune")] * 60
+    federations = trained({"as configured": [0.8], "prune": [0.79], "dp": [0.6], "batch": [0.85]})
+    mine, prune, dp, batch = what_if(own + others, federations)
+    assert prune["stops"] and dp["best"]["reason"].startswith("not attacked: prune, as accurate or more, already stops")
+    assert dp["best"]["skipped"] and dp["stop"] == NOT_MEASURED
+    assert "wall budget" in batch["best"]["reason"] and not batch["best"]["skipped"]  # more accurate: a real gap
+
+
 def test_a_what_if_that_only_timed_out_or_crashed_is_not_measured_and_fails_unmeasured():
-    rows = [row("grain", 1.0, round=1, test_accuracy=0.8)] * 4
-    rows += [row("grain", None, status="timeout", setting="dp", test_accuracy=0.7),
-             row("grain", None, status="crashed", setting="dp", test_accuracy=0.7),
-             row("grain", 0.0, setting="diverged", test_accuracy=float("nan"))]
-    facts = audit_facts(rows, [], {**PLAN, "rounds": [1], "levels": ["hints"]})
+    rows = [row("grain", 1.0, round=1)] * 4 + [row("grain", 1.0, setting="as configured")] * 4
+    rows += [row("grain", None, status="timeout", setting="dp"), row("grain", None, status="crashed", setting="dp"),
+             row("grain", 0.0, setting="diverged")]
+    federations = trained({"as configured": [0.8], "dp": [0.7], "diverged": [float("nan")]})
+    facts = audit_facts(rows, [], {**PLAN, "rounds": [1], "levels": ["hints"]}, None, federations)
     own, dp, diverged = facts["what_if"]
     assert dp["best"]["outcome"] == NOT_MEASURED and dp["stop"] == NOT_MEASURED
     assert diverged["best"]["outcome"] == NOT_MEASURED and "diverged" in diverged["best"]["reason"]
@@ -104,19 +126,35 @@ def test_a_what_if_that_only_timed_out_or_crashed_is_not_measured_and_fails_unme
     assert failing(facts, "unmeasured") and failing(facts, "no-stop") and failing(facts, "exact")
 
 
-def test_the_verdict_says_three_outcomes_with_counts_and_the_stop_with_its_test():
-    rows = [row("grain", 1.0, level="hints", round=1, test_accuracy=0.8)] * 6 + [
+def test_a_cell_the_audit_chose_not_to_attack_is_not_measured_and_does_not_fail_unmeasured():
+    rows = [row("grain", 1.0, round=1), row("grain", 0.0, round=3)]
+    reasons = {"update": {"3": "not attacked: nothing rebuilt at the strongest level"}}
+    facts = audit_facts(rows + [row("grain", 1.0, level="update")], [], {**PLAN, "not_attacked": reasons})
+    skipped = facts["levels"]["update"]["rounds"]["3"]
+    assert skipped["outcome"] == NOT_MEASURED and skipped["skipped"] and "nothing rebuilt" in skipped["reason"]
+    assert not failing(facts, "unmeasured")
+
+
+def test_the_verdict_says_three_outcomes_with_counts_and_the_stop_with_its_test_and_cost_interval():
+    rows = [row("grain", 1.0, level="hints", round=1)] * 6 + [
         row("grain", 0.0, level="hints", round=3), row("grain", status="not_applicable", level="update",
                                                        message="needs hints")]
-    rows += [row("grain", 0.0, setting="dp", test_accuracy=0.75)] * 6
-    facts = audit_facts(rows, [{"round": 1, "test_accuracy": 0.5}], PLAN)
+    rows += [row("grain", 1.0, setting="as configured", seed=s) for s in (0, 1, 2) for _ in range(2)]
+    rows += [row("grain", 0.0, setting="dp", seed=s) for s in (0, 1, 2) for _ in range(20)]
+    federations = trained({"as configured": [0.8, 0.8, 0.8], "dp": [0.75, 0.74, 0.76]})
+    facts = audit_facts(rows, [{"round": 1, "test_accuracy": 0.5}], {**PLAN, "majority_rate": 0.66}, None,
+                        federations)
     lines = verdict_lines(facts)
     assert lines[0] == "From the update alone: not measured in any round: no attack applies."
     assert "round 1: leaks: 6 of 6 graphs rebuilt exactly by grain (95% CI" in lines[1]
-    assert "round 3: no leak found: 0 of 1 graphs (grain; the rate is below 79% with 95% confidence" in lines[1]
-    assert lines[2].startswith("The cheapest tried setting that stops the exact attacks (round 1) is dp: no leak "
-                               "found: 0 of 6 graphs")
-    assert "one-sided Fisher exact p = 0.00108" in lines[2] and "5.0 points of test accuracy" in lines[2]
+    assert "round 3: undecided at 1: no leak found in 0 of 1 graphs (grain; the rate may still be up to 95%" in lines[1]
+    assert lines[2].startswith("The cheapest tried setting that stops the exact attacks (round 1, 3 seeds) is dp: "
+                               "no leak found: 0 of 60 graphs")
+    assert "against leaks: 6 of 6 graphs" in lines[2]
+    assert "as configured on the same seeds and rounds (one-sided Fisher exact p = 1.1e-08)" in lines[2]
+    assert lines[2].endswith("at a test-accuracy cost of +5.0 points [+2.5, +7.5], 3 seeds.")
+    assert lines[3] == ("As configured, the global model's test accuracy is 0.80 [0.80, 0.80] over 3 seeds; always "
+                        "predicting the majority class scores 0.66.")
     assert lines[-1].startswith("An audit finds leaks; it cannot prove their absence")
 
 
@@ -130,9 +168,10 @@ def test_the_exact_attacks_and_their_rounds_are_read_at_the_hints_level():
     assert exact_attacks([row("grain", 0.0)]) == ([], [])
 
 
-def test_what_if_compares_with_the_users_own_over_the_same_rounds_and_attacks_only():
-    base = [row("grain", 1.0, round=3), row("dlg", 1.0, round=1), row("grain", 0.0, round=1)]
-    others = [row("grain", 0.0, round=3, setting="dp")]
-    own, dp = what_if(others, base)
-    assert own["best"]["exact"] == 1 and own["best"]["attacked"] == 1  # grain in round 3, not dlg, not round 1
+def test_a_stop_claim_compares_with_the_federation_as_configured_on_the_same_seeds_and_rounds_only():
+    own = [row("grain", 1.0, setting="as configured", round=3, seed=1)] + \
+          [row("grain", 0.0, setting="as configured", round=1, seed=0)] * 3
+    others = [row("grain", 0.0, round=3, setting="dp", seed=1)]
+    mine, dp = what_if(own + others, trained({"as configured": [0.8, 0.8], "dp": [0.7, 0.7]}))
+    assert (dp["against"]["exact"], dp["against"]["attacked"]) == (1, 1)  # seed 1's round 3 only
     assert dp["stop"] == "undecided"  # 0 of 1 against 1 of 1: too few graphs to claim a stop

@@ -29,9 +29,14 @@ def rows():
                         "test_accuracy": 0.8})
         out.append({"attack": "glg", "status": "not_applicable", "threat_level": "update", "round": rnd,
                     "setting": "", "graph_id": 0, "message": "needs the node-count hint (threat.node_count=true)"})
-    out.append({"attack": "grain", "status": "ok", "threat_level": "hints", "round": 1, "setting": "prune_0.9",
-                "graph_id": 0, "gsm_full_iso": 0.0, "test_accuracy": 0.7})
+    for setting, exact in (("as configured", 1.0), ("prune_0.9", 0.0)):
+        out.append({"attack": "grain", "status": "ok", "threat_level": "hints", "round": 1, "setting": setting,
+                    "graph_id": 0, "gsm_full_iso": exact, "seed": 0})
     return out
+
+
+FEDERATIONS = [{"setting": "as configured", "seed": s, "accuracy": 0.8} for s in (0, 1, 2)] + \
+              [{"setting": "prune_0.9", "seed": s, "accuracy": 0.7 + 0.01 * s} for s in (0, 1, 2)]
 
 
 def drawing(tmp_path: Path) -> tuple[Path, str]:
@@ -43,7 +48,8 @@ def drawing(tmp_path: Path) -> tuple[Path, str]:
 
 
 def page(tmp_path) -> tuple[dict, str]:
-    facts = audit_facts(rows(), [{"round": r, "test_accuracy": 0.5 + 0.1 * r} for r in (0, 1, 2, 3)], PLAN)
+    facts = audit_facts(rows(), [{"round": r, "test_accuracy": 0.5 + 0.1 * r} for r in (0, 1, 2, 3)],
+                        {**PLAN, "majority_rate": 0.66}, None, FEDERATIONS)
     return facts, render_audit(facts, [drawing(tmp_path)])
 
 
@@ -51,11 +57,13 @@ def test_the_page_says_the_verdict_first_and_shows_every_section(tmp_path):
     facts, text = page(tmp_path)
     assert text.index('class="verdict') < text.index("Evidence")
     assert "From the update and hints: round 1: leaks: 2 of 3 graphs rebuilt exactly by grain (95% CI" in text
-    assert "round 2: no leak found: 0 of 3 graphs" in text
+    assert "round 2: undecided at 3: no leak found in 0 of 3 graphs" in text
     assert "From the update alone: not measured in any round: no attack applies" in text
     assert "safe" not in text  # no green verdict: an audit cannot prove the absence of a leak
     assert "glg" in text and "needs the node-count hint (threat.node_count=true)" in text  # why, and the fix
-    assert "No tried setting is shown to stop the exact attacks (round 1): prune_0.9 undecided" in text
+    assert "No tried setting is shown to stop the exact attacks (round 1, 3 seeds): prune_0.9 undecided" in text
+    assert "0.80 [0.80, 0.80], 3 seeds" in text and "majority class scores 0.66" in text
+    assert "+9.0 points [" in text  # prune's cost over the 3 seeds, with its interval
     assert text.count("data:image/png;base64,") == 2  # the drawing and leakage-by-round
     assert json.loads(json.dumps(facts)) == facts  # audit.json holds the same facts
 

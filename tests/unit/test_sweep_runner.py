@@ -94,3 +94,16 @@ def test_a_signal_another_thread_receives_stops_the_runner_while_its_jobs_run(tm
     receiver.join()
     assert time.monotonic() - start < 5
     assert pool.shutdowns == [(False, True)]  # queued jobs cancelled, nothing waited for
+
+
+def test_a_deadline_stops_the_jobs_and_counts_those_left_for_a_resume(tmp_path, monkeypatch):
+    import time
+
+    pool = NeverFinishes()
+    runner = SweepRunner(_plan(), tmp_path / "sweep")
+    monkeypatch.setattr(runner, "_pool", lambda: pool)
+    start = time.monotonic()
+    result = runner.run(deadline=time.time() + 1)
+    assert time.monotonic() - start < 5 and pool.shutdowns == [(False, True)]
+    assert result.out_of_time == 2  # the federation and its cell: neither finished
+    assert result.failures == [] and not (tmp_path / "sweep" / "cells").exists()

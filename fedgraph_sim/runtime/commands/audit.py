@@ -5,8 +5,10 @@
     fedgraph-sim audit --config my_federation.yaml --fail-on exact     # exit 1 when a graph is rebuilt
 
 The federation config is taken unchanged (its ``attack`` section is the audit's own). The audit
-runs it, attacks the first, middle and last round with every registered attack that applies at
-three threat levels, runs a small what-if ladder of defenses on the same config, and writes
+runs it, attacks the first, middle and last round with every registered attack at the strongest
+threat level and, with the attacks that rebuilt graphs there, at the two weaker ones; trains a
+small what-if ladder of defenses on the same config over seeds and attacks it until each claim
+is decided or the wall budget (``--minutes``) ends (``runtime.what_if_plan``); and writes
 ``audit.html`` (one self-contained page: the verdict, the evidence, the reconstructions, leakage
 against round beside utility, the what-if) and ``audit.json`` (the same facts, for CI gates).
 Interrupted, it resumes like a sweep (``--resume``).
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from pathlib import Path
 
 from fedgraph_sim.errors import ConfigError
@@ -28,8 +31,8 @@ FAIL_ON = {
     "exact@aux": "... from the update and auxiliary graphs",
     "exact@hints": "... from the update, auxiliary graphs and hints",
     "no-stop": "no what-if setting is shown to stop the exact attacks",
-    "unmeasured": "some verdict cell was not measured (no attack applied, every call failed, or a federation "
-                  "diverged)",
+    "unmeasured": "some verdict cell was not measured (no attack applied, every call failed, a federation "
+                  "diverged, or the wall budget ended first); cells the audit skipped by its rules do not count",
 }
 
 
@@ -41,7 +44,8 @@ def failing(facts: dict, condition: str) -> bool:
         return bool(facts["what_if"]) and facts["cheapest_stop"] is None
     cells = [c for entry in facts["levels"].values() for c in entry["rounds"].values()]
     if condition == "unmeasured":
-        return any(c["outcome"] == NOT_MEASURED for c in cells + [s["best"] for s in facts["what_if"]])
+        measured = cells + [s["best"] for s in facts["what_if"]]
+        return any(c["outcome"] == NOT_MEASURED and not c.get("skipped") for c in measured)
     levels = [condition.split("@")[1]] if "@" in condition else list(facts["levels"])
     return any(c["outcome"] == LEAKS for level in levels for c in facts["levels"][level]["rounds"].values())
 
@@ -55,8 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="audit directory (default: a new one under output.dir)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel worker processes (default 2)")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds per attack call (default 20)")
-    parser.add_argument("--clients", type=int, default=2, help="clients attacked per audited round (default 2)")
+    parser.add_argument("--clients", type=int, default=2,
+                        help="clients attacked per audited round in the first stage: its first updates (default 2)")
     parser.add_argument("--graphs", type=int, default=4, help="graphs scored per attacked update (default 4)")
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="federations per what-if setting, for its accuracy interval (default 3)")
+    parser.add_argument("--minutes", type=float, default=30.0,
+                        help="wall budget of the whole audit; what it does not reach is undecided (default 30)")
     parser.add_argument("--what-if", nargs="+", default=None, metavar="CHANGE",
                         help="the what-if changes to try (default all: dp_sgd_nm0.1 dp_sgd_nm1 prune_0.9 batch_x4 "
                              "secure_aggregation)")
@@ -78,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         cell = sweep.cells[0]
         print(f"federation {sweep.federations[0].id}: {cell.config.federation.rounds} rounds, attacked in rounds "
               f"{', '.join(map(str, cell.config.attack.rounds))}")
-        print(f"  {len(sweep.cells)} threat levels ({', '.join(c.attack for c in sweep.cells)}), attacks: "
-              f"{', '.join(cell.config.attack.names)}")
+        print(f"  first at the strongest threat level ({cell.attack}), attacks: {', '.join(cell.config.attack.names)}; "
+              "the weaker levels by the attacks that rebuilt graphs there")
         changes = sweep.spec["what_if"]
         print(f"what if: {', '.join(changes) if changes else 'not run'} (planned once the first stage has run)")
         return 0
@@ -97,30 +106,37 @@ def main(argv: list[str] | None = None) -> int:
         return ConfigError.exit_code
 
     interrupt_on_signals()  # SIGTERM stops an audit as Ctrl-C does
-    what_if, note = None, "not run (--no-what-if)"
+    deadline = time.time() + 60 * sweep.spec["budget"]["minutes"]
+    what_if, note, federations, unfinished = None, "not run (--no-what-if)", [], 0
     try:
         with progress:
-            result = runner.run()
-            failures = list(result.failures)
-            if sweep.spec["what_if"]:  # the changes to try
-                what_if, note = _what_if(sweep, runner.dir, args.jobs, progress)
+            failures, unfinished = _first_stage(sweep, runner, deadline)
+            if sweep.spec["what_if"] and not unfinished:  # the changes to try
+                what_if, note = _what_if_runner(sweep, runner.dir, args.jobs, progress)
                 if what_if is not None:
-                    failures += what_if.run().failures
+                    more, federations, unfinished = _decide(what_if, deadline, args.jobs)
+                    failures += more
+            elif unfinished:
+                note = "not run: the wall budget ended in the first stage"
     except KeyboardInterrupt:
         console.print(f"interrupted; finished jobs are kept. Continue with: fedgraph-sim audit --resume {runner.dir}")
         return 130
     from fedgraph_sim.report.audit_facts import verdict_lines
     from fedgraph_sim.report.audit_page import write_audit
-
+    from fedgraph_sim.results import read_rows
     from fedgraph_sim.runtime.audit_plan import describe
 
-    second = what_if.sweep if what_if else None
-    facts = write_audit(runner.dir, describe(sweep, second), [runner.cell_dir(c) for c in sweep.cells],
-                        runner.fed_dir(sweep.federations[0]), what_if.dir if what_if else None, note)
+    plan = describe(sweep, read_rows(runner.dir), what_if.sweep if what_if else None)
+    facts = write_audit(runner.dir, {**plan, "unfinished": unfinished},
+                        [runner.cell_dir(c) for c in sweep.cells], runner.fed_dir(sweep.federations[0]),
+                        what_if.dir if what_if else None, note, federations)
     for line in verdict_lines(facts):
         console.print(line)
     for failure in failures:
         console.print(f"[red]failed[/red] {failure}")
+    if unfinished:
+        console.print(f"the wall budget ({sweep.spec['budget']['minutes']:g} min) ended with {unfinished} job(s) "
+                      f"unfinished. Continue with: fedgraph-sim audit --resume {runner.dir}")
     console.print(f"audit page: {runner.dir / 'audit.html'}\nfacts: {runner.dir / 'audit.json'}")
     held = [c for c in args.fail_on if failing(facts, c)]
     for condition in held:
@@ -128,13 +144,27 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if held or failures else 0
 
 
-def _what_if(sweep, audit_dir: Path, jobs: int, progress):
+def _first_stage(sweep, runner, deadline: float) -> tuple[list[str], int]:
+    """The strongest level, then the weaker levels its rows call for; failures and the jobs the
+    wall budget left unfinished."""
+    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.runtime.audit_plan import plan_levels
+
+    result = runner.run(deadline)
+    if result.out_of_time:
+        return list(result.failures), result.out_of_time
+    sweep.cells += plan_levels(sweep, read_rows(runner.dir))
+    more = runner.run(deadline)
+    return list(result.failures) + list(more.failures), more.out_of_time
+
+
+def _what_if_runner(sweep, audit_dir: Path, jobs: int, progress):
     """The what-if stage's runner (in ``<audit>/what_if``), planned from the first stage's rows, or
     None and why it does not run."""
     from fedgraph_sim.report.audit_facts import exact_attacks
     from fedgraph_sim.results import read_rows
-    from fedgraph_sim.runtime.audit_plan import plan_what_if
     from fedgraph_sim.runtime.sweeps import open_sweep
+    from fedgraph_sim.runtime.what_if_plan import plan_what_if
 
     attacks, rounds = exact_attacks(read_rows(audit_dir))
     if not attacks:
@@ -142,6 +172,32 @@ def _what_if(sweep, audit_dir: Path, jobs: int, progress):
     config = sweep.federations[0].config
     plan = plan_what_if(config, attacks, _budget(sweep.spec), sweep.spec["what_if"], rounds)
     return open_sweep(plan, audit_dir / "what_if", jobs, progress), None
+
+
+def _decide(runner, deadline: float, jobs: int) -> tuple[list[str], list[dict], int]:
+    """Train the what-if federations, then attack them unit by unit until every claim is decided
+    (``what_if_plan.next_cells``) or the deadline passes; failures, each trained federation's
+    setting, seed and accuracy, and the jobs left unfinished."""
+    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.runtime.sweeps.jobs import DONE
+    from fedgraph_sim.runtime.what_if_plan import next_cells
+    from fedgraph_sim.utility import final_utility
+
+    plan, failures, tried = runner.sweep, [], set()
+    while True:
+        result = runner.run(deadline)
+        failures += result.failures
+        trained = [f for f in plan.federations if (runner.fed_dir(f) / DONE).is_file()]
+        accuracy = {f.id: final_utility(runner.fed_dir(f)).get("test_accuracy") for f in trained}
+        if result.out_of_time:
+            break
+        cells = [c for c in next_cells(plan, read_rows(runner.dir), accuracy, jobs) if c.id not in tried]
+        if not cells:
+            break
+        tried.update(c.id for c in cells)  # a cell whose job failed is not retried in this run
+        plan.cells += cells
+    federations = [{"setting": f.setting, "seed": f.config.seed, "accuracy": accuracy[f.id]} for f in trained]
+    return failures, federations, result.out_of_time
 
 
 def _budget(spec: dict):
@@ -177,7 +233,8 @@ def _plan(args):
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError(f"--out: {args.out} is a file, not an audit directory")
     config = load_config(args.config, args.overrides)
-    budget = AuditBudget(seconds=args.seconds, clients=args.clients, graphs=args.graphs)
+    budget = AuditBudget(seconds=args.seconds, clients=args.clients, graphs=args.graphs, seeds=args.seeds,
+                         minutes=args.minutes)
     if args.no_what_if and args.what_if:
         raise ConfigError("--what-if: names changes to try, but --no-what-if skips them; give one of the two")
     return plan_audit(config, budget, [] if args.no_what_if else args.what_if, args.attacks), None

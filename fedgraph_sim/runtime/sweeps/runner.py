@@ -65,6 +65,7 @@ class SweepResult:
     summary: list[dict]
     failures: list[str] = field(default_factory=list)
     timing: dict = field(default_factory=dict)
+    out_of_time: int = 0  # jobs not finished when the deadline passed (``run(deadline=...)``)
 
 
 class SweepRunner:
@@ -128,14 +129,23 @@ class SweepRunner:
             fcntl.flock(lock, fcntl.LOCK_UN)
             lock.close()
 
-    def run(self) -> SweepResult:
+    def run(self, deadline: float | None = None) -> SweepResult:
+        """Run every unfinished job. ``deadline`` (a ``time.time()``): jobs still queued or running
+        then are stopped as an interrupt stops them (``--resume`` runs them), and counted."""
         self.claim()
         try:
-            return self._run()
+            return self._run(deadline)
         finally:
             self.release()
 
-    def _run(self) -> SweepResult:
+    def _stop_jobs(self, pool) -> None:
+        """Cancel the queued jobs and kill the running ones with everything they started (their
+        directories lack a done marker, so a resume reruns them)."""
+        pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(pool, ProcessPoolExecutor):
+            kill_descendants()
+
+    def _run(self, deadline: float | None) -> SweepResult:
         feds = [f for f in self.sweep.federations if not self._done(self.fed_dir(f))]
         cells = [c for c in self.sweep.cells if not self._done(self.cell_dir(c))]
         self._counts = {"federation": len(self.sweep.federations) - len(feds),
@@ -167,6 +177,11 @@ class SweepRunner:
                 else:
                     submit_cells_of(fed)
             while running:
+                if deadline is not None and time.time() >= deadline:
+                    self._stop_jobs(pool)
+                    late = (sum(not self._done(self.fed_dir(f)) for f in feds)
+                            + sum(not self._done(self.cell_dir(c)) for c in cells))
+                    return SweepResult(self.dir, self.merge(), failures, {}, out_of_time=late)
                 # Wake up now and then: a Ctrl-C or SIGTERM the kernel hands to another of this
                 # process's threads only runs its handler once the main thread runs Python again,
                 # and a wait without a timeout would hold it until some job finishes.
@@ -187,11 +202,7 @@ class SweepRunner:
                             submit_cells_of(item)
                     self._advance(kind, 1)
         except KeyboardInterrupt:
-            # Stop now: queued jobs are cancelled and running ones killed with everything they
-            # started (their directories lack a done marker, so --resume reruns them).
-            pool.shutdown(wait=False, cancel_futures=True)
-            if isinstance(pool, ProcessPoolExecutor):
-                kill_descendants()
+            self._stop_jobs(pool)  # stop now
             raise
         pool.shutdown()
         timing = self._timing(time.time() - start, ran["federation"], ran["cell"])
