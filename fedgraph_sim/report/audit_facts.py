@@ -2,29 +2,13 @@
 level and round, what every attack gained over the priors, which attacks did not apply and why,
 the global model's utility by round, and what each what-if setting cost and protected.
 
-Exact means GRAIN's strictest criterion (Drencheva et al., ICLR 2025: ``gsm_full_iso``, the graph
-up to node order, every node's features and every edge). Every verdict cell (a threat level at a
-round, a what-if setting) has one of three outcomes, never two:
-
-- ``leaks``: some attack rebuilt k >= 1 graphs exactly; the count is that of the attack with the
-  most (one attack the server ran, not a union that would need the truth to pick from), over the
-  graphs it attacked, a failed call counting 0, with the Wilson 95% interval of the rate;
-- ``no leak found``: calls completed on n graphs and rebuilt none; n counts only graphs whose call
-  returned a reconstruction (a failed attack is no evidence for the defender), with the one-sided
-  95% upper bound on the rate: an audit finds leaks, it cannot prove their absence;
-- ``not measured``: no attack applies, every call failed, crashed or timed out before it was
-  scored, or the federation diverged; with the reason.
-
-Each cell counts its graphs whose call completed, failed and timed out. A claim is *decided* when
-it is a leak (with its interval), or no leak found in n >= 59 graphs, where the one-sided 95%
-upper bound on the rate, 1 - 0.05^(1/n), is at most 5%; below that the cell is *undecided at n*.
-A what-if setting *stops* the exact attacks only when it found no leak, decided, where the
-federation as configured leaked at the same rounds, threat level and attacks, and a one-sided
-Fisher exact test says the difference is not chance (p < 0.05); otherwise its claim is
-``undecided``, ``leaks`` or ``not measured``. A what-if's accuracy and its cost against the
-federation as configured are means over seeds with Student-t 95% intervals (the cost paired by
-seed). Gains are each attack's mean information gain over the best gradient-free prior on the
-same graphs (``gain_*``), with their intervals.
+Every verdict cell (a threat level at a round, a what-if setting) has one of three outcomes,
+never two, and a what-if setting stops the exact attacks only by the one stop rule
+(``report.stop_rule``): no leak found on at least 59 graphs, against a leak of the federation as
+configured on the same seeds and rounds, by a one-sided Fisher exact test. A what-if's accuracy
+and its cost against the federation as configured are means over seeds with Student-t 95%
+intervals (the cost paired by seed). Gains are each attack's mean information gain over the best
+gradient-free prior on the same graphs (``gain_*``), with their intervals.
 """
 
 from __future__ import annotations
@@ -34,89 +18,23 @@ from collections import defaultdict
 from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
-from fedgraph_sim.metrics import PRIORS, bootstrap_ci, mean_interval, metric, none_seen_bound, wilson_interval
+from fedgraph_sim.metrics import PRIORS, bootstrap_ci, mean_interval, metric
+from fedgraph_sim.report.stop_rule import (COMPLETED, EXACT, LEAKS, NO_LEAK, NOT_MEASURED, cell, exact_by_attack,
+                                           finite_or_none, not_attacked, stop_claim, unit_rows)
 from fedgraph_sim.results import is_attempted
 
-EXACT = "gsm_full_iso"
 #: The evidence columns: GRAIN's GSM-2 (a graph right up to 2-hop neighbourhoods, failures 0), and
 #: node types and edges under the Hungarian matching (fair under any node order).
 GAINS = {"gsm_gsm2": "GSM-2", "matched_node_type_accuracy": "node types", "matched_adj_auc": "edges (AUC)"}
-LEAKS, NO_LEAK, NOT_MEASURED = "leaks", "no leak found", "not measured"
-#: The status of a call that completed: it returned a reconstruction, so its graphs are evidence.
-#: Any other attempted status is not: ``failed`` (the attack ran as designed and recovered
-#: nothing, e.g. GRAIN refusing a full-rank noisy update), a fault, or a timeout. A failed attack
-#: is no evidence for the defender.
-COMPLETED = ("ok",)
-STOP_P = 0.05  # a stop claim's one-sided Fisher exact test against the as-configured leak
-DECIDED_BOUND = 0.05  # no leak found is decided once the rate's 95% upper bound is this low (n >= 59)
 AS_CONFIGURED = "as configured"  # the what-if's name for the user's own federation
-NOTHING_APPLIES = "no attack applies"
 OUT_OF_TIME = "not attacked: the audit's wall budget ended first"
 #: The evidence columns whose metric counts a failed call as 0 (``Metric.counts_failures``).
 COUNTS_FAILURES = {c for c in GAINS if metric(c.split("_", 1)[1]).counts_failures}
 
 
-def _finite(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
 def _interval(values: list[float]) -> list[float | None]:
     """The bootstrap 95% interval of the mean; ``[None, None]`` without values (JSON has no NaN)."""
-    return [_finite(v) for v in bootstrap_ci(values)]
-
-
-def _rate(values: list[float]) -> dict:
-    exact = int(sum(values))
-    return {"exact": exact, "attacked": len(values), "rate": exact / len(values) if values else None,
-            "ci": [_finite(v) for v in wilson_interval(exact, len(values))]}
-
-
-def exact_by_attack(rows: list[dict]) -> dict[str, list[float]]:
-    """Attack -> 1/0 per attacked graph (a failed call 0), priors and inapplicable rows left out."""
-    out: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        if row["attack"] not in PRIORS and is_attempted(row):
-            out[row["attack"]].append(1.0 if row.get(EXACT) == 1.0 else 0.0)
-    return out
-
-
-def cell(rows: list[dict], diverged: str | None = None) -> dict:
-    """The outcome of one verdict cell from its rows (``diverged``: why the federation behind them
-    trained nothing usable, which makes the cell ``not measured`` whatever the rows say)."""
-    attempted = [r for r in rows if r["attack"] not in PRIORS and is_attempted(r)]
-    counts = {"completed": sum(r["status"] in COMPLETED for r in attempted),
-              "timed_out": sum(r["status"] == "timeout" for r in attempted)}
-    counts["failed"] = len(attempted) - counts["completed"] - counts["timed_out"]
-    if diverged:
-        return {"outcome": NOT_MEASURED, "reason": diverged, **counts}
-    leaking = {a: v for a, v in exact_by_attack(rows).items() if sum(v)}
-    if leaking:
-        name = min(leaking, key=lambda a: (-sum(leaking[a]), -len(leaking[a]), a))
-        return {"outcome": LEAKS, "attack": name, **_rate(leaking[name]), "decided": True, **counts}
-    completed: dict[str, int] = defaultdict(int)
-    for row in attempted:
-        completed[row["attack"]] += row["status"] in COMPLETED
-    if not attempted or not max(completed.values(), default=0):
-        reason = (NOTHING_APPLIES if not attempted else
-                  "every call failed, crashed or timed out before it was scored")
-        return {"outcome": NOT_MEASURED, "reason": reason, **counts}
-    name = min(completed, key=lambda a: (-completed[a], a))  # the attack with the most evidence
-    n = completed[name]
-    bound = none_seen_bound(n)
-    return {"outcome": NO_LEAK, "attack": name, "exact": 0, "attacked": n, "rate": 0.0, "ci": [0.0, bound],
-            "decided": bound <= DECIDED_BOUND, **counts}
-
-
-def not_attacked(reason: str, chosen: bool = True) -> dict:
-    """A verdict cell the audit did not attack, and why: not measured, never evidence. ``chosen``:
-    by the audit's rules (``skipped``: no claim rests on it), not because its budget ran out."""
-    return {"outcome": NOT_MEASURED, "reason": reason, "skipped": chosen, "completed": 0, "failed": 0,
-            "timed_out": 0}
-
-
-def decided(cell_: dict) -> bool:
-    """Whether a cell's claim is decided: a leak, or no leak found on enough graphs."""
-    return cell_["outcome"] == LEAKS or (cell_["outcome"] == NO_LEAK and cell_["decided"])
+    return [finite_or_none(v) for v in bootstrap_ci(values)]
 
 
 def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
@@ -131,9 +49,9 @@ def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
 def _gain(row: dict, column: str) -> float | None:
     """A row's gain over the priors in ``column``; a call that did not complete scores 0 where the
     metric counts failures (GSM-2, as the exact count does), so its gain is minus the prior's."""
-    gain = _finite(row.get(f"gain_{column}"))
+    gain = finite_or_none(row.get(f"gain_{column}"))
     if gain is None and column in COUNTS_FAILURES and row["status"] not in COMPLETED:
-        prior = _finite(row.get(f"prior_{column}"))
+        prior = finite_or_none(row.get(f"prior_{column}"))
         gain = None if prior is None else -prior
     return gain
 
@@ -178,38 +96,14 @@ def applicability(rows: list[dict]) -> dict[str, dict]:
 def _diverged(attacked: list[dict]) -> str | None:
     """Why a federation's rows measure nothing: its model's accuracy is not a number."""
     values = [r.get("test_accuracy") for r in attacked if "test_accuracy" in r]
-    if values and all(_finite(v) is None for v in values):
+    if values and all(finite_or_none(v) is None for v in values):
         return "the federation diverged (its test accuracy is not a number)"
     return None
 
 
-def stop_claim(own: dict, other: dict) -> tuple[str, float | None]:
-    """Whether a what-if cell ``other`` stops the exact attacks that ``own`` (the federation as
-    configured, same rounds, level and attacks) measured leaking, with the one-sided Fisher exact
-    test's p-value: ``stops`` (no leak found on enough graphs to decide, and p < 0.05),
-    ``undecided`` (no leak found, on too few graphs to bound the rate or to tell from the leak),
-    ``leaks``, ``not measured``, or ``no leak to stop`` (own found none)."""
-    if other["outcome"] != NO_LEAK:
-        return other["outcome"], None
-    if own["outcome"] != LEAKS:
-        return "no leak to stop", None
-    from scipy.stats import fisher_exact
-
-    table = [[own["exact"], own["attacked"] - own["exact"]], [0, other["attacked"]]]
-    p = float(fisher_exact(table, alternative="greater").pvalue)
-    return ("stops" if p < STOP_P and other["decided"] else "undecided"), p
-
-
-def unit_rows(rows: list[dict], like: list[dict]) -> list[dict]:
-    """Those of ``rows`` on the units (seed and round) that ``like`` covers: a stop claim's leak
-    is measured on the same units as the setting it is compared with."""
-    covered = {(r.get("seed"), r["round"]) for r in like}
-    return [r for r in rows if (r.get("seed"), r["round"]) in covered]
-
-
 def _interval_of(values: list[float]) -> dict:
     mean, low, high = mean_interval(values)
-    return {"mean": _finite(mean), "ci": [_finite(low), _finite(high)], "seeds": len(values)}
+    return {"mean": finite_or_none(mean), "ci": [finite_or_none(low), finite_or_none(high)], "seeds": len(values)}
 
 
 def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
@@ -221,7 +115,7 @@ def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
     stops the exact attacks, or the wall budget ended first."""
     accuracy: dict[str, dict[int, float | None]] = defaultdict(dict)
     for fed in federations:
-        accuracy[fed["setting"]][fed["seed"]] = _finite(fed.get("accuracy"))
+        accuracy[fed["setting"]][fed["seed"]] = finite_or_none(fed.get("accuracy"))
     by_setting: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_setting[row["setting"]].append(row)
@@ -235,7 +129,7 @@ def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
         diverged = ("the federation diverged (its test accuracy is not a number)"
                     if seeds and not values else None)
         attacked = by_setting.get(label, [])
-        epsilons = [_finite(r.get("defense_epsilon")) for r in attacked]
+        epsilons = [finite_or_none(r.get("defense_epsilon")) for r in attacked]
         out.append({"setting": label, "seeds": sorted(seeds), "accuracy": _interval_of(values),
                     "accuracy_cost": None if label == AS_CONFIGURED else _interval_of(costs),
                     "epsilon": max((e for e in epsilons if e is not None), default=None),

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.report.artifacts import new_figure
-from fedgraph_sim.report.audit_facts import GAINS, LEAKS, NO_LEAK, audit_facts, points, verdict_lines, write_facts
+from fedgraph_sim.report.audit_facts import GAINS, audit_facts, points, verdict_lines, write_facts
 from fedgraph_sim.report.html import Page
+from fedgraph_sim.report.stop_rule import outcome_text
 from fedgraph_sim.results import provenance_line, read_rows
 from fedgraph_sim.utility import read_utility
 
@@ -28,17 +29,6 @@ def _interval(entry: dict) -> str:
         return "-"
     low, high = entry["ci"]
     return f"{entry['mean']:+.3f} [{low:+.3f}, {high:+.3f}]"
-
-
-def _outcome(cell: dict) -> str:
-    """A verdict cell in a table: its outcome, count and interval, or why it was not measured."""
-    if cell["outcome"] == LEAKS:
-        low, high = (round(100 * x) for x in cell["ci"])
-        return f"leaks: {cell['exact']} of {cell['attacked']} [{low}-{high}%]"
-    if cell["outcome"] == NO_LEAK:
-        found = "no leak found" if cell["decided"] else f"undecided at {cell['attacked']}: no leak found in"
-        return f"{found} 0 of {cell['attacked']} [rate < {100 * cell['ci'][1]:.0f}%]"
-    return f"not measured: {cell['reason']}"
 
 
 def _accuracy(interval: dict) -> str:
@@ -105,7 +95,7 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
         page.paragraph(line, css="verdict")  # never a green "safe": no leak found is not no leak
     page.table(["threat level", "what the server has", *(f"round {r}" for r in facts["rounds"]),
                 "graphs completed / failed / timed out"],
-               [[level, entry["text"], *(_outcome(entry["rounds"][str(r)]) for r in facts["rounds"]),
+               [[level, entry["text"], *(outcome_text(entry["rounds"][str(r)]) for r in facts["rounds"]),
                  ", ".join(_calls(entry["rounds"][str(r)]) for r in facts["rounds"])]
                 for level, entry in facts["levels"].items()])
     page.paragraph("Three outcomes. Leaks: k graphs rebuilt exactly (the graph up to node order, every node's "
@@ -160,8 +150,8 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
                        css="note")
         page.table(["setting", "exact at the strongest level", "attack", "as configured on the same units",
                     "stop claim (one-sided Fisher p)", "test accuracy [95% CI]", "accuracy cost [95% CI]", "epsilon"],
-                   [[s["setting"], _outcome(s["best"]), s["best"].get("attack") or "-",
-                     "-" if s["against"] is None else _outcome(s["against"]), _claim(s), _accuracy(s["accuracy"]),
+                   [[s["setting"], outcome_text(s["best"]), s["best"].get("attack") or "-",
+                     "-" if s["against"] is None else outcome_text(s["against"]), _claim(s), _accuracy(s["accuracy"]),
                      "-" if s["accuracy_cost"] is None else points(s["accuracy_cost"]),
                      "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}"] for s in facts["what_if"]])
         if facts.get("majority_rate") is not None:

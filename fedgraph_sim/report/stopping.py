@@ -1,41 +1,44 @@
-"""Per defense family, the cheapest setting of its ladder that stops the exact attack.
+"""Per defense family, the cheapest setting of its ladder shown to stop the exact attacks.
 
-A setting *stops* the exact attack when every attack that is not a prior rebuilds fewer than
-``below`` of the attacked graphs exactly (``full_repo``, GRAIN's FULL: Drencheva et al., ICLR 2025;
-over every attacked graph, an attack that fails counting 0, as the tables show it). Of the
-settings of one family (and one dataset and training setting) that stop it, the *cheapest* is
-the one whose global model is the most accurate; without test accuracy, the weakest. Its cost is
-the accuracy (and, with two classes, the AUC) lost against the undefended federation of the same
-training setting, and its ε the largest DP-SGD epsilon an attacked client had spent. An attack
-that does not apply (``not_applicable``) attacked no graph and does not count either way; a
-setting no attack was run on is left out.
+A setting *stops* them only by the one stop rule (``report.stop_rule``): no graph rebuilt exactly
+(GRAIN's FULL up to isomorphism: Drencheva et al., ICLR 2025) in at least 59 graphs whose call
+returned a reconstruction, where the undefended federation of the same dataset and training
+setting, on the same seeds and rounds, leaked, and a one-sided Fisher exact test of the two
+counts gives p < 0.05. Of the settings of one family that stop them, the *cheapest* is the one
+whose global model is the most accurate; without test accuracy, the weakest. Its cost is the
+accuracy (and, with two classes, the AUC) lost against the undefended federation, and its ε the
+largest DP-SGD epsilon an attacked client had spent. Every other setting says what was measured:
+a leak, no leak found on too few graphs (undecided), or not measured (no attack applies, every
+call failed); a setting no attack was run on is left out.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from fedgraph_sim.metrics import PRIORS, metric
+from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.report.groups import Group, by_setting, largest_epsilon
-
-STOP_METRIC = "full_repo"
-STOP_BELOW = 0.01
+from fedgraph_sim.report.stop_rule import EXACT, cell, outcome_text, stop_claim, unit_rows
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One (dataset, training setting, defense setting): its best attack and its utility."""
+    """One (dataset, training setting, defense setting): what its attacks rebuilt (``cell``, by
+    the stop rule, from ``rows``) and its utility; ``claim`` and ``p``: its stop claim against the
+    undefended federation."""
 
     defense: str
     family: str
     order: tuple
-    value: float  # the best attack's mean of the stop metric
-    attack: str
+    rows: list[dict] = field(repr=False)
+    cell: dict
     accuracy: float
     auc: float  # test AUC (two classes; NaN otherwise)
     epsilon: float
+    claim: str | None = None
+    p: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,38 +67,42 @@ class Verdict:
         return self.undefended.auc - self.cheapest.auc
 
 
-def _settings(groups: list[Group], name: str) -> dict[tuple[str, str], list[Setting]]:
-    """(dataset, training setting) -> its defense settings that some attack was run on."""
+def _settings(groups: list[Group]) -> dict[tuple[str, str], list[Setting]]:
+    """(dataset, training setting) -> its defense settings that some attack scored exactly."""
     out: dict[tuple[str, str], list[Setting]] = defaultdict(list)
     for (dataset, setting, defense), mine in by_setting(groups).items():
-        values = [(g.shown(name)["mean"], g.attack) for g in mine if g.attack not in PRIORS]
-        values = [(v, a) for v, a in values if not math.isnan(v)]
-        if not values:
+        rows = [r for g in mine if g.attack not in PRIORS for r in g.rows]
+        if not any(EXACT in r for r in rows):
             continue
-        value, attack = max(values)
-        out[dataset, setting].append(Setting(
-            defense, mine[0].family, mine[0].order, value, attack, mine[0].test_accuracy()["mean"],
-            mine[0].test_auc(), largest_epsilon(mine)))
+        out[dataset, setting].append(Setting(defense, mine[0].family, mine[0].order, rows, cell(rows),
+                                             mine[0].test_accuracy()["mean"], mine[0].test_auc(),
+                                             largest_epsilon(mine)))
     return out
 
 
-def verdicts(groups: list[Group], name: str = STOP_METRIC, below: float = STOP_BELOW) -> list[Verdict]:
+def _claimed(setting: Setting, undefended: Setting | None) -> Setting:
+    """``setting`` with its stop claim against the undefended federation on the same units."""
+    if undefended is None:
+        return replace(setting, claim="no undefended federation to compare with")
+    claim, p = stop_claim(cell(unit_rows(undefended.rows, setting.rows)), setting.cell)
+    return replace(setting, claim=claim, p=p)
+
+
+def verdicts(groups: list[Group]) -> list[Verdict]:
     """One verdict per (dataset, training setting, defense family), in the groups' order."""
     out = []
-    for (dataset, setting), settings in _settings(groups, name).items():
+    for (dataset, setting), settings in _settings(groups).items():
         undefended = next((s for s in settings if s.family == "none"), None)
         for family in dict.fromkeys(s.family for s in settings if s.family != "none"):
-            ladder = sorted((s for s in settings if s.family == family), key=lambda s: s.order)
-            stopping = [s for s in ladder if s.value < below]
+            ladder = [_claimed(s, undefended) for s in sorted((s for s in settings if s.family == family),
+                                                             key=lambda s: s.order)]
+            stopping = [(i, s) for i, s in enumerate(ladder) if s.claim == "stops"]
             # the most accurate; equal (or unknown) accuracy: the weakest, the first of the ladder
-            cheapest = max(stopping, key=lambda s: (-math.inf if math.isnan(s.accuracy) else s.accuracy,
-                                                   -ladder.index(s)), default=None)
+            best = max(stopping, key=lambda item: (-math.inf if math.isnan(item[1].accuracy) else item[1].accuracy,
+                                                   -item[0]), default=None)
+            cheapest = best[1] if best else None
             out.append(Verdict(dataset, setting, family, undefended, cheapest, ladder[-1]))
     return out
-
-
-def _percent(value: float) -> str:
-    return f"{100 * value:.1f}%"
 
 
 def _utility(setting: Setting) -> str:
@@ -111,32 +118,36 @@ def _cost(verdict: Verdict) -> str:
     return f"{verdict.cost:+.3f}" + ("" if math.isnan(verdict.auc_cost) else f" (AUC {verdict.auc_cost:+.3f})")
 
 
-def stopping_table(groups: list[Group], name: str = STOP_METRIC, below: float = STOP_BELOW) -> str:
+def _claim(setting: Setting) -> str:
+    return setting.claim + ("" if setting.p is None else f" (p = {setting.p:.2g})")
+
+
+def stopping_table(groups: list[Group]) -> str:
     """The report's section: one markdown row per verdict, or "" when no defended setting was
-    attacked with the stop metric."""
-    found = verdicts(groups, name, below)
+    scored exactly."""
+    found = verdicts(groups)
     if not found:
         return ""
-    short = metric(name).short
-    lines = ["## Cheapest defense that stops the exact attack\n",
-             f"Per defense family: the setting of its ladder with the most accurate global model among "
-             f"those where every attack rebuilds fewer than {100 * below:g}% of the attacked graphs "
-             f"exactly ({short}, over every attacked graph, a failure counted as 0), beside the "
-             "undefended federation of the same training setting; cost: the test accuracy (and AUC) lost; ε: the "
-             "largest DP-SGD epsilon an attacked client had spent. \"none stops it\": the best attack's "
-             f"{short} at the ladder's strongest setting instead.\n",
-             f"| dataset | setting | family | undefended {short} (attack) | test acc | cheapest stopping setting "
-             f"| its {short} (best attack) | test acc | cost | ε |", "|" + "---|" * 10]
+    lines = ["## Cheapest defense shown to stop the exact attacks\n",
+             "Per defense family: the setting of its ladder with the most accurate global model among those "
+             "that stop the exact attacks by the stop rule (no graph rebuilt exactly in at least 59 graphs whose "
+             "call returned a reconstruction, against a leak of the undefended federation on the same seeds and "
+             "rounds, one-sided Fisher exact p < 0.05; a failed call is no evidence), beside the undefended "
+             "federation; cost: the test accuracy (and AUC) lost; ε: the largest DP-SGD epsilon an attacked "
+             "client had spent. \"none shown\": the ladder's strongest setting and what it measured instead.\n",
+             "| dataset | setting | family | undefended | test acc | cheapest stopping setting | what it measured "
+             "(stop claim) | test acc | cost | ε |", "|" + "---|" * 10]
     for v in found:
         base = v.undefended
-        before = (f"{_percent(base.value)} ({base.attack})", _utility(base)) if base else ("-", "-")
+        before = (outcome_text(base.cell), _utility(base)) if base else ("-", "-")
         chosen = v.cheapest
         if chosen is None:
-            after = (f"none stops it (at {v.strongest.defense})", f"{_percent(v.strongest.value)} "
-                     f"({v.strongest.attack})", _utility(v.strongest), "-", "-")
+            strongest = v.strongest
+            after = (f"none shown (at {strongest.defense})", f"{outcome_text(strongest.cell)} ({_claim(strongest)})",
+                     _utility(strongest), "-", "-")
         else:
             eps = "-" if math.isnan(chosen.epsilon) else f"{chosen.epsilon:.3g}"
-            after = (chosen.defense, f"{_percent(chosen.value)} ({chosen.attack})", _utility(chosen),
-                     _cost(v), eps)
+            after = (chosen.defense, f"{outcome_text(chosen.cell)} ({_claim(chosen)})", _utility(chosen), _cost(v),
+                     eps)
         lines.append("| " + " | ".join([v.dataset, v.setting or "-", v.family, *before, *after]) + " |")
     return "\n".join(lines) + "\n"

@@ -96,7 +96,8 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
     the federation as configured needs, and the next unit of the most accurate undecided
     settings, about ``slots`` cells (the jobs that run at once; at least one setting). Empty when
     every claim is decided or out of units. See the module's docstring for the rules."""
-    from fedgraph_sim.report.audit_facts import AS_CONFIGURED, LEAKS, NOTHING_APPLIES, cell, stop_claim, unit_rows
+    from fedgraph_sim.report.audit_facts import AS_CONFIGURED
+    from fedgraph_sim.report.stop_rule import LEAKS, NOTHING_APPLIES, cell, stop_claim, unit_rows
 
     budget = AuditBudget(**sweep.spec["budget"])
     names = {k: v for k, v in candidates().items() if k in sweep.spec["attacks"]}

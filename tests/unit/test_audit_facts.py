@@ -4,8 +4,8 @@ with their reasons, the what-if's stop claims and the cheapest stop, and the ver
 
 import math
 
-from fedgraph_sim.report.audit_facts import (LEAKS, NO_LEAK, NOT_MEASURED, applicability, audit_facts, cell,
-                                             cheapest_stop, gains, verdict_lines, what_if)
+from fedgraph_sim.report.audit_facts import (LEAKS, NOT_MEASURED, applicability, audit_facts, cheapest_stop, gains,
+                                             verdict_lines, what_if)
 from fedgraph_sim.runtime.commands.audit import failing
 
 PLAN = {"config": {"name": "mine"}, "rounds": [1, 3], "budget": {}, "levels": ["update", "hints"],
@@ -20,39 +20,6 @@ def row(attack, exact=None, status="ok", level="hints", round=1, setting="", see
 def trained(accuracy: dict[str, list[float]]) -> list[dict]:
     """What-if federations: setting -> its accuracy at seeds 0, 1, ..."""
     return [{"setting": s, "seed": i, "accuracy": a} for s, values in accuracy.items() for i, a in enumerate(values)]
-
-
-def test_a_leak_is_the_attack_with_the_most_exact_graphs_failures_counting_zero():
-    rows = [row("grain", 1.0), row("grain", 1.0), row("grain", None, status="timeout"), row("grain", 0.0),
-            row("dlg", 0.0), row("dlg", 0.0), row("majority_type", 1.0),  # a prior never counts
-            row("glg", status="not_applicable")]
-    leak = cell(rows)
-    assert (leak["outcome"], leak["attack"], leak["exact"], leak["attacked"]) == (LEAKS, "grain", 2, 4)
-    assert leak["rate"] == 0.5
-    assert (leak["completed"], leak["failed"], leak["timed_out"]) == (5, 0, 1)
-    low, high = leak["ci"]
-    assert 0 <= low < 0.5 < high <= 1
-
-
-def test_no_leak_found_counts_only_completed_calls_and_gives_the_upper_bound():
-    rows = [row("grain", 0.0)] * 3 + [row("grain", None, status="crashed"), row("grain", None, status="timeout")]
-    found = cell(rows)
-    assert (found["outcome"], found["attacked"], found["failed"], found["timed_out"]) == (NO_LEAK, 3, 1, 1)
-    assert found["ci"][0] == 0 and 0.6 < found["ci"][1] < 0.65 and not found["decided"]  # 0 of 3: up to 63%
-    assert not cell([row("grain", 0.0)] * 58)["decided"]
-    decided = cell([row("grain", 0.0)] * 59)
-    assert decided["decided"] and decided["ci"][1] <= 0.05  # 59 graphs: the rate below 5%
-
-
-def test_failures_and_inapplicable_attacks_are_not_measured_never_evidence():
-    failed = cell([row("grain", None, status="timeout"), row("dlg", None, status="crashed"),
-                   row("glg", None, status="error")])
-    assert failed["outcome"] == NOT_MEASURED and "every call failed" in failed["reason"]
-    assert (failed["completed"], failed["failed"], failed["timed_out"]) == (0, 2, 1)
-    none = cell([row("glg", status="not_applicable"), row("aux_sample", 1.0)])
-    assert none["outcome"] == NOT_MEASURED and none["reason"] == "no attack applies"
-    diverged = cell([row("grain", 0.0)], diverged="the federation diverged")
-    assert diverged["outcome"] == NOT_MEASURED
 
 
 def test_gains_average_each_attacks_gain_over_the_prior_with_an_interval():
