@@ -108,12 +108,12 @@ def candidates(only: list[str] | None = None) -> dict[str, dict]:
 
 
 def _attack_section(tree: dict, names: dict[str, dict], rounds: list[int], budget: AuditBudget,
-                    every_client: bool = False, workers: int = 1) -> dict:
+                    every_client: bool = False, workers: int = 1, clients: list[int] | None = None) -> dict:
     attack = tree.get("attack", {})
     return {**attack, "names": list(names), "params": {k: v for k, v in names.items() if v},
-            "rounds": rounds, "clients": "all", "clients_per_round": None if every_client else budget.clients,
-            "max_graphs": budget.graphs, "limit": {}, "time_budget": budget.seconds, "time_budgets": {},
-            "workers": workers}
+            "rounds": rounds, "clients": "all" if clients is None else clients,
+            "clients_per_round": None if every_client else budget.clients, "max_graphs": budget.graphs,
+            "limit": {}, "time_budget": budget.seconds, "time_budgets": {}, "workers": workers}
 
 
 def _with(tree: dict, overrides: dict) -> dict:
@@ -147,14 +147,14 @@ def federation_of(user: dict, label: str, overrides: dict, rounds: list[int], bu
 
 
 def cell_of(federation: Federation, names: dict[str, dict], rounds: list[int], level: str, budget: AuditBudget,
-            scenario, every_client: bool = False, workers: int = 1) -> Cell:
+            scenario, every_client: bool = False, workers: int = 1, clients: list[int] | None = None) -> Cell:
     """``federation`` attacked at ``level`` in ``rounds`` by ``names`` (row -> parameters), on the
-    budget's first updates per round or, ``every_client``, on every update, in ``workers`` attack
-    processes: validated."""
+    budget's first updates per round or, ``every_client``, on every update (of ``clients`` only,
+    when given), in ``workers`` attack processes: validated."""
     from fedgraph_sim.runtime.session import Session, resolve
 
     tree = federation.config.model_dump(mode="json")
-    tree["attack"] = _attack_section(tree, names, rounds, budget, every_client, workers)
+    tree["attack"] = _attack_section(tree, names, rounds, budget, every_client, workers, clients)
     tree["threat"].update(LEVELS[level])
     config, _ = resolve(tree, scenario=scenario)
     Session(config, scenario=scenario)
@@ -194,6 +194,31 @@ def plan_audit(config: RunConfig, budget: AuditBudget = AuditBudget(), what_if: 
     sweep.federations.append(federation)
     sweep.cells.append(cell_of(federation, names, rounds, STRONGEST, budget, scenario, workers=budget.workers))
     return sweep
+
+
+def plan_extension(sweep: Sweep, rows: list[dict]) -> list[Cell]:
+    """More evidence where the strongest level's first updates decided nothing: for each audited
+    round whose cell there is neither a leak nor a decided no leak (``rows``: the strongest level's
+    first cell), every other client's update of that round, attacked by the attacks that can
+    rebuild a graph exactly (``Attack.exact``). A round holds as many graphs as its updates do, so
+    a cell may stay undecided at that n; the page says so."""
+    from attacks.base import build_attack
+    from fedgraph_sim.report.stop_rule import LEAKS, cell, decided
+
+    federation = sweep.federations[0]
+    budget = AuditBudget(**sweep.spec["budget"])
+    params = candidates(sweep.spec.get("attacks"))
+    exact = {name: p for name, p in params.items() if build_attack(name.split("@")[0]).exact}
+    out = []
+    for rnd in audited_rounds(federation.config.federation.rounds):
+        mine = [r for r in rows if r.get("threat_level") == STRONGEST and r["round"] == rnd]
+        found = cell(mine)
+        attacked = {r["client"] for r in mine if r.get("client") is not None}
+        rest = [k for k in range(federation.config.federation.num_clients) if k not in attacked]
+        if exact and rest and found["outcome"] != LEAKS and not decided(found):
+            out.append(cell_of(federation, exact, [rnd], STRONGEST, budget, None, every_client=True,
+                               workers=budget.workers, clients=rest))
+    return out
 
 
 def _exact_by_round(rows: list[dict]) -> dict[int, list[str]]:

@@ -35,8 +35,9 @@ def test_every_registered_attack_but_the_priors_is_a_candidate_the_exact_ones_fi
     assert exact == sorted(exact, reverse=True) and exact[0]  # the attacks that can rebuild exactly run first
 
 
-def row(attack, exact, round, level="hints"):
-    return {"attack": attack, "threat_level": level, "round": round, "gsm_full_iso": exact, "status": "ok"}
+def row(attack, exact, round, level="hints", client=0):
+    return {"attack": attack, "threat_level": level, "round": round, "gsm_full_iso": exact, "status": "ok",
+            "client": client, "graph_id": 0}
 
 
 def test_the_strongest_level_runs_first_and_alone_in_the_first_middle_and_last_round():
@@ -51,6 +52,20 @@ def test_the_strongest_level_runs_first_and_alone_in_the_first_middle_and_last_r
     assert cell.config.attack.clients_per_round == 2  # each round's first updates
     assert cell.config.data == own.config.data and cell.config.train == own.config.train  # the user's
     assert cell.config.attack.params["grain@ext"] == candidates()["grain@ext"]
+
+
+def test_rounds_that_decided_nothing_at_the_strongest_level_get_every_other_update_by_the_exact_attacks():
+    from fedgraph_sim.runtime.audit_plan import plan_extension
+
+    sweep = plan_audit(validate_config(USER))
+    rows = [row("grain@ext", 1.0, 1), row("grain", 0.0, 3, client=1), row("dlg", 0.0, 3, client=1)]
+    cells = plan_extension(sweep, rows)  # round 1 leaks: decided; round 3: 0 of 1; round 5: nothing ran
+    assert [c.config.attack.rounds for c in cells] == [[3], [5]]
+    assert [c.config.attack.clients for c in cells] == [[0], [0, 1]]  # not the updates already attacked
+    for cell in cells:
+        assert cell.config.attack.names == ["grain", "grain@ext"] and cell.config.attack.clients_per_round is None
+        assert cell.columns == {"threat_level": "hints"}
+    assert plan_extension(sweep, [row("grain", 1.0, r, client=c) for r in (1, 3, 5) for c in (0, 1)]) == []
 
 
 def test_the_weaker_levels_run_only_the_attacks_that_rebuilt_graphs_at_the_strongest_in_those_rounds():

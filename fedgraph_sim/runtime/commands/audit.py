@@ -145,17 +145,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _first_stage(sweep, runner, deadline: float) -> tuple[list[str], int]:
-    """The strongest level, then the weaker levels its rows call for; failures and the jobs the
-    wall budget left unfinished."""
+    """The strongest level, every other update of its rounds that decided nothing, then the weaker
+    levels its rows call for (each planned from rows that a resumed audit reads alike); failures
+    and the jobs the wall budget left unfinished."""
     from fedgraph_sim.results import read_rows
-    from fedgraph_sim.runtime.audit_plan import plan_levels
+    from fedgraph_sim.runtime.audit_plan import plan_extension, plan_levels
 
+    failures = []
+    for plan_next in (lambda: plan_extension(sweep, read_rows(runner.cell_dir(sweep.cells[0]))),
+                      lambda: plan_levels(sweep, read_rows(runner.dir))):
+        result = runner.run(deadline)
+        failures += result.failures
+        if result.out_of_time:
+            return failures, result.out_of_time
+        sweep.cells += plan_next()
     result = runner.run(deadline)
-    if result.out_of_time:
-        return list(result.failures), result.out_of_time
-    sweep.cells += plan_levels(sweep, read_rows(runner.dir))
-    more = runner.run(deadline)
-    return list(result.failures) + list(more.failures), more.out_of_time
+    return failures + list(result.failures), result.out_of_time
 
 
 def _what_if_runner(sweep, audit_dir: Path, jobs: int, progress):
