@@ -37,9 +37,10 @@ MAX_ROUNDS = 8  # rounds captured per federation at most (each holds every clien
 
 
 def capture_rounds(config: RunConfig, leak_rounds: list[int], budget: AuditBudget) -> list[int]:
-    """The rounds each what-if federation keeps for the attacks: the rounds the first stage found
-    leaks in, then the rounds after the first of them, until ``SLACK`` times the units that hold
-    ``DECIDING_GRAPHS`` graphs (every client's update, up to ``budget.graphs`` graphs each)."""
+    """The rounds each what-if federation keeps for the attacks, in training order: the rounds the
+    first stage found leaks in, and the rounds after the first of them, until ``SLACK`` times the
+    units that hold ``DECIDING_GRAPHS`` graphs (every client's update, up to ``budget.graphs``
+    graphs each)."""
     per_unit = config.federation.sampled_per_round() * min(budget.graphs, config.train.batch_size)
     needed = math.ceil(SLACK * math.ceil(DECIDING_GRAPHS / per_unit) / budget.seeds)
     rounds = list(dict.fromkeys(sorted(leak_rounds)))
@@ -49,7 +50,7 @@ def capture_rounds(config: RunConfig, leak_rounds: list[int], budget: AuditBudge
         if nxt is None:
             break
         rounds.append(nxt)
-    return rounds
+    return sorted(rounds)  # taken in training order: a leak found early decides at once
 
 
 def plan_what_if(config: RunConfig, attacks: list[str], budget: AuditBudget = AuditBudget(),

@@ -16,6 +16,8 @@ def test_enough_rounds_are_captured_to_decide_from_the_leaking_ones_on():
     wide = validate_config({**USER, "federation": {"num_clients": 30, "rounds": 50}})
     assert capture_rounds(wide, [1, 25], AuditBudget(seeds=3)) == [1, 25]  # 30 per unit: 4 units, 2 rounds
     assert capture_rounds(wide, [1], AuditBudget(seeds=1)) == [1, 2, 3, 4]
+    ten = validate_config({**USER, "federation": {"num_clients": 10, "rounds": 50}})  # 10 per unit: 4 rounds
+    assert capture_rounds(ten, [25, 1, 50], AuditBudget(seeds=3)) == [1, 2, 25, 50]  # in training order
 
 
 def test_each_setting_and_the_federation_as_configured_train_over_seeds_without_cells():
