@@ -8,10 +8,11 @@ client's update, one *unit* (one seed's round) at a time, until each claim is de
 - a leak (k >= 1 graphs rebuilt exactly) is decided at once;
 - no leak found is decided on n >= 59 graphs whose call completed (the rate's one-sided 95% bound
   at most 5%), and is a *stop* only against the leak of the federation as configured on the same
-  units, by a one-sided Fisher exact test (``report.audit_facts.stop_claim``);
+  units, by a one-sided Fisher exact test (``report.stop_rule.stop_claim``);
 - the most accurate undecided settings are attacked first, as many as run at once; one no more
   accurate than a setting already shown to stop is not attacked further: it cannot be the
-  cheapest stop; one where no attack applies, or whose federation diverged, is done;
+  cheapest stop; one whose first unit returned no reconstruction (no attack applies, every call
+  failed or timed out: not measured at this budget), or whose federation diverged, is done;
 - what the audit's wall budget does not reach stays undecided at its n, and the page says so.
 
 The federation as configured leads: a setting is attacked on a unit only once the federation as
@@ -98,7 +99,7 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
     settings, about ``slots`` cells (the jobs that run at once; at least one setting). Empty when
     every claim is decided or out of units. See the module's docstring for the rules."""
     from fedgraph_sim.report.audit_facts import AS_CONFIGURED
-    from fedgraph_sim.report.stop_rule import LEAKS, NOTHING_APPLIES, cell, stop_claim, unit_rows
+    from fedgraph_sim.report.stop_rule import LEAKS, NOT_MEASURED, cell, stop_claim, unit_rows
 
     budget = AuditBudget(**sweep.spec["budget"])
     names = {k: v for k, v in candidates().items() if k in sweep.spec["attacks"]}
@@ -138,8 +139,8 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
             claim, _ = stop_claim(cell(unit_rows(own_rows, mine)), found)
             if claim == "stops":
                 stop_accuracy = max(stop_accuracy, mean_accuracy(label))
-            if claim in (LEAKS, "stops") or found.get("reason") == NOTHING_APPLIES:
-                continue  # decided
+            if claim in (LEAKS, "stops", NOT_MEASURED):
+                continue  # decided, or nothing returned at this budget: its units go to the others
         if mean_accuracy(label) == -math.inf or mean_accuracy(label) <= stop_accuracy:
             continue  # diverged, or it cannot be the cheapest stop
         nxt = next(iter(open_units(label)), None)

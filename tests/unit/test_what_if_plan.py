@@ -95,9 +95,10 @@ def test_the_federation_as_configured_is_attacked_alone_until_it_leaks():
     assert next_cells(sweep, everything, accuracy) == []  # 60 graphs, no leak: nothing to stop
 
 
-def test_a_setting_where_no_attack_applies_or_whose_federation_diverged_is_done():
+def test_a_setting_whose_first_unit_returned_nothing_or_whose_federation_diverged_is_done():
     sweep = _sweep()
     accuracy = {f.id: float("nan") if f.setting == "batch_x4" else 0.8 for f in sweep.federations}
-    rows = _rows("as configured", 0, 1, 1.0) + [{**r, "status": "not_applicable", "gsm_full_iso": None}
-                                                for r in _rows("prune_0.9", 0, 1, 0.0)]
-    assert next_cells(sweep, rows, accuracy) == []
+    own = _rows("as configured", 0, 1, 1.0)
+    for status in ("not_applicable", "timeout", "failed"):  # no attack applies; every call timed out or failed
+        rows = own + [{**r, "status": status, "gsm_full_iso": None} for r in _rows("prune_0.9", 0, 1, 0.0)]
+        assert next_cells(sweep, rows, accuracy) == []
