@@ -202,13 +202,12 @@ def plan_extension(sweep: Sweep, rows: list[dict]) -> list[Cell]:
     first cell), every other client's update of that round, attacked by the attacks that can
     rebuild a graph exactly (``Attack.exact``). A round holds as many graphs as its updates do, so
     a cell may stay undecided at that n; the page says so."""
-    from attacks.base import build_attack
     from fedgraph_sim.report.stop_rule import LEAKS, cell, decided
 
     federation = sweep.federations[0]
     budget = AuditBudget(**sweep.spec["budget"])
     params = candidates(sweep.spec.get("attacks"))
-    exact = {name: p for name, p in params.items() if build_attack(name.split("@")[0]).exact}
+    exact = {name: p for name, p in params.items() if registry.attacks.get(name.split("@")[0]).exact}
     out = []
     for rnd in audited_rounds(federation.config.federation.rounds):
         mine = [r for r in rows if r.get("threat_level") == STRONGEST and r["round"] == rnd]

@@ -188,12 +188,14 @@ def _decide(runner, deadline: float, jobs: int) -> tuple[list[str], list[dict], 
     from fedgraph_sim.runtime.what_if_plan import next_cells
     from fedgraph_sim.utility import final_utility
 
-    plan, failures, tried = runner.sweep, [], set()
+    plan, failures, tried, accuracy = runner.sweep, [], set(), {}
     while True:
         result = runner.run(deadline)
         failures += result.failures
         trained = [f for f in plan.federations if (runner.fed_dir(f) / DONE).is_file()]
-        accuracy = {f.id: final_utility(runner.fed_dir(f)).get("test_accuracy") for f in trained}
+        for fed in trained:  # a trained federation's accuracy is final: read once
+            if fed.id not in accuracy:
+                accuracy[fed.id] = final_utility(runner.fed_dir(fed)).get("test_accuracy")
         if result.out_of_time:
             break
         cells = [c for c in next_cells(plan, read_rows(runner.dir), accuracy, jobs) if c.id not in tried]
