@@ -9,14 +9,17 @@ client's update, one *unit* (one seed's round) at a time, until each claim is de
 - no leak found is decided on n >= 59 graphs whose call completed (the rate's one-sided 95% bound
   at most 5%), and is a *stop* only against the leak of the federation as configured on the same
   units, by a one-sided Fisher exact test (``report.stop_rule.stop_claim``);
-- the most accurate undecided settings are attacked first, as many as run at once; one no more
-  accurate than a setting already shown to stop is not attacked further: it cannot be the
-  cheapest stop; one whose first unit returned no reconstruction (no attack applies, every call
-  failed or timed out: not measured at this budget), or whose federation diverged, is done;
+- every undecided setting is attacked on its next units in each pass (its first unit alone: it
+  may return nothing), the most accurate first where the federation as configured's units are
+  rationed (at most as many new ones per pass as jobs run at once: they are the costly cells, and
+  that many keep every worker busy); one no more accurate than a setting already shown to stop is
+  not attacked further: it cannot be the cheapest stop; one whose first unit returned no
+  reconstruction (no attack applies, every call failed or timed out: not measured at this
+  budget), or whose federation diverged, is done;
 - what the audit's wall budget does not reach stays undecided at its n, and the page says so.
 
-The federation as configured leads: a setting is attacked on a unit only once the federation as
-configured is, so every claim compares like with like. Which units run next follows from the rows
+The federation as configured leads: a setting is attacked on a unit only together with or after the
+federation as configured, so every claim compares like with like. Which units run next follows from the rows
 alone (:func:`next_cells`), so an interrupted audit resumes to the same decisions.
 """
 
@@ -94,10 +97,11 @@ def units(sweep: Sweep) -> list[tuple[int, int]]:
 
 def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None], slots: int = 2) -> list[Cell]:
     """The cells to run next, from the rows so far and the final accuracy of each trained
-    federation (``accuracy``: federation id -> accuracy; an untrained one is absent): the units
-    the federation as configured needs, and the next unit of the most accurate undecided
-    settings, about ``slots`` cells (the jobs that run at once; at least one setting). Empty when
-    every claim is decided or out of units. See the module's docstring for the rules."""
+    federation (``accuracy``: federation id -> accuracy; an untrained one is absent): the next
+    units of each undecided setting (its first alone, then up to ``slots``), and the federation as
+    configured on them, at most ``slots`` new units of it (``slots``: the jobs that run at once;
+    its cells are the costly ones, so a pass keeps every worker busy). Empty when every claim is
+    decided or out of units. See the module's docstring for the rules."""
     from fedgraph_sim.report.audit_facts import AS_CONFIGURED
     from fedgraph_sim.report.stop_rule import LEAKS, NOT_MEASURED, cell, stop_claim, unit_rows
 
@@ -127,9 +131,9 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
         # nothing to stop yet: the federation as configured is attacked further, alone, until it
         # leaks or its no leak is decided
         undecided = own["outcome"] != "no leak found" or not own["decided"]
-        return [unit_cell(AS_CONFIGURED, unit) for unit in own_open[:1]] if undecided else []
+        return [unit_cell(AS_CONFIGURED, unit) for unit in own_open[:slots]] if undecided else []
     own_done = {(r["round"], r["seed"]) for r in own_rows}
-    own_new = own_open[:1] if own is None else []  # the first unit of the federation as configured leads
+    own_new = own_open[:slots] if own is None else []  # the federation as configured leads
     others = sorted({f.setting for f in sweep.federations} - {AS_CONFIGURED}, key=mean_accuracy, reverse=True)
     wanted, stop_accuracy = [], -math.inf
     for label in others:
@@ -143,13 +147,13 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
                 continue  # decided, or nothing returned at this budget: its units go to the others
         if mean_accuracy(label) == -math.inf or mean_accuracy(label) <= stop_accuracy:
             continue  # diverged, or it cannot be the cheapest stop
-        nxt = next(iter(open_units(label)), None)
-        if nxt is None:
-            continue
-        own_too = nxt not in own_done and nxt not in own_new
-        if wanted and len(wanted) + len(own_new) + 1 + own_too > slots:
-            break  # the most accurate undecided settings first, as many as run at once
-        wanted.append((label, nxt))
-        if own_too:
-            own_new.append(nxt)
+        # its next units, one until its first has returned something (it may be not measured);
+        # each needs the federation as configured on it, at most ``slots`` of those per pass:
+        # they are the costly cells, and ``slots`` of them keep every worker busy
+        for unit in open_units(label)[:slots if mine else 1]:
+            if unit not in own_done and unit not in own_new:
+                if len(own_new) == slots:
+                    break
+                own_new.append(unit)
+            wanted.append((label, unit))
     return [unit_cell(AS_CONFIGURED, unit) for unit in own_new] + [unit_cell(label, unit) for label, unit in wanted]

@@ -60,22 +60,38 @@ def _units(cells):
     return [(c.federation.setting, c.federation.config.seed, c.config.attack.rounds[0]) for c in cells]
 
 
-def test_the_first_unit_attacks_the_most_accurate_settings_beside_the_federation_as_configured_on_every_update():
-    sweep = _sweep()
+def test_the_first_pass_attacks_each_settings_first_unit_and_fills_the_workers_with_the_federation_as_configured():
+    sweep = _sweep()  # units in order: (round 1, seed 0), (1, 1), (2, 0), ...
     accuracy = {f.id: {"as configured": 0.8, "prune_0.9": 0.7, "batch_x4": 0.75}[f.setting] for f in sweep.federations}
     cells = next_cells(sweep, [], accuracy, slots=3)
-    assert _units(cells) == [("as configured", 0, 1), ("batch_x4", 0, 1), ("prune_0.9", 0, 1)]  # most accurate first
-    assert _units(next_cells(sweep, [], accuracy, slots=2)) == [("as configured", 0, 1), ("batch_x4", 0, 1)]
+    assert _units(cells) == [("as configured", 0, 1), ("as configured", 1, 1), ("as configured", 0, 2),
+                             ("batch_x4", 0, 1), ("prune_0.9", 0, 1)]  # a setting's first unit alone: it may be empty
+    assert _units(next_cells(sweep, [], accuracy, slots=2))[:2] == [("as configured", 0, 1), ("as configured", 1, 1)]
     assert all(c.config.attack.clients_per_round is None and c.config.attack.names == ["grain"] for c in cells)
     assert all(c.columns == {"threat_level": "hints"} for c in cells)
     assert next_cells(sweep, [], {}) == []  # nothing trained: nothing to attack
+
+
+def test_the_federation_as_configured_is_rationed_to_one_new_unit_per_worker_and_every_setting_follows_it():
+    sweep = _sweep()
+    accuracy = {f.id: {"as configured": 0.8, "prune_0.9": 0.78, "batch_x4": 0.75}[f.setting] for f in sweep.federations}
+    done = [(0, 1), (1, 1), (0, 2)]  # (seed, round)
+    rows = ([r for seed, rnd in done for r in _rows("as configured", seed, rnd, 1.0)]
+            + [r for seed, rnd in done for r in _rows("prune_0.9", seed, rnd, 0.0)] + _rows("batch_x4", 0, 1, 0.0))
+    # prune (most accurate) takes the two units after the federation as configured's; batch_x4 the two it has
+    assert _units(next_cells(sweep, rows, accuracy, slots=2)) == [
+        ("as configured", 1, 2), ("as configured", 0, 3), ("prune_0.9", 1, 2), ("prune_0.9", 0, 3),
+        ("batch_x4", 1, 1), ("batch_x4", 0, 2)]
+    assert _units(next_cells(sweep, rows, accuracy, slots=1)) == [
+        ("as configured", 1, 2), ("prune_0.9", 1, 2), ("batch_x4", 1, 1)]
 
 
 def test_a_leak_is_decided_at_once_and_a_setting_less_accurate_than_a_stop_is_left_alone():
     sweep = _sweep()
     accuracy = {f.id: {"as configured": 0.8, "prune_0.9": 0.7, "batch_x4": 0.75}[f.setting] for f in sweep.federations}
     rows = _rows("as configured", 0, 1, 1.0) + _rows("batch_x4", 0, 1, 1.0) + _rows("prune_0.9", 0, 1, 0.0)
-    assert _units(next_cells(sweep, rows, accuracy)) == [("as configured", 1, 1), ("prune_0.9", 1, 1)]
+    assert _units(next_cells(sweep, rows, accuracy)) == [("as configured", 1, 1), ("as configured", 0, 2),
+                                                         ("prune_0.9", 1, 1), ("prune_0.9", 0, 2)]
     # every unit attacked, prune found nothing on 60 graphs against the leak: it stops; nothing is left
     done = [u for s in ("as configured", "prune_0.9") for r, seed in units(sweep) for u in _rows(s, seed, r, 0.0, 6)]
     done = _rows("as configured", 0, 1, 1.0, 6) + done[6:] + _rows("batch_x4", 0, 1, 1.0)
@@ -90,7 +106,7 @@ def test_the_federation_as_configured_is_attacked_alone_until_it_leaks():
     sweep = _sweep()
     accuracy = {f.id: 0.8 for f in sweep.federations}
     rows = _rows("as configured", 0, 1, 0.0) + _rows("prune_0.9", 0, 1, 0.0)
-    assert _units(next_cells(sweep, rows, accuracy)) == [("as configured", 1, 1)]
+    assert _units(next_cells(sweep, rows, accuracy)) == [("as configured", 1, 1), ("as configured", 0, 2)]
     everything = [u for r, seed in units(sweep) for u in _rows("as configured", seed, r, 0.0, 6)]
     assert next_cells(sweep, everything, accuracy) == []  # 60 graphs, no leak: nothing to stop
 
