@@ -20,6 +20,10 @@ handler by ``sys.exit``, which would end the main thread under the backend's wor
 A Ray the backend starts is prepared as every Ray started here is (:mod:`fedgraph_sim.local_ray`).
 A Ray that is already up when the backend is built (a notebook's, or a test session's) is joined,
 as Flower's backend does, and left up at the end: only a Ray the backend started is shut down.
+
+The engine builds this class whatever the backend config says, so it is also where the config's
+choice of engine is made: ``{"fedgraph": {"engine": "in_process"}}`` builds
+:class:`fedgraph_sim.runtime.in_process_backend.InProcessBackend` instead, and no Ray starts.
 """
 
 from __future__ import annotations
@@ -44,9 +48,17 @@ def install() -> None:
     if getattr(raybackend.RayBackend, "kills_actors_on_terminate", False):
         return
 
+    from fedgraph_sim.runtime.in_process_backend import IN_PROCESS, InProcessBackend, engine_of
+
     class KillingRayBackend(raybackend.RayBackend):
         kills_actors_on_terminate = True
         owns_ray = True  # whether this backend started the Ray it runs on
+
+        def __new__(cls, backend_config=None):
+            # Flower 1.41's engine always builds this class; the config names the engine
+            if engine_of(backend_config) == IN_PROCESS:
+                return InProcessBackend(backend_config)  # not a cls: __init__ (ray.init) is skipped
+            return super().__new__(cls)
 
         def __init__(self, backend_config) -> None:
             import ray

@@ -98,18 +98,25 @@ def ray_init_args(config: RunConfig) -> dict:
 
 
 def run(config: RunConfig, progress=None, session: Session | None = None,
-        run_dir: Path | None = None) -> RunResult:
+        run_dir: Path | None = None, engine: str = "ray") -> RunResult:
     """Run one federation with the configured attacks (into ``run_dir``, default a new
-    timestamped directory under ``output.dir``); returns the run directory and summary."""
+    timestamped directory under ``output.dir``); returns the run directory and summary.
+    ``engine``: where the ClientApps run, Ray's client actors (``"ray"``) or this process
+    (``"in_process"``, for a federation that is one job of a pool:
+    :mod:`fedgraph_sim.runtime.in_process_backend`); the rows are the same."""
     from flwr.simulation import run_simulation
 
     from fedgraph_sim.runtime import ray_backend
     from fedgraph_sim.runtime.apps import make_client_app, make_server_app
+    from fedgraph_sim.runtime.in_process_backend import ENGINE, ENGINES, RAY, SECTION
 
     for key, value in FLOWER_ENV.items():  # before Ray is imported: it reads some at import
         os.environ.setdefault(key, value)
+    if engine not in ENGINES:
+        raise ValueError(f"engine: unknown '{engine}'; valid: {', '.join(ENGINES)}")
     ray_backend.install()
-    prepare_local_ray(config.federation.ray_address)  # Flower's backend calls ray.init
+    if engine == RAY:
+        prepare_local_ray(config.federation.ray_address)  # Flower's backend calls ray.init
     start = time.time()
     session = session or Session(config, progress=progress)
     startup_checkpoint()  # a command's start-up signal, if one came, before anything is written
@@ -131,7 +138,8 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
                                backend_config={"client_resources": {"num_cpus": config.federation.num_cpus,
                                                                     "num_gpus": 0.0, "max_restarts": -1,
                                                                     "max_task_retries": 1},
-                                               "init_args": ray_init_args(config)})
+                                               "init_args": ray_init_args(config),
+                                               SECTION: {ENGINE: engine}})
             except Exception:  # after a stop: RunStopped from the ServerApp thread, or an error of
                 if not session.stop:  # what the stop killed, neither of them the run's
                     raise

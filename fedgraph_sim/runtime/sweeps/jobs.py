@@ -59,13 +59,16 @@ def init_worker(parent: int) -> None:
 
 
 def federation_job(config_json: str, fed_dir: str, log: str) -> dict:
-    """Worker: run one federation with capture on and no attacks."""
+    """Worker: run one federation with capture on and no attacks, its ClientApps in this process
+    (the pool is the sweep's parallelism) unless it runs on a Ray cluster of its own."""
     from fedgraph_sim.config import RunConfig
     from fedgraph_sim.runtime import Session, run
+    from fedgraph_sim.runtime.in_process_backend import IN_PROCESS, RAY
 
     with _job(Path(fed_dir), time.time()) as (path, _), _output_to(Path(log)):
         config = RunConfig.model_validate_json(config_json)
-        run(config, session=Session(config, capture=True), run_dir=path)
+        engine = RAY if config.federation.ray_address else IN_PROCESS
+        run(config, session=Session(config, capture=True), run_dir=path, engine=engine)
     return {}
 
 
