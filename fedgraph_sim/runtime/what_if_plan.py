@@ -98,10 +98,12 @@ def units(sweep: Sweep) -> list[tuple[int, int]]:
 def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None], slots: int = 2) -> list[Cell]:
     """The cells to run next, from the rows so far and the final accuracy of each trained
     federation (``accuracy``: federation id -> accuracy; an untrained one is absent): the next
-    units of each undecided setting (its first alone, then up to ``slots``), and the federation as
-    configured on them, at most ``slots`` new units of it (``slots``: the jobs that run at once;
-    its cells are the costly ones, so a pass keeps every worker busy). Empty when every claim is
-    decided or out of units. See the module's docstring for the rules."""
+    units of each undecided setting (its first alone, then up to ``slots`` past those of the
+    federation as configured), and the federation as configured on them, at most ``slots`` new
+    units of it (``slots``: the jobs that run at once;
+    its cells are the costly ones, so a pass keeps every worker busy), the cells whose units took
+    longest so far first (a setting not attacked yet counts as the longest). Empty when every
+    claim is decided or out of units. See the module's docstring for the rules."""
     from fedgraph_sim.report.audit_facts import AS_CONFIGURED
     from fedgraph_sim.report.stop_rule import LEAKS, NOT_MEASURED, cell, stop_claim, unit_rows
 
@@ -147,13 +149,21 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
                 continue  # decided, or nothing returned at this budget: its units go to the others
         if mean_accuracy(label) == -math.inf or mean_accuracy(label) <= stop_accuracy:
             continue  # diverged, or it cannot be the cheapest stop
-        # its next units, one until its first has returned something (it may be not measured);
-        # each needs the federation as configured on it, at most ``slots`` of those per pass:
-        # they are the costly cells, and ``slots`` of them keep every worker busy
-        for unit in open_units(label)[:slots if mine else 1]:
+        # its next units, one until its first has returned something (it may be not measured):
+        # those the federation as configured has been attacked on, and up to ``slots`` new ones of
+        # it per pass (they are the costly cells, and ``slots`` of them keep every worker busy)
+        for unit in open_units(label)[:None if mine else 1]:
             if unit not in own_done and unit not in own_new:
                 if len(own_new) == slots:
                     break
                 own_new.append(unit)
             wanted.append((label, unit))
-    return [unit_cell(AS_CONFIGURED, unit) for unit in own_new] + [unit_cell(label, unit) for label, unit in wanted]
+    def unit_seconds(label: str) -> float:  # the attack seconds a unit of it took so far; unknown: the most
+        mine = [r for r in rows if r["setting"] == label]
+        spent = sum(float(r.get("seconds") or 0.0) for r in mine)
+        return spent / len({(r["round"], r["seed"]) for r in mine}) if mine else math.inf
+
+    # the longest first (the runner submits in this order): a pass then ends with its short cells
+    chosen = [(AS_CONFIGURED, unit) for unit in own_new] + wanted
+    cost = {label: unit_seconds(label) for label in {label for label, _ in chosen}}
+    return [unit_cell(label, unit) for label, unit in sorted(chosen, key=lambda c: -cost[c[0]])]

@@ -78,12 +78,13 @@ def test_the_federation_as_configured_is_rationed_to_one_new_unit_per_worker_and
     done = [(0, 1), (1, 1), (0, 2)]  # (seed, round)
     rows = ([r for seed, rnd in done for r in _rows("as configured", seed, rnd, 1.0)]
             + [r for seed, rnd in done for r in _rows("prune_0.9", seed, rnd, 0.0)] + _rows("batch_x4", 0, 1, 0.0))
-    # prune (most accurate) takes the two units after the federation as configured's; batch_x4 the two it has
+    # prune (most accurate) takes the two units after the federation as configured's, which are attacked
+    # with it; batch_x4 the units the federation as configured has been attacked on, and those two
     assert _units(next_cells(sweep, rows, accuracy, slots=2)) == [
         ("as configured", 1, 2), ("as configured", 0, 3), ("prune_0.9", 1, 2), ("prune_0.9", 0, 3),
-        ("batch_x4", 1, 1), ("batch_x4", 0, 2)]
+        ("batch_x4", 1, 1), ("batch_x4", 0, 2), ("batch_x4", 1, 2), ("batch_x4", 0, 3)]
     assert _units(next_cells(sweep, rows, accuracy, slots=1)) == [
-        ("as configured", 1, 2), ("prune_0.9", 1, 2), ("batch_x4", 1, 1)]
+        ("as configured", 1, 2), ("prune_0.9", 1, 2), ("batch_x4", 1, 1), ("batch_x4", 0, 2), ("batch_x4", 1, 2)]
 
 
 def test_a_leak_is_decided_at_once_and_a_setting_less_accurate_than_a_stop_is_left_alone():
@@ -118,3 +119,12 @@ def test_a_setting_whose_first_unit_returned_nothing_or_whose_federation_diverge
     for status in ("not_applicable", "timeout", "failed"):  # no attack applies; every call timed out or failed
         rows = own + [{**r, "status": status, "gsm_full_iso": None} for r in _rows("prune_0.9", 0, 1, 0.0)]
         assert next_cells(sweep, rows, accuracy) == []
+
+
+def test_the_cells_whose_units_took_longest_come_first_and_a_setting_not_attacked_yet_counts_as_longest():
+    sweep = _sweep()
+    accuracy = {f.id: 0.8 for f in sweep.federations}
+    rows = ([{**r, "seconds": 20.0} for r in _rows("as configured", 0, 1, 1.0)]
+            + [{**r, "seconds": 0.1} for r in _rows("prune_0.9", 0, 1, 0.0)])
+    assert _units(next_cells(sweep, rows, accuracy)) == [
+        ("batch_x4", 0, 1), ("as configured", 1, 1), ("as configured", 0, 2), ("prune_0.9", 1, 1), ("prune_0.9", 0, 2)]

@@ -159,13 +159,13 @@ class SweepRunner:
         pool = self._pool()
         running: dict[Future, tuple[str, object]] = {}
 
-        def submit_cells_of(fed: Federation) -> None:
-            for cell in cells:
-                if cell.federation is fed:
-                    columns = {"sweep": self.sweep.name, "cell": cell.id, **fed.columns(), **cell.columns}
-                    job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
-                                      str(self.cell_dir(cell)), columns, self.log_of(cell.id))
-                    running[job] = ("cell", cell)
+        def submit_cells(ready) -> None:  # in the sweep's order: a planner may put the long ones first
+            for cell in ready:
+                fed = cell.federation
+                columns = {"sweep": self.sweep.name, "cell": cell.id, **fed.columns(), **cell.columns}
+                job = pool.submit(cell_job, cell.config.model_dump_json(), str(self.fed_dir(fed)),
+                                  str(self.cell_dir(cell)), columns, self.log_of(cell.id))
+                running[job] = ("cell", cell)
 
         try:
             pending = {f.id for f in feds}
@@ -174,8 +174,7 @@ class SweepRunner:
                     job = pool.submit(federation_job, self._federation_config(fed, pool), str(self.fed_dir(fed)),
                                       self.log_of(fed.id))
                     running[job] = ("federation", fed)
-                else:
-                    submit_cells_of(fed)
+            submit_cells([c for c in cells if c.federation.id not in pending])
             while running:
                 if deadline is not None and time.time() >= deadline:
                     self._stop_jobs(pool)
@@ -199,7 +198,7 @@ class SweepRunner:
                     else:
                         ran[kind] += 1
                         if kind == "federation":
-                            submit_cells_of(item)
+                            submit_cells([c for c in cells if c.federation is item])
                     self._advance(kind, 1)
         except KeyboardInterrupt:
             self._stop_jobs(pool)  # stop now
