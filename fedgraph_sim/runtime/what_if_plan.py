@@ -163,7 +163,10 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
         spent = sum(float(r.get("seconds") or 0.0) for r in mine)
         return spent / len({(r["round"], r["seed"]) for r in mine}) if mine else math.inf
 
-    # the longest first (the runner submits in this order): a pass then ends with its short cells
+    # the longest first (the runner submits in this order), so a pass ends with its short cells;
+    # among the unknown, a setting's first unit before the federation as configured's, whose
+    # several units then share the workers while that one runs
     chosen = [(AS_CONFIGURED, unit) for unit in own_new] + wanted
     cost = {label: unit_seconds(label) for label in {label for label, _ in chosen}}
-    return [unit_cell(label, unit) for label, unit in sorted(chosen, key=lambda c: -cost[c[0]])]
+    order = sorted(chosen, key=lambda c: (-cost[c[0]], c[0] == AS_CONFIGURED))
+    return [unit_cell(label, unit) for label, unit in order]
