@@ -52,7 +52,8 @@ def _sweep():
 
 
 def _rows(setting, seed, round, exact, n=2):
-    return [{"setting": setting, "seed": seed, "round": round, "attack": "grain", "status": "ok",
+    seconds = 10.0 if setting == "as configured" else 0.1  # as measured: its calls are the long ones
+    return [{"setting": setting, "seed": seed, "round": round, "attack": "grain", "status": "ok", "seconds": seconds,
              "gsm_full_iso": exact, "threat_level": "hints", "graph_id": 0}] * n
 
 
