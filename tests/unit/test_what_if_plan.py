@@ -78,14 +78,17 @@ def test_the_federation_as_configured_is_rationed_to_one_new_unit_per_worker_and
     accuracy = {f.id: {"as configured": 0.8, "prune_0.9": 0.78, "batch_x4": 0.75}[f.setting] for f in sweep.federations}
     done = [(0, 1), (1, 1), (0, 2)]  # (seed, round)
     rows = ([r for seed, rnd in done for r in _rows("as configured", seed, rnd, 1.0)]
-            + [r for seed, rnd in done for r in _rows("prune_0.9", seed, rnd, 0.0)] + _rows("batch_x4", 0, 1, 0.0))
+            + [r for seed, rnd in done for r in _rows("prune_0.9", seed, rnd, 0.0)]
+            + [{**r, "seconds": 5.0} for r in _rows("batch_x4", 0, 1, 0.0)])
     # prune (most accurate) takes the two units after the federation as configured's, which are attacked
-    # with it; batch_x4 the units the federation as configured has been attacked on, and those two
+    # with it; batch_x4 the units the federation as configured has been attacked on, and those two;
+    # the longest first: the federation as configured (20 s a unit), batch_x4 (10 s), prune (0.2 s)
     assert _units(next_cells(sweep, rows, accuracy, slots=2)) == [
-        ("as configured", 1, 2), ("as configured", 0, 3), ("prune_0.9", 1, 2), ("prune_0.9", 0, 3),
-        ("batch_x4", 1, 1), ("batch_x4", 0, 2), ("batch_x4", 1, 2), ("batch_x4", 0, 3)]
+        ("as configured", 1, 2), ("as configured", 0, 3),
+        ("batch_x4", 1, 1), ("batch_x4", 0, 2), ("batch_x4", 1, 2), ("batch_x4", 0, 3),
+        ("prune_0.9", 1, 2), ("prune_0.9", 0, 3)]
     assert _units(next_cells(sweep, rows, accuracy, slots=1)) == [
-        ("as configured", 1, 2), ("prune_0.9", 1, 2), ("batch_x4", 1, 1), ("batch_x4", 0, 2), ("batch_x4", 1, 2)]
+        ("as configured", 1, 2), ("batch_x4", 1, 1), ("batch_x4", 0, 2), ("batch_x4", 1, 2), ("prune_0.9", 1, 2)]
 
 
 def test_a_leak_is_decided_at_once_and_a_setting_less_accurate_than_a_stop_is_left_alone():
