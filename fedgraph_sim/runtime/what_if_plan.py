@@ -100,10 +100,10 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
     federation (``accuracy``: federation id -> accuracy; an untrained one is absent): the next
     units of each undecided setting (its first alone, then up to ``slots`` past those of the
     federation as configured), and the federation as configured on them, at most ``slots`` new
-    units of it (``slots``: the jobs that run at once;
-    its cells are the costly ones, so a pass keeps every worker busy), the cells whose units took
-    longest so far first (a setting not attacked yet counts as the longest). Empty when every
-    claim is decided or out of units. See the module's docstring for the rules."""
+    units of it (``slots``: the jobs that run at once; its cells are the costly ones, so a pass
+    keeps every worker busy), the cells whose units took longest so far first (a setting not
+    attacked yet counts as the longest). Empty when every claim is decided or out of units. See
+    the module's docstring for the rules."""
     from fedgraph_sim.report.audit_facts import AS_CONFIGURED
     from fedgraph_sim.report.stop_rule import LEAKS, NOT_MEASURED, cell, stop_claim, unit_rows
 
@@ -125,6 +125,11 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
                   if f.setting == label and f.id in accuracy and accuracy[f.id] is not None]
         values = [v for v in values if math.isfinite(v)]
         return sum(values) / len(values) if values else -math.inf
+
+    def unit_seconds(label: str) -> float:  # the attack seconds a unit of it took so far; unknown: the most
+        mine = [r for r in rows if r["setting"] == label]
+        spent = sum(float(r.get("seconds") or 0.0) for r in mine)
+        return spent / len({(r["round"], r["seed"]) for r in mine}) if mine else math.inf
 
     own_rows = [r for r in rows if r["setting"] == AS_CONFIGURED]
     own_open = open_units(AS_CONFIGURED)
@@ -158,10 +163,6 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
                     break
                 own_new.append(unit)
             wanted.append((label, unit))
-    def unit_seconds(label: str) -> float:  # the attack seconds a unit of it took so far; unknown: the most
-        mine = [r for r in rows if r["setting"] == label]
-        spent = sum(float(r.get("seconds") or 0.0) for r in mine)
-        return spent / len({(r["round"], r["seed"]) for r in mine}) if mine else math.inf
 
     # the longest first (the runner submits in this order), so a pass ends with its short cells;
     # among the unknown, a setting's first unit before the federation as configured's, whose
