@@ -302,7 +302,10 @@ class WorkerPool:
             child_end.close()
             os.close(life_read)
         worker.conn = connection.Connection(parent_end.detach())
-        worker.conn.send_bytes(pickle.dumps((self.specs, self.plugins), protocol=pickle.HIGHEST_PROTOCOL))
+        try:
+            worker.conn.send_bytes(pickle.dumps((self.specs, self.plugins), protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:  # it ended as it started (seen once under a start-up Ctrl-C on a loaded machine):
+            pass  # _dispatch starts a dead worker again for its next call, and a death there is a row
 
     def _stop(self, worker: _Worker) -> None:
         if worker.process is not None:

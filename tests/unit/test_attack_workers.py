@@ -275,3 +275,20 @@ def test_variants_sharing_a_fit_run_it_once_in_one_worker_and_rows_do_not_depend
     drop = ("seconds", "info_pid")
     assert ({a: {k: v for k, v in r.items() if k not in drop} for a, r in rows[0].items()}
             == {a: {k: v for k, v in r.items() if k not in drop} for a, r in rows[2].items()})
+
+
+def test_a_worker_that_ends_as_it_starts_is_started_again_for_its_first_call(tmp_path, monkeypatch):
+    from server import attack_workers
+
+    real, spawned = attack_workers.spawn, []
+
+    def dies_first(command, **kwargs):  # the first worker ends before it reads its attacks
+        if spawned:
+            return real(command, **kwargs)
+        spawned.append(real(["true"], **kwargs))
+        spawned[0].wait()
+        return spawned[0]
+
+    monkeypatch.setattr(attack_workers, "spawn", dies_first)
+    rows = _rows(tmp_path, {"random": RandomGuess()}, 1)
+    assert spawned and spawned[0].returncode == 0 and rows["random"]["status"] == "ok"
