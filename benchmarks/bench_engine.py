@@ -20,13 +20,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_FEDERATION = """
-import sys, torch
+import sys
+from pathlib import Path
+import torch
 torch.set_num_threads(1)
 from fedgraph_sim.config import load_config
 from fedgraph_sim.runtime import Session
 from fedgraph_sim.runtime.simulation import run
 config = load_config(sys.argv[1], ["attack.names=[]", "attack.rounds=[1,2,25,50]"])
-run(config, session=Session(config, capture=True), run_dir=__import__("pathlib").Path(sys.argv[2]), engine=sys.argv[3])
+run(config, session=Session(config, capture=True), run_dir=Path(sys.argv[2]), engine=sys.argv[3])
 """
 
 

@@ -58,9 +58,6 @@ class InProcessBackend(Backend):
     def terminate(self) -> None:
         self.app_fn = None
 
-    def kill_actors(self) -> int:
-        return 0  # no actor: a turn in flight ends by itself
-
     def process_message(self, message: Message, context: Context) -> tuple[Message, Context]:
         if self.app_fn is None:
             raise ValueError("InProcessBackend.build() was not called")

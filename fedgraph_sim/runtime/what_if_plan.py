@@ -18,9 +18,9 @@ client's update, one *unit* (one seed's round) at a time, until each claim is de
   budget), or whose federation diverged, is done;
 - what the audit's wall budget does not reach stays undecided at its n, and the page says so.
 
-The federation as configured leads: a setting is attacked on a unit only together with or after the
-federation as configured, so every claim compares like with like. Which units run next follows from the rows
-alone (:func:`next_cells`), so an interrupted audit resumes to the same decisions.
+The federation as configured leads: a setting is attacked on a unit only together with or after
+the federation as configured, so every claim compares like with like. Which units run next follows
+from the rows alone (:func:`next_cells`), so an interrupted audit resumes to the same decisions.
 """
 
 from __future__ import annotations
@@ -111,6 +111,9 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
     names = {k: v for k, v in candidates().items() if k in sweep.spec["attacks"]}
     trained = {(f.setting, f.config.seed): f for f in sweep.federations if f.id in accuracy}
     attacked = {(r["setting"], r["seed"], r["round"]) for r in rows}
+    by_setting: dict[str, list[dict]] = {}
+    for r in rows:
+        by_setting.setdefault(r["setting"], []).append(r)
 
     def open_units(label: str) -> list[tuple[int, int]]:
         return [(rnd, seed) for rnd, seed in units(sweep)
@@ -127,11 +130,11 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
         return sum(values) / len(values) if values else -math.inf
 
     def unit_seconds(label: str) -> float:  # the attack seconds a unit of it took so far; unknown: the most
-        mine = [r for r in rows if r["setting"] == label]
+        mine = by_setting.get(label, [])
         spent = sum(float(r.get("seconds") or 0.0) for r in mine)
         return spent / len({(r["round"], r["seed"]) for r in mine}) if mine else math.inf
 
-    own_rows = [r for r in rows if r["setting"] == AS_CONFIGURED]
+    own_rows = by_setting.get(AS_CONFIGURED, [])
     own_open = open_units(AS_CONFIGURED)
     own = cell(own_rows) if own_rows else None
     if own is not None and own["outcome"] != LEAKS:
@@ -144,7 +147,7 @@ def next_cells(sweep: Sweep, rows: list[dict], accuracy: dict[str, float | None]
     others = sorted({f.setting for f in sweep.federations} - {AS_CONFIGURED}, key=mean_accuracy, reverse=True)
     wanted, stop_accuracy = [], -math.inf
     for label in others:
-        mine = [r for r in rows if r["setting"] == label]
+        mine = by_setting.get(label, [])
         if mine:
             found = cell(mine)
             claim, _ = stop_claim(cell(unit_rows(own_rows, mine)), found)
