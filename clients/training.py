@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
+from fedgraph_sim.dp_audit.canaries import dirac_gradients, is_gradient_canary
 from fedgraph_sim.models import DenseForward, GraphClassifier, classification_loss, example_losses, to_dense
 
 # (model, graphs, loss name) -> (gradient by parameter name, loss value)
@@ -79,8 +80,17 @@ def per_node_gradients(model: GraphClassifier, graph: Data, loss: str = "cross_e
 
 def mean_gradient(model: GraphClassifier, graphs: Sequence[Data],
                   loss: str = "cross_entropy") -> tuple[dict[str, torch.Tensor], float]:
-    """The exact gradient of the mean training loss over ``graphs``, by parameter name."""
+    """The exact gradient of the mean training loss over ``graphs``, by parameter name (a gradient
+    canary's own gradient is its Dirac: ``fedgraph_sim.dp_audit.canaries``)."""
     params = dict(model.named_parameters())
+    canaries = [g for g in graphs if is_gradient_canary(g)]
+    if canaries:
+        real = [g for g in graphs if not is_gradient_canary(g)]
+        zeros = {n: torch.zeros_like(p) for n, p in params.items()}
+        grads, value = mean_gradient(model, real, loss) if real else (zeros, 0.0)
+        diracs = dirac_gradients(canaries, [(n, tuple(p.shape)) for n, p in params.items()])
+        return {n: (len(real) * grads[n] + diracs[n].sum(0).to(p.dtype)) / len(graphs)
+                for n, p in params.items()}, value
     loss = loss_on(model, graphs, loss)
     grads = torch.autograd.grad(loss, list(params.values()))
     return {n: g.detach() for n, g in zip(params, grads)}, loss.item()

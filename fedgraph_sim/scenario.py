@@ -7,6 +7,7 @@ so no private data ever travels in a Flower message.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from fedgraph_sim.config import RunConfig
 from fedgraph_sim.data import GraphDataset, auxiliary_graphs, dirichlet_partition, dirichlet_sample, load_dataset, store
 from fedgraph_sim.data.node_labels import with_random_node_labels
 from fedgraph_sim.data.order import reorder
+from fedgraph_sim.dp_audit.canaries import Canaries, included, largest_weight, make_canaries
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.threat import AttackerKnowledge
 
@@ -28,6 +30,7 @@ class Scenario:
     clients: list[np.ndarray]  # dataset indices per client (partition-id order)
     aux: np.ndarray  # dataset indices of the holdout auxiliary split (may be empty)
     test: np.ndarray  # dataset indices held out to test the global model (may be empty)
+    canaries: Canaries | None = None  # the DP audit's canaries (their graphs end the dataset)
 
 
 def _stratified_take(labels: np.ndarray, pool: np.ndarray, fraction: float,
@@ -100,7 +103,36 @@ def build_scenario(config: RunConfig) -> Scenario:
                 "(partition.with_replacement: true lets clients share graphs)")
         parts = dirichlet_partition(labels[pool], k, part.alpha, min_partition_size=part.min_partition_size,
                                     seed=config.seed)
-    return Scenario(dataset, [pool[p] for p in parts], aux, test)
+    clients = [pool[p] for p in parts]
+    if config.canaries.count:
+        return with_canaries(config, Scenario(dataset, clients, aux, test))
+    return Scenario(dataset, clients, aux, test)
+
+
+def with_canaries(config: RunConfig, scenario: Scenario) -> Scenario:
+    """``scenario`` with the DP audit's canaries after its graphs, each included canary in its
+    client's partition (``fedgraph_sim.dp_audit.canaries``)."""
+    from fedgraph_sim.models import build_model
+
+    spec, ds = config.canaries, scenario.dataset
+    shapes = [(n, tuple(p.shape)) for n, p in build_model(config.model, ds.num_features,
+                                                           ds.num_classes).named_parameters()]
+    offset, size = largest_weight(shapes)
+    canaries = make_canaries(ds, spec.count, config.federation.num_clients, spec.seed, spec.kind,
+                             num_weights=size, weight_offset=offset, dirac_norm=spec.dirac_norm)
+    graphs = list(ds.graphs)
+    if spec.kind == "gradient":  # every graph says whether it is one (a batch collates them together)
+        graphs = [copy.copy(g) for g in graphs]
+        for g in graphs:
+            g.dirac, g.dirac_norm = -1, 0.0
+        for g in canaries.graphs:
+            g.dirac_norm = spec.dirac_norm
+    first = len(graphs)
+    dataset = replace(ds, graphs=graphs + list(canaries.graphs))
+    inside = included(spec.count, spec.seed)
+    clients = [np.sort(np.concatenate([part, [first + i for i in canaries.of_client(k) if inside[i]]]).astype(np.int64))
+               for k, part in enumerate(scenario.clients)]
+    return replace(scenario, dataset=dataset, clients=clients, canaries=canaries)
 
 
 @lru_cache(maxsize=4)

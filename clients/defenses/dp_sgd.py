@@ -37,15 +37,14 @@ from collections import Counter
 from typing import Sequence
 
 import torch
-from torch import Tensor, nn
-from torch.func import functional_call, grad_and_value, vmap
-from torch_geometric.data import Batch, Data
+from torch import nn
+from torch_geometric.data import Data
 
 from clients.defenses.accounting import epsilon
 from clients.defenses.base import ClientTurn, Defense, Update, check_number
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.models import DenseForward, classification_loss, to_dense
+from fedgraph_sim.models.gradients import per_graph_gradients
 
 
 def noise_for_target(target_epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
@@ -58,23 +57,6 @@ def noise_for_target(target_epsilon: float, delta: float, sample_rate: float, st
         raise ConfigError(f"target_epsilon: {target_epsilon:g} cannot be reached at delta "
                           f"{delta:g} with sample rate {sample_rate:.3g} over {steps} steps "
                           "(no noise multiplier up to 1e6 suffices)") from None
-
-
-def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
-                        loss: str = "cross_entropy") -> tuple[Update, Tensor]:
-    """``({name: [B, *shape]}, losses [B])``: each graph's own training-loss gradient."""
-    batch = Batch.from_data_list(list(graphs))
-    x, adj, mask = to_dense(batch)
-    y = batch.y.view(-1)
-    dense = DenseForward(model)
-    params = {f"model.{k}": v.detach() for k, v in model.named_parameters()}
-
-    def loss_one(p, x1, a1, m1, y1):
-        logits = functional_call(dense, p, (x1[None], a1[None], m1[None]))
-        return classification_loss(logits, y1[None], loss)
-
-    grads, losses = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0, 0, 0))(params, x, adj, mask, y)
-    return {k.removeprefix("model."): v for k, v in grads.items()}, losses
 
 
 @registry.defenses.register

@@ -276,6 +276,22 @@ class MetricsConfig(Section):
     entries: Literal["upper_offdiag", "full"] = "upper_offdiag"
 
 
+class CanaryConfig(Section):
+    """An empirical check of the DP claim (``fedgraph_sim.dp_audit``): ``count`` canaries, each
+    given to one client and included in its data with probability 1/2 (0: off). ``kind: graph``
+    makes them graphs of the dataset's schema, scored by how well their replayed gradient matches
+    the updates; ``gradient`` gives each a Dirac gradient of L2 norm ``dirac_norm`` on its own
+    weight (the white-box canary of Steinke, Nasr and Jagielski, NeurIPS 2023), which audits the
+    defense's clipping, noise and accountant."""
+
+    count: int = Field(0, ge=0)
+    kind: Literal["graph", "gradient"] = "graph"
+    seed: int = Field(0, ge=0, lt=2**32)  # which canaries, and which are included (its own stream)
+    dirac_norm: float = Field(1.0, gt=0)  # gradient canaries: at or above the clipping bound
+    confidence: float = Field(0.95, gt=0, lt=1)
+    delta: float | None = Field(None, gt=0, lt=1)  # default: the defense's delta, else 1e-5
+
+
 class OutputConfig(Section):
     dir: str = "runs"
     drawings: int = Field(2, ge=0)  # reconstructions kept per attack for the report's drawings
@@ -296,6 +312,7 @@ class RunConfig(Section):
     # Ordered stack, e.g. [{name: prune, p: 0.9}]; validated by clients.defenses.build_defenses.
     defenses: list[Any] = []
     metrics: MetricsConfig = MetricsConfig()
+    canaries: CanaryConfig = CanaryConfig()
     output: OutputConfig = OutputConfig()
     # Modules imported before anything is built, in every process (fedgraph_sim.plugins).
     plugins: list[str] = []

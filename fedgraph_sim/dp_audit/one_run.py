@@ -32,9 +32,10 @@ from typing import Sequence
 
 import numpy as np
 
-#: Guess counts tried by :func:`guesses_from_scores`, as fractions of the canaries (each split half
-#: "in" from the top scores, half "out" from the bottom).
-GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+#: Guess counts tried by :func:`guesses_from_scores`, as fractions of the canaries; each count is
+#: tried split in two ways (half "in" from the top scores and half "out" from the bottom, or all
+#: "in"), since a distinguisher may be sure of the canaries it saw and unsure of the rest.
+GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0)
 
 
 def p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
@@ -89,24 +90,24 @@ class Guesses:
 
 def guesses_from_scores(scores: Sequence[float], included: Sequence[bool], delta: float,
                         confidence: float = 0.95, fractions: Sequence[float] = GUESS_FRACTIONS) -> Guesses:
-    """The best lower bound over a fixed grid of guess counts. For each fraction f, guess "in" for
-    the f*m/2 highest ``scores`` and "out" for the f*m/2 lowest; each count is tested at
-    confidence 1 - (1 - ``confidence``) / len(``fractions``), so the best of them holds at
-    ``confidence``. ``scores``: the attacker's, higher meaning "included", computed without
-    ``included``, which is read only to count the correct guesses."""
+    """The best lower bound over a fixed grid of guesses. For each fraction f, with k = f*m: guess
+    "in" for the k/2 highest ``scores`` and "out" for the k/2 lowest, or "in" for the k highest;
+    each of these 2*len(``fractions``) tests runs at confidence 1 - (1 - ``confidence``) / their
+    number, so the best of them holds at ``confidence``. ``scores``: the attacker's, higher meaning
+    "included", computed without ``included``, which is read only to count the correct guesses."""
     m = len(scores)
     if m != len(included) or m == 0:
         raise ValueError(f"need one inclusion per score, and some (got {m} scores, {len(included)} inclusions)")
-    per_test = 1.0 - (1.0 - confidence) / len(fractions)
+    splits = [(min(max(1, int(f * m) // 2), m // 2),) * 2 for f in fractions]  # "in" and "out" on distinct canaries
+    splits += [(max(1, int(f * m)), 0) for f in fractions]
+    per_test = 1.0 - (1.0 - confidence) / len(splits)
     order = sorted(range(m), key=lambda i: scores[i])  # ascending: the last are the likeliest "in"
     best = Guesses(m, 0, 0, delta, confidence, 0.0)
-    for fraction in fractions:
-        half = min(max(1, int(fraction * m) // 2), m // 2)  # "in" and "out" guesses on distinct canaries
-        if half == 0:
+    for ins, outs in splits:
+        if ins == 0:
             continue
-        outs, ins = order[:half], order[-half:]
-        correct = sum(bool(included[i]) for i in ins) + sum(not included[i] for i in outs)
-        bound = epsilon_lower_bound(m, 2 * half, correct, delta, per_test)
+        correct = sum(bool(included[i]) for i in order[m - ins:]) + sum(not included[i] for i in order[:outs])
+        bound = epsilon_lower_bound(m, ins + outs, correct, delta, per_test)
         if bound > best.epsilon_lower_bound:
-            best = Guesses(m, 2 * half, correct, delta, confidence, bound)
+            best = Guesses(m, ins + outs, correct, delta, confidence, bound)
     return best

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import logging
 from pathlib import Path
 
@@ -87,6 +88,25 @@ def attack_pipeline(config: RunConfig, attacks: dict, knowledge: AttackerKnowled
     return AttackRunner(config, attacks, knowledge, grants, evaluator, progress, boundary)
 
 
+def write_canary_audit(run_dir: Path, config: RunConfig, scorer) -> dict:
+    """``canaries.json``: the DP audit's guesses, its epsilon lower bound and the claim beside it
+    (the ground truth of which canaries were included is read here, after the run, and only here)."""
+    from fedgraph_sim.dp_audit.canaries import included
+
+    spec = config.canaries
+    outcome = scorer.report(included(spec.count, spec.seed), spec.confidence, spec.delta)
+    (Path(run_dir) / "canaries.json").write_text(json.dumps(outcome, indent=1))
+    claim = outcome["epsilon_claimed"]
+    line = (f"DP audit: epsilon >= {outcome['epsilon_lower_bound']:.2f} at delta {outcome['delta']:g} "
+            f"({outcome['correct']} of {outcome['guesses']} guesses right, {outcome['count']} {spec.kind} canaries, "
+            f"{outcome['confidence']:.0%} confidence); claimed: {'none' if claim is None else f'{claim:.3g}'}")
+    if outcome["claim_refuted"]:
+        log.error("%s. THE CLAIM IS REFUTED: the defense or its accountant is wrong", line)
+    else:
+        log.warning(line)  # the run's headline, as a leak's verdict is
+    return outcome
+
+
 class Session:
     """Everything the server side needs, built and validated before anything is written."""
 
@@ -117,6 +137,13 @@ class Session:
         self.untrained: tuple[int, str] | None = None  # the first round in which every client failed
         self.failed_turns: list = []  # every round's failed client turns (rows record the attacked ones)
         self.stop = StopRequest()  # set by Ctrl-C or SIGTERM (runtime.stopping)
+        self.canary_scorer = None  # the DP audit's server side (canaries:)
+        if config.canaries.count:
+            from server.canary_audit import CanaryScorer
+
+            ds = self.scenario.dataset
+            self.canary_scorer = CanaryScorer(self.scenario.canaries, config.model, ds.num_features,
+                                              ds.num_classes, config.train.loss)
         self.stop.callbacks.append(self.stop_attacks)
         if run_dir is not None:
             self.open(run_dir)
@@ -152,6 +179,8 @@ class Session:
             CaptureStore(self.run_dir).write(round_, [u for u in updates if is_selected(self.config, u)],
                                              [f for f in failures if is_selected(self.config, f)])
         self.runner(updates, failures)
+        if self.canary_scorer is not None:
+            self.canary_scorer(updates, failures)
         if self.rounds_task is not None:
             self.progress.advance(self.rounds_task)
 
@@ -180,6 +209,8 @@ class Session:
         """Seal the rows and write ``summary.csv``, whole or not at all: a full disk is said in one
         line (:class:`DiskFull`, also logged: a run already failing raises its own error)."""
         self.close()
+        if self.canary_scorer is not None:
+            write_canary_audit(self.run_dir, self.config, self.canary_scorer)
         sealed = seal(self.run_dir)
         summary = summarize(with_utility(read_rows(self.run_dir), final_utility(self.run_dir)))
         try:

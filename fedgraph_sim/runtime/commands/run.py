@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config or DEFAULT_ROUND, args.overrides)
         startup_checkpoint()
-        if not config.attack.names:  # only a captured federation (sweeps) runs without attacks
+        if not config.attack.names and not config.canaries.count:  # a captured federation (sweeps) may
             raise ConfigError("attack.names: empty, so the run would write nothing; name at least "
-                              "one attack or prior, e.g. [random]")
+                              "one attack or prior, e.g. [random], or audit the DP claim with canaries.count")
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from fedgraph_sim.report.terminal import console as terminal_console

@@ -1,0 +1,154 @@
+"""Canaries for the one-run DP audit (Steinke, Nasr and Jagielski, "Privacy Auditing with One (1)
+Training Run", NeurIPS 2023): graphs made for the purpose, each given to one client and included in
+its data independently with probability 1/2.
+
+Two kinds (``canaries.kind``):
+
+- ``graph``: a random tree over the dataset's nodes, each node's value in every feature block drawn
+  independently from that block's values in the dataset (so its rows are unusual combinations, and
+  its degree block, if any, is recomputed from the tree), with a uniform label. Every canary is
+  distinct from every dataset graph and from the others (Weisfeiler-Lehman hash over the decoded
+  features). What a curious server can tell about such a graph is what it can tell about a real one.
+- ``gradient``: the same graphs, whose per-graph gradient the client replaces by a Dirac vector
+  :math:`\\lVert d\\rVert \\, e_j` on a weight ``j`` of its own (``dirac``: the index into the
+  flattened parameters, the largest weight tensor's entries). This is Steinke et al.'s white-box
+  canary: no real graph's gradient concentrates there, so it audits the defense's clipping, noise
+  and accountant, not how distinguishable graphs are.
+
+What a canary is (its graph, its client, its weight) is public: the auditor made it. Whether it was
+included is the secret bit, and only :func:`included` says it; the server's scoring never calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+from fedgraph_sim.data.dataset import GraphDataset
+from fedgraph_sim.errors import ConfigError
+
+#: Streams of ``canaries.seed``: the canaries themselves, and which are included.
+_MAKE, _INCLUDE = 0, 1
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """The public part of an audit's canaries: ``graphs[i]`` goes to client ``clients[i]``; for
+    gradient canaries ``graphs[i].dirac`` is its weight in the flattened parameters."""
+
+    kind: str
+    graphs: tuple[Data, ...]
+    clients: tuple[int, ...]
+    dirac_norm: float = 1.0
+
+    def of_client(self, client: int) -> list[int]:
+        return [i for i, c in enumerate(self.clients) if c == client]
+
+
+def graph_key(g: Data, dataset: GraphDataset) -> str:
+    """A Weisfeiler-Lehman hash of ``g`` over its decoded node features (3 iterations)."""
+    nxg = nx.Graph()
+    values = dataset.schema.decode(g.x).tolist()
+    nxg.add_nodes_from((v, {"f": ",".join(map(str, row))}) for v, row in enumerate(values))
+    nxg.add_edges_from(g.edge_index.t().tolist())
+    return nx.weisfeiler_lehman_graph_hash(nxg, node_attr="f", iterations=3)
+
+
+def _random_tree(n: int, rng: np.random.Generator, max_degree: int | None = None) -> torch.Tensor:
+    """A uniform random recursive tree, each node attached to an earlier one with room left
+    (degree below ``max_degree``, at least 2, so a path always fits)."""
+    cap = max(2, max_degree) if max_degree is not None else n
+    degree, parents = [0] * n, []
+    for i in range(1, n):
+        room = [j for j in range(i) if degree[j] < cap]
+        parent = int(room[rng.integers(0, len(room))])
+        degree[parent] += 1
+        degree[i] += 1
+        parents.append(parent)
+    return to_undirected(torch.tensor([list(range(1, n)), parents], dtype=torch.long), num_nodes=n)
+
+
+def _canary(dataset: GraphDataset, values: torch.Tensor, sizes: list[int], rng: np.random.Generator) -> Data:
+    schema = dataset.schema
+    n = int(rng.choice(sizes))
+    top = max(int(v) for v in schema.block(schema.degree_block).values) if schema.degree_block else None
+    edge_index = _random_tree(n, rng, top)
+    categorical = torch.stack([values[rng.integers(0, len(values), n), j] for j in range(values.size(1))], dim=1)
+    if schema.degree_block is not None:  # the degree block says the tree's degrees
+        column = [b.name for b in schema.blocks].index(schema.degree_block)
+        known = torch.tensor([int(v) for v in schema.blocks[column].values])
+        degree = torch.bincount(edge_index[0], minlength=n)
+        categorical[:, column] = torch.searchsorted(known, degree)
+    y = torch.tensor([int(rng.integers(max(dataset.num_classes, 1)))])
+    return Data(x=schema.encode(categorical).to(dataset.graphs[0].x.dtype), edge_index=edge_index, y=y,
+                num_nodes=n)
+
+
+def make_canaries(dataset: GraphDataset, count: int, num_clients: int, seed: int, kind: str = "graph",
+                  num_weights: int = 0, weight_offset: int = 0, dirac_norm: float = 1.0) -> Canaries:
+    """``count`` canaries for ``dataset`` spread round-robin over ``num_clients`` clients, with
+    ``graph_id`` -1, -2, ... For ``kind: gradient``, distinct weights among ``num_weights`` flattened
+    parameters from ``weight_offset`` on (the model's largest weight tensor)."""
+    if dataset.task != "graph" or dataset.schema.continuous:
+        raise ConfigError(f"canaries: {dataset.name} is not a graph-classification set with one-hot features, "
+                          "which canary graphs are drawn over")
+    if kind == "gradient" and count > num_weights:
+        raise ConfigError(f"canaries.count: {count} gradient canaries need as many weights of the model's largest "
+                          f"weight tensor, which has {num_weights}; lower the count or widen the model")
+    rng = np.random.default_rng([seed, _MAKE])
+    values = torch.cat([dataset.schema.decode(g.x) for g in dataset.graphs])
+    sizes = [g.num_nodes for g in dataset.graphs]
+    seen = {graph_key(g, dataset) for g in dataset.graphs}
+    weights = rng.choice(num_weights, size=count, replace=False) + weight_offset if kind == "gradient" else None
+    graphs = []
+    for i in range(count):
+        for _attempt in range(100):
+            g = _canary(dataset, values, sizes, rng)
+            if (key := graph_key(g, dataset)) not in seen:
+                break
+        else:
+            raise ConfigError(f"canaries.count: could not draw {count} canaries distinct from {dataset.name}'s "
+                              f"graphs and each other (stopped at {i})")
+        seen.add(key)
+        g.graph_id = -(i + 1)
+        if weights is not None:
+            g.dirac = int(weights[i])
+        graphs.append(g)
+    return Canaries(kind, tuple(graphs), tuple(i % num_clients for i in range(count)), dirac_norm)
+
+
+def included(count: int, seed: int) -> np.ndarray:
+    """Which canaries the clients hold: independent fair coins (the audit's secret)."""
+    return np.random.default_rng([seed, _INCLUDE]).random(count) < 0.5
+
+
+def largest_weight(named_shapes: list[tuple[str, tuple[int, ...]]]) -> tuple[int, int]:
+    """``(offset, size)`` of the largest parameter tensor in the flattened parameters (named in
+    ``model.named_parameters()`` order), where gradient canaries put their Dirac weights."""
+    sizes = [int(np.prod(shape)) for _, shape in named_shapes]
+    index = int(np.argmax(sizes))
+    return int(sum(sizes[:index])), sizes[index]
+
+
+def dirac_gradients(graphs, named_shapes: list[tuple[str, tuple[int, ...]]]) -> dict[str, torch.Tensor]:
+    """The gradient canaries' own gradients, ``{name: [len(graphs), *shape]}``: each a Dirac of
+    L2 norm ``dirac_norm`` on its weight ``dirac`` of the flattened parameters."""
+    total = sum(int(np.prod(shape)) for _, shape in named_shapes)
+    flat = torch.zeros(len(graphs), total)
+    for row, g in enumerate(graphs):
+        flat[row, int(g.dirac)] = float(g.dirac_norm)
+    out, start = {}, 0
+    for name, shape in named_shapes:
+        size = int(np.prod(shape))
+        out[name] = flat[:, start:start + size].reshape(len(graphs), *shape)
+        start += size
+    return out
+
+
+def is_gradient_canary(g: Data) -> bool:
+    return "dirac" in g and int(g.dirac) >= 0

@@ -1,0 +1,78 @@
+"""The curious server's canary scores: from the updates it observes and the canaries it made,
+never from which canaries were included."""
+
+import inspect
+
+import numpy as np
+import torch
+
+import server.canary_audit as canary_audit
+from fedgraph_sim.config import load_config
+from fedgraph_sim.models import build_model
+from fedgraph_sim.models.gradients import per_graph_gradients
+from fedgraph_sim.scenario import build_scenario
+from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
+from server.canary_audit import CanaryScorer
+
+BASE = ["data.dataset=synthetic", "data.options={num_graphs: 30}", "federation.num_clients=2", "model.hidden=16"]
+
+
+def _setup(kind, count=8):
+    config = load_config(None, [*BASE, f"canaries.count={count}", f"canaries.kind={kind}"])
+    scenario = build_scenario(config)
+    ds = scenario.dataset
+    model = build_model(config.model, ds.num_features, ds.num_classes)
+    scorer = CanaryScorer(scenario.canaries, config.model, ds.num_features, ds.num_classes)
+    return scenario, model, scorer
+
+
+def _update(model, gradient, client, batch_size=1, metrics=None):
+    sent = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    return ObservedUpdate(round=1, client_key=client, global_weights=sent,
+                          returned={k: np.asarray(v) for k, v in gradient.items()}, kind="gradient",
+                          num_examples=batch_size, metrics=metrics or {}, lr=0.1, local_steps=1,
+                          batch_size=batch_size)
+
+
+def test_a_gradient_canary_scores_its_weight_times_the_batch_size_in_its_clients_updates():
+    scenario, model, scorer = _setup("gradient")
+    canaries = scenario.canaries
+    flat = torch.zeros(sum(p.numel() for p in model.parameters()))
+    flat[int(canaries.graphs[0].dirac)] = 0.5  # canary 0 (client 0) in a batch of 4
+    flat[int(canaries.graphs[1].dirac)] = 0.25  # canary 1 belongs to client 1: not scored on client 0
+    gradient, start = {}, 0
+    for n, p in model.named_parameters():
+        gradient[n] = flat[start:start + p.numel()].view_as(p).numpy()
+        start += p.numel()
+    scorer([_update(model, gradient, client=0, batch_size=4)])
+    assert scorer.scores[0] == 2.0 and scorer.scores[1] == 0.0
+    scorer([_update(model, gradient, client=AGGREGATE, batch_size=4)])  # an aggregate: every canary
+    assert scorer.scores[0] == 4.0 and scorer.scores[1] == 1.0
+
+
+def test_a_graph_canarys_replayed_gradient_matches_the_update_of_that_graph_alone():
+    scenario, model, scorer = _setup("graph")
+    canary = scenario.canaries.graphs[2]  # client 0's
+    grads, _ = per_graph_gradients(model, [canary])
+    scorer([_update(model, {n: g[0] for n, g in grads.items()}, client=0)])
+    assert abs(scorer.scores[2] - 1.0) < 1e-6
+    others = [i for i in scenario.canaries.of_client(0) if i != 2]
+    assert np.all(scorer.scores[others] < scorer.scores[2])
+    assert np.all(np.isneginf(scorer.scores[scenario.canaries.of_client(1)]))  # never observed
+
+
+def test_the_report_counts_guesses_against_the_claim():
+    _, model, scorer = _setup("gradient", count=40)
+    scorer.scores[:] = [5] * 20 + [0] * 20
+    metrics = {"defense-epsilon": 0.01, "defense-delta": 1e-4}
+    scorer([_update(model, {n: np.zeros(tuple(p.shape)) for n, p in model.named_parameters()}, 0, 1, metrics)])
+    outcome = scorer.report(np.array([True] * 20 + [False] * 20))
+    assert outcome["correct"] == outcome["guesses"] >= 36 and outcome["delta"] == 1e-4
+    assert outcome["epsilon_claimed"] == 0.01 and outcome["claim_refuted"] and outcome["epsilon_lower_bound"] > 0.01
+    wrong = scorer.report(np.array([False] * 20 + [True] * 20))
+    assert wrong["correct"] == 0 and wrong["epsilon_lower_bound"] == 0 and not wrong["claim_refuted"]
+
+
+def test_the_scores_never_read_which_canaries_were_included():
+    source = inspect.getsource(canary_audit)
+    assert "included(" not in source and "dp_audit.canaries import Canaries\n" in source
