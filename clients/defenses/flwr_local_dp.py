@@ -60,4 +60,5 @@ class FlowerLocalDP(Defense):
         return LocalDpMod(self.clipping_norm, self.sensitivity, self.epsilon, self.delta)
 
     def report(self) -> dict[str, float]:
-        return {"flwr-local-dp-noise-std": self.noise_std, "flwr-local-dp-epsilon": self.epsilon}
+        return {"flwr-local-dp-noise-std": self.noise_std, "flwr-local-dp-epsilon": self.epsilon,
+                "flwr-local-dp-delta": self.delta}

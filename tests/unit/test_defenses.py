@@ -195,3 +195,16 @@ def test_unreachable_target_epsilon_is_caught_before_the_run():
     stack = build_defenses([{"name": "dp_sgd", "target_epsilon": 0.01}])
     with pytest.raises(ConfigError, match=r"^defenses\.0\.target_epsilon: 0\.01 cannot be reached"):
         stack.validate([ClientTurn(partition_size=40, batch_size=4, local_steps=1, rounds=10)])
+
+
+def test_clipped_gaussian_dp_gradients_claims_the_gaussian_mechanisms_epsilon():
+    from clients.defenses.accounting import epsilon
+
+    stack = build_defenses([{"name": "dp_gradients", "sigma": 2.0, "clip": 1.0, "noise": "gaussian"}])
+    assert "epsilon" not in stack.report()  # before any round
+    stack.begin(ClientTurn(10, 1, 1, 5, round=3), {})
+    # sensitivity 2C: noise multiplier sigma / 2C = 1, three unsampled steps
+    assert stack.report()["epsilon"] == pytest.approx(epsilon([(1.0, 1.0, 3)], 1e-5))
+    laplace = build_defenses([{"name": "dp_gradients", "sigma": 2.0, "clip": 1.0}])
+    laplace.begin(ClientTurn(10, 1, 1, 5, round=3), {})
+    assert "epsilon" not in laplace.report()

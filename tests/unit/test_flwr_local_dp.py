@@ -19,7 +19,8 @@ def test_the_noise_is_the_gaussian_mechanisms_and_the_mod_is_flowers():
     mod = defense.mod()
     assert isinstance(mod, LocalDpMod)
     assert (mod.clipping_norm, mod.sensitivity, mod.epsilon, mod.delta) == (1.0, 2.0, 0.5, 1e-5)
-    assert defense.report() == {"flwr-local-dp-noise-std": defense.noise_std, "flwr-local-dp-epsilon": 0.5}
+    assert defense.report() == {"flwr-local-dp-noise-std": defense.noise_std, "flwr-local-dp-epsilon": 0.5,
+                                "flwr-local-dp-delta": defense.delta}
 
 
 @pytest.mark.parametrize("key, value, message", [
