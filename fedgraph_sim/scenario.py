@@ -104,7 +104,7 @@ def build_scenario(config: RunConfig) -> Scenario:
         parts = dirichlet_partition(labels[pool], k, part.alpha, min_partition_size=part.min_partition_size,
                                     seed=config.seed)
     clients = [pool[p] for p in parts]
-    if config.canaries.count:
+    if config.canaries.count and config.canaries.kind != "client":  # canary clients hold no graphs
         return with_canaries(config, Scenario(dataset, clients, aux, test))
     return Scenario(dataset, clients, aux, test)
 
@@ -119,14 +119,14 @@ def with_canaries(config: RunConfig, scenario: Scenario) -> Scenario:
                                                            ds.num_classes).named_parameters()]
     offset, size = largest_weight(shapes)
     canaries = make_canaries(ds, spec.count, config.federation.num_clients, spec.seed, spec.kind,
-                             num_weights=size, weight_offset=offset, dirac_norm=spec.dirac_norm)
+                             num_weights=size, weight_offset=offset, dirac_norm=spec.norm)
     graphs = list(ds.graphs)
     if spec.kind == "gradient":  # every graph says whether it is one (a batch collates them together)
         graphs = [copy.copy(g) for g in graphs]
         for g in graphs:
             g.dirac, g.dirac_norm = -1, 0.0
         for g in canaries.graphs:
-            g.dirac_norm = spec.dirac_norm
+            g.dirac_norm = spec.norm
     first = len(graphs)
     dataset = replace(ds, graphs=graphs + list(canaries.graphs))
     inside = included(spec.count, spec.seed)

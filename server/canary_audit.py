@@ -19,6 +19,12 @@ weights), never which canaries were included:
   noise of scale :math:`zC`.
 
 Under secure aggregation every canary is scored on the round's aggregate.
+
+The claim tested is the one made against the server: a defense's ``epsilon`` (DP-SGD's accountant,
+the Gaussian mechanism of ``dp_gradients``) as each client last reported it, or Flower's local DP
+mod's per-release epsilon composed over the rounds a client replied in (basic composition:
+:math:`k\varepsilon` at :math:`k\delta`). The epsilon of Flower's central DP holds for the
+released model only, against everyone but the server, so it is not tested here.
 """
 
 from __future__ import annotations
@@ -37,7 +43,37 @@ from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
 DEFAULT_DELTA = 1e-5
 
 
-class CanaryScorer:
+class Scores:
+    """Every canary's score, the claims the run made, and the audit's outcome from them."""
+
+    def __init__(self, count: int, start: float = 0.0) -> None:
+        self.scores = np.full(count, start)
+        self.claims: dict[int, tuple[float, float]] = {}  # client -> its (epsilon, delta) so far
+        self.updates = 0
+
+    def claimed(self) -> tuple[float | None, float]:
+        """The defense's claim: the largest epsilon any client last reported, at its delta."""
+        if not self.claims:
+            return None, DEFAULT_DELTA
+        epsilon, delta = max(self.claims.values())
+        return epsilon, delta
+
+    def report(self, included: np.ndarray, confidence: float = 0.95, delta: float | None = None) -> dict:
+        """The audit's outcome (what ``canaries.json`` holds). ``included``: the ground truth, read
+        only here to count the correct guesses."""
+        claimed, claimed_delta = self.claimed()
+        delta = delta if delta is not None else claimed_delta
+        scores = np.where(np.isfinite(self.scores), self.scores, -1.0)  # never observed: the least likely
+        guesses = guesses_from_scores(scores.tolist(), included.tolist(), delta, confidence)
+        refuted = claimed is not None and guesses.epsilon_lower_bound > claimed
+        return {"kind": self.kind, "count": guesses.count, "delta": delta, "confidence": confidence,
+                "epsilon_claimed": claimed, "epsilon_lower_bound": guesses.epsilon_lower_bound,
+                "claim_refuted": refuted, "guesses": guesses.guesses, "correct": guesses.correct,
+                "updates_scored": self.updates, "scores": [float(s) for s in scores],
+                "included": [bool(i) for i in included]}
+
+
+class CanaryScorer(Scores):
     """An observer of the rounds' updates (beside the attack runner) that keeps every canary's score.
 
     Args:
@@ -50,24 +86,30 @@ class CanaryScorer:
 
     def __init__(self, canaries: Canaries, model, num_features: int, num_classes: int,
                  loss: str = "cross_entropy") -> None:
-        self.canaries, self.loss = canaries, loss
+        super().__init__(len(canaries.graphs), -math.inf if canaries.kind == "graph" else 0.0)
+        self.canaries, self.kind, self.loss = canaries, canaries.kind, loss
         self.model = build_model(model, num_features, num_classes)
         self.names = [n for n, _ in self.model.named_parameters()]
-        graph = canaries.kind == "graph"
-        self.scores = np.full(len(canaries.graphs), -math.inf if graph else 0.0)
-        self.claims: dict[int, tuple[float, float]] = {}  # client -> its last (epsilon, delta) report
-        self.updates = 0
+        self.releases: dict[int, int] = {}  # client -> replies seen (local DP's releases)
 
     def __call__(self, updates: list[ObservedUpdate], failures=()) -> None:
         for update in updates:
             self.updates += 1
-            if "defense-epsilon" in update.metrics:
-                self.claims[update.client_key] = (float(update.metrics["defense-epsilon"]),
-                                                  float(update.metrics.get("defense-delta", DEFAULT_DELTA)))
+            self._note_claim(update.client_key, update.metrics)
             ids = (list(range(len(self.canaries.graphs))) if update.client_key == AGGREGATE
                    else self.canaries.of_client(update.client_key))
             if ids:
                 self._score(update, ids)
+
+    def _note_claim(self, client: int, metrics: dict) -> None:
+        self.releases[client] = self.releases.get(client, 0) + 1
+        if "defense-epsilon" in metrics:
+            self.claims[client] = (float(metrics["defense-epsilon"]),
+                                   float(metrics.get("defense-delta", DEFAULT_DELTA)))
+        elif "defense-flwr-local-dp-epsilon" in metrics:
+            k = self.releases[client]
+            self.claims[client] = (k * float(metrics["defense-flwr-local-dp-epsilon"]),
+                                   k * float(metrics.get("defense-flwr-local-dp-delta", DEFAULT_DELTA)))
 
     def _flat(self, gradient: dict[str, np.ndarray]) -> np.ndarray:
         return np.concatenate([np.asarray(gradient[n], dtype=np.float64).ravel() for n in self.names])
@@ -85,23 +127,43 @@ class CanaryScorer:
         cosines = rows @ flat / np.where(norms > 0, norms, 1.0)
         self.scores[ids] = np.maximum(self.scores[ids], cosines)
 
-    def claimed(self) -> tuple[float | None, float]:
-        """The defense's claim: the largest epsilon any client last reported, at its delta."""
-        if not self.claims:
-            return None, DEFAULT_DELTA
-        epsilon, delta = max(self.claims.values())
-        return epsilon, delta
 
-    def report(self, included: np.ndarray, confidence: float = 0.95, delta: float | None = None) -> dict:
-        """The audit's outcome (what ``canaries.json`` holds). ``included``: the ground truth, read
-        only here to count the correct guesses."""
-        claimed, claimed_delta = self.claimed()
-        delta = delta if delta is not None else claimed_delta
-        scores = np.where(np.isfinite(self.scores), self.scores, -1.0)  # never observed: the least likely
-        guesses = guesses_from_scores(scores.tolist(), included.tolist(), delta, confidence)
-        refuted = claimed is not None and guesses.epsilon_lower_bound > claimed
-        return {"kind": self.canaries.kind, "count": guesses.count, "delta": delta, "confidence": confidence,
-                "epsilon_claimed": claimed, "epsilon_lower_bound": guesses.epsilon_lower_bound,
-                "claim_refuted": refuted, "guesses": guesses.guesses, "correct": guesses.correct,
-                "updates_scored": self.updates, "scores": [float(s) for s in scores],
-                "included": [bool(i) for i in included], "clients": list(self.canaries.clients)}
+class CanaryClientScorer(Scores):
+    r"""Canary clients (Andrew et al., "One-shot Empirical Privacy Estimation for Federated
+    Learning", ICLR 2024) scored on the released global models: canary :math:`c`'s score is the
+    projection of every round's model change on its direction,
+
+    .. math:: s_c = \sum_t \langle w_t - w_{t-1}, d_c \rangle,
+
+    which an included canary moves by its clipped norm over the round's number of replies. The
+    claim tested is the client-level epsilon of Flower's central DP for the released model (the
+    smaller of Flower's and Opacus' accountants, each a valid claim), as the clients last reported it.
+
+    Args:
+        directions: the canary clients' unit directions, ``[count, parameters]``.
+        names: the model's parameter names, in the order the directions flatten them.
+    """
+
+    kind = "client"
+
+    def __init__(self, directions: np.ndarray, names: list[str]) -> None:
+        super().__init__(len(directions))
+        self.directions, self.names = directions, names
+        self.last: np.ndarray | None = None
+
+    def __call__(self, updates: list[ObservedUpdate], failures=()) -> None:
+        for update in updates:
+            self.updates += 1
+            accountants = [k for k in update.metrics if k.startswith("defense-flwr-")
+                           and k.endswith(("-epsilon-opacus", "-epsilon-flower"))]
+            if accountants:
+                prefix = accountants[0].rsplit("-epsilon-", 1)[0]
+                self.claims[update.client_key] = (min(float(update.metrics[k]) for k in accountants),
+                                                  float(update.metrics.get(f"{prefix}-delta", DEFAULT_DELTA)))
+
+    def release(self, arrays: dict[str, np.ndarray]) -> None:
+        """A global model the server released (round 0's included): score its change."""
+        flat = np.concatenate([np.asarray(arrays[n], dtype=np.float64).ravel() for n in self.names])
+        if self.last is not None:
+            self.scores += self.directions @ (flat - self.last)
+        self.last = flat

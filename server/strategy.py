@@ -42,6 +42,7 @@ Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
 log = logging.getLogger(__name__)
 
 NON_FINITE = "non-finite update"  # how a failure row names a reply left out for NaN or inf
+CANARY_CLIENT = "canary-client"  # marks a DP audit's canary client's reply (runtime.canary_clients)
 ROLL_CALL_SECONDS = 600.0  # the first message starts every client actor (imports included)
 
 
@@ -158,6 +159,8 @@ class Curious:
             if reply.has_error():
                 failures.append(ClientFailure(server_round, self._partition_of.get(node),
                                               f"Flower error reply from node {node}: {last_line(reply.error.reason)}"))
+                continue
+            if CANARY_CLIENT in reply.content:  # a DP audit's canary client: aggregated, never attacked
                 continue
             metrics = dict(reply.content["metrics"])
             self.note_partition(node, int(metrics["partition-id"]))

@@ -278,16 +278,18 @@ class MetricsConfig(Section):
 
 class CanaryConfig(Section):
     """An empirical check of the DP claim (``fedgraph_sim.dp_audit``): ``count`` canaries, each
-    given to one client and included in its data with probability 1/2 (0: off). ``kind: graph``
-    makes them graphs of the dataset's schema, scored by how well their replayed gradient matches
-    the updates; ``gradient`` gives each a Dirac gradient of L2 norm ``dirac_norm`` on its own
-    weight (the white-box canary of Steinke, Nasr and Jagielski, NeurIPS 2023), which audits the
-    defense's clipping, noise and accountant."""
+    included with probability 1/2 (0: off). ``kind: graph`` puts graphs of the dataset's schema in
+    the clients' data, scored by how well their replayed gradient matches the updates;
+    ``gradient`` gives each such graph a Dirac gradient of L2 norm ``norm`` on its own weight (the
+    white-box canary of Steinke, Nasr and Jagielski, NeurIPS 2023), which audits the defense's
+    clipping, noise and accountant; ``client`` adds canary clients whose update is a fixed random
+    direction of norm ``norm`` (Andrew et al., ICLR 2024), scored on the released global models:
+    the client-level DP of Flower's central DP."""
 
     count: int = Field(0, ge=0)
-    kind: Literal["graph", "gradient"] = "graph"
+    kind: Literal["graph", "gradient", "client"] = "graph"
     seed: int = Field(0, ge=0, lt=2**32)  # which canaries, and which are included (its own stream)
-    dirac_norm: float = Field(1.0, gt=0)  # gradient canaries: at or above the clipping bound
+    norm: float = Field(1.0, gt=0)  # a gradient canary's or a canary client's: at or above the clip
     confidence: float = Field(0.95, gt=0, lt=1)
     delta: float | None = Field(None, gt=0, lt=1)  # default: the defense's delta, else 1e-5
 

@@ -15,7 +15,10 @@ Two kinds (``canaries.kind``):
   canary: no real graph's gradient concentrates there, so it audits the defense's clipping, noise
   and accountant, not how distinguishable graphs are.
 
-What a canary is (its graph, its client, its weight) is public: the auditor made it. Whether it was
+- ``client`` (:func:`client_directions`): canary *clients*, whose update is a fixed random direction,
+  for client-level DP (Andrew et al., ICLR 2024); they hold no graphs.
+
+What a canary is (its graph, its client, its weight, its direction) is public: the auditor made it. Whether it was
 included is the secret bit, and only :func:`included` says it; the server's scoring never calls it.
 """
 
@@ -152,3 +155,11 @@ def dirac_gradients(graphs, named_shapes: list[tuple[str, tuple[int, ...]]]) -> 
 
 def is_gradient_canary(g: Data) -> bool:
     return "dirac" in g and int(g.dirac) >= 0
+
+
+def client_directions(count: int, size: int, seed: int) -> np.ndarray:
+    """Canary clients' updates (Andrew et al., "One-shot Empirical Privacy Estimation for Federated
+    Learning", ICLR 2024): ``count`` random unit directions in the ``size`` flattened parameters,
+    ``[count, size]``; in many dimensions nearly orthogonal to each other and to any one update."""
+    rows = np.random.default_rng([seed, _MAKE]).standard_normal((count, size))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)

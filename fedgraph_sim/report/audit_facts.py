@@ -106,13 +106,14 @@ def _interval_of(values: list[float]) -> dict:
     return {"mean": finite_or_none(mean), "ci": [finite_or_none(low), finite_or_none(high)], "seeds": len(values)}
 
 
-def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
+def what_if(rows: list[dict], federations: list[dict], claims: dict[str, dict] | None = None) -> list[dict]:
     """Per what-if setting, the federation as configured first: the verdict cell at the ``hints``
     level (pooled over its seeds and rounds), its test accuracy over seeds and the cost against
     the federation as configured (paired by seed), DP's epsilon, and the stop claim
     (:func:`stop_claim`). ``federations``: each trained what-if federation's ``setting``, ``seed``
     and final ``accuracy``. A setting with no rows was not attacked: a more accurate one already
-    stops the exact attacks, or the wall budget ended first."""
+    stops the exact attacks, or the wall budget ended first. ``claims``: setting -> its DP claim
+    checked with canaries (``runtime.dp_checks``), as ``claim_check``."""
     accuracy: dict[str, dict[int, float | None]] = defaultdict(dict)
     for fed in federations:
         accuracy[fed["setting"]][fed["seed"]] = finite_or_none(fed.get("accuracy"))
@@ -133,6 +134,7 @@ def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
         out.append({"setting": label, "seeds": sorted(seeds), "accuracy": _interval_of(values),
                     "accuracy_cost": None if label == AS_CONFIGURED else _interval_of(costs),
                     "epsilon": max((e for e in epsilons if e is not None), default=None),
+                    "claim_check": _check_summary((claims or {}).get(label)),
                     "best": cell(attacked, diverged) if attacked or diverged else None,
                     "rounds": sorted({r["round"] for r in attacked})})
     own, own_rows = out[0], by_setting.get(AS_CONFIGURED, [])
@@ -154,6 +156,11 @@ def what_if(rows: list[dict], federations: list[dict]) -> list[dict]:
     return out
 
 
+def _check_summary(check: dict | None) -> dict | None:
+    """A canary check without its per-canary scores (``canaries.json`` keeps them)."""
+    return None if check is None else {k: v for k, v in check.items() if k not in ("scores", "included")}
+
+
 def cheapest_stop(settings: list[dict]) -> dict | None:
     """Of the what-if settings that stop the exact attacks (:func:`stop_claim`), the one whose
     model is most accurate (mean over seeds); never one that was not measured or is undecided."""
@@ -162,7 +169,7 @@ def cheapest_stop(settings: list[dict]) -> dict | None:
 
 
 def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note: str | None = None,
-                what_if_federations: list[dict] = ()) -> dict:
+                what_if_federations: list[dict] = (), claims: dict[str, dict] | None = None) -> dict:
     """Everything the page and ``--fail-on`` read, JSON-ready. ``plan["not_attacked"]``: level ->
     round -> why the audit did not attack that cell; ``what_if_federations``: see :func:`what_if`."""
     base = [r for r in rows if not r.get("setting")]
@@ -176,7 +183,7 @@ def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note:
                          "rounds": {str(rnd): not_attacked(reasons[str(rnd)]) if str(rnd) in reasons else
                                     cell([r for r in at_level if r["round"] == rnd]) for rnd in plan["rounds"]},
                          "gains": gains(at_level)}
-    settings = what_if(others, list(what_if_federations)) if what_if_federations else []
+    settings = what_if(others, list(what_if_federations), claims) if what_if_federations else []
     return {"config": plan["config"], "rounds": plan["rounds"], "budget": plan["budget"], "levels": levels,
             "attacks": applicability(base), "utility": utility, "majority_rate": plan.get("majority_rate"),
             "unfinished": plan.get("unfinished", 0),
@@ -242,6 +249,12 @@ def verdict_lines(facts: dict) -> list[str]:
         parts = [f"round {rnd}: {describe(c)}" for rnd, c in entry["rounds"].items()]
         lines.append(f"From {entry['text']}: " + "; ".join(parts) + ".")
     stop = facts.get("cheapest_stop")
+    for setting in facts.get("what_if") or []:
+        check = setting.get("claim_check") or {}
+        if check.get("claim_refuted"):
+            lines.append(f"DP CLAIM REFUTED for {setting['setting']}: its canaries show epsilon >= "
+                         f"{check['epsilon_lower_bound']:.2f} where it claims {check['epsilon_claimed']:.3g}: the "
+                         "defense or its accountant is wrong.")
     if facts.get("what_if_note"):
         lines.append(f"What if: {facts['what_if_note']}.")
     elif facts.get("what_if"):

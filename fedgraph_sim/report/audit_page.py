@@ -149,11 +149,13 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
                        "seed) are means with Student-t 95% intervals; 'no cost detected' is said with its interval.",
                        css="note")
         page.table(["setting", "exact at the strongest level", "attack", "as configured on the same units",
-                    "stop claim (one-sided Fisher p)", "test accuracy [95% CI]", "accuracy cost [95% CI]", "epsilon"],
+                    "stop claim (one-sided Fisher p)", "test accuracy [95% CI]", "accuracy cost [95% CI]", "epsilon",
+                    "epsilon lower bound (canaries)"],
                    [[s["setting"], outcome_text(s["best"]), s["best"].get("attack") or "-",
                      "-" if s["against"] is None else outcome_text(s["against"]), _claim(s), _accuracy(s["accuracy"]),
                      "-" if s["accuracy_cost"] is None else points(s["accuracy_cost"]),
-                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}"] for s in facts["what_if"]])
+                     "-" if s["epsilon"] is None else f"{s['epsilon']:.3g}", claim_check_text(s.get("claim_check"))]
+                    for s in facts["what_if"]])
         if facts.get("majority_rate") is not None:
             page.paragraph(f"Always predicting the majority class scores {facts['majority_rate']:.2f} on the test "
                            "split: a model below it has learnt nothing usable.", css="note")
@@ -169,16 +171,29 @@ def render_audit(facts: dict, drawings: list[tuple[Path, str]]) -> str:
     return page.render()
 
 
+def claim_check_text(check: dict | None) -> str:
+    """A setting's DP claim against its canaries' lower bound, in one cell."""
+    if check is None:
+        return "-"
+    if "not_measured" in check:
+        return f"not measured: {check['not_measured']}"
+    claimed = "no claim" if check["epsilon_claimed"] is None else f"claim {check['epsilon_claimed']:.3g}"
+    verdict = "CLAIM REFUTED: " if check["claim_refuted"] else ""
+    return (f"{verdict}{check['epsilon_lower_bound']:.2f} ({check['correct']} of {check['guesses']} guesses right, "
+            f"{check['count']} {check['kind']} canaries; {claimed} at delta {check['delta']:g})")
+
+
 def write_audit(audit_dir: str | Path, plan: dict, cell_dirs: list[Path], federation_dir: Path,
                 what_if_dir: Path | None = None, what_if_note: str | None = None,
-                what_if_federations: list[dict] = ()) -> dict:
+                what_if_federations: list[dict] = (), claims: dict[str, dict] | None = None) -> dict:
     """``audit.json`` and ``audit.html`` in ``audit_dir`` (its rows, and the what-if stage's in
-    ``what_if_dir`` when it ran, with its trained federations' accuracies), described by ``plan``
+    ``what_if_dir`` when it ran, with its trained federations' accuracies and each setting's DP
+    claim checked with canaries, ``claims``: ``runtime.dp_checks``), described by ``plan``
     (``runtime.audit_plan.describe``), the drawings of ``cell_dirs``, the utility of
     ``federation_dir``; returns the facts."""
     audit_dir = Path(audit_dir)
     rows = read_rows(audit_dir) + (read_rows(what_if_dir) if what_if_dir is not None else [])
-    facts = audit_facts(rows, read_utility(federation_dir), plan, what_if_note, what_if_federations)
+    facts = audit_facts(rows, read_utility(federation_dir), plan, what_if_note, what_if_federations, claims)
     write_facts(audit_dir / "audit.json", facts)
     with tempfile.TemporaryDirectory() as tmp:
         page = render_audit(facts, _drawings(cell_dirs, Path(tmp)))

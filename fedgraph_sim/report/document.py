@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.report.artifacts import Saved, Skipped, failure
+from fedgraph_sim.report.dp_audit import dp_audit_section
 from fedgraph_sim.report.groups import Group, defense_labels, defense_order, group_rows
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
 from fedgraph_sim.report.stopping import stopping_table
@@ -120,7 +121,7 @@ def render(directory: str | Path) -> Report:
     order = defense_order(data.rows)
     out = data.directory / FIGURES
     report = Report(data.directory / REPORT)
-    lines = _overview(data, groups)
+    lines = _overview(data, groups) + dp_audit_section(data.directory)
     if groups:
         lines.append(markdown_tables(data, groups))
         lines.append(round_tables(data, groups))

@@ -177,7 +177,7 @@ def load(directory: str | Path) -> ReportInput:
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory}: no such directory")
-    if not has_rows(directory):
+    if not has_rows(directory) and not (directory / "canaries.json").is_file():  # a DP audit's run has no rows
         raise ConfigError(f"{directory}: no {RESULTS_PARQUET} or {RESULTS_JSONL} here "
                           "(expected a run or sweep directory)")
     notes: list[str] = []

@@ -41,7 +41,7 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
         session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
-        grid = StoppableGrid(grid, session.stop)
+        grid = session.canary_client_grid(StoppableGrid(grid, session.stop))
         try:
             session.strategy.roll_call(grid)
             initial = initial_arrays(config, ds.num_features, ds.num_classes)
@@ -50,8 +50,7 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
             else:
                 # the server's halves of the defenses that have one (Flower's central-DP wrappers)
                 # go around the curious strategy, which still sees every reply first
-                strategy = session.defenses.wrap_strategy(session.strategy, config.federation.sampled_per_round(),
-                                                          config.seed)
+                strategy = session.defenses.wrap_strategy(session.strategy, session.replies_per_round(), config.seed)
                 strategy.start(grid=grid, initial_arrays=initial, num_rounds=config.federation.rounds,
                                evaluate_fn=session.evaluate)
         except RunStopped:  # ended as a finished ServerApp ends: Flower's engine then stops at once

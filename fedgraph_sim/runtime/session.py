@@ -138,7 +138,10 @@ class Session:
         self.failed_turns: list = []  # every round's failed client turns (rows record the attacked ones)
         self.stop = StopRequest()  # set by Ctrl-C or SIGTERM (runtime.stopping)
         self.canary_scorer = None  # the DP audit's server side (canaries:)
-        if config.canaries.count:
+        self.canary_clients = None  # canary clients' side: (directions, names, included)
+        if config.canaries.count and config.canaries.kind == "client":
+            self._plan_canary_clients()
+        elif config.canaries.count:
             from server.canary_audit import CanaryScorer
 
             ds = self.scenario.dataset
@@ -147,6 +150,46 @@ class Session:
         self.stop.callbacks.append(self.stop_attacks)
         if run_dir is not None:
             self.open(run_dir)
+
+    def _plan_canary_clients(self) -> None:
+        """Canary clients: checked against the federation, their directions drawn (``canaries``)."""
+        from fedgraph_sim.dp_audit.canaries import client_directions, included
+        from fedgraph_sim.models import build_model
+        from server.canary_audit import CanaryClientScorer
+
+        config, spec = self.config, self.config.canaries
+        served = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}
+        names = [d.get("name") if isinstance(d, dict) else d for d in config.defenses]
+        if config.train.local_steps < 2:
+            raise ConfigError("canaries.kind: client canaries reply with weights, as FedAvg clients do; set "
+                              "train.local_steps to 2 or more")
+        if config.federation.fraction_train != 1 or config.threat.secure_aggregation:
+            raise ConfigError("canaries.kind: client canaries take part in every round, so every client must too "
+                              "(federation.fraction_train: 1) and without secure aggregation")
+        if unserved := sorted(set(names) - served):
+            raise ConfigError("canaries.kind: client canaries audit the client-level DP of "
+                              f"{', '.join(sorted(served))} (or no defense), not {', '.join(unserved)}")
+        ds = self.scenario.dataset
+        model = build_model(config.model, ds.num_features, ds.num_classes)
+        params = [n for n, _ in model.named_parameters()]
+        directions = client_directions(spec.count, sum(p.numel() for p in model.parameters()), spec.seed)
+        self.canary_scorer = CanaryClientScorer(directions, params)
+        self.canary_clients = (directions, params, included(spec.count, spec.seed))
+
+    def canary_client_grid(self, grid):
+        """``grid`` with the included canary clients' replies (runtime.canary_clients), if any."""
+        if self.canary_clients is None:
+            return grid
+        from fedgraph_sim.runtime.canary_clients import CanaryClientGrid
+
+        directions, names, inside = self.canary_clients
+        return CanaryClientGrid(grid, directions, names, inside, self.config.canaries.norm,
+                                self.config.federation.num_clients)
+
+    def replies_per_round(self) -> int:
+        """The replies a round's aggregate takes: the sampled clients and the canary clients in it."""
+        canaries = 0 if self.canary_clients is None else int(self.canary_clients[2].sum())
+        return self.config.federation.sampled_per_round() + canaries
 
     def open(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
@@ -192,6 +235,8 @@ class Session:
         from fedgraph_sim.models import build_model
         from fedgraph_sim.runtime.baseline import CentralisedBaseline
 
+        if self.canary_clients is not None:  # what the released model tells about the canary clients
+            self.canary_scorer.release({k: v.numpy() for k, v in arrays.items()})
         test = self.scenario.test
         if len(test) == 0:
             return None

@@ -142,3 +142,17 @@ def test_a_stop_claim_compares_with_the_federation_as_configured_on_the_same_see
     mine, dp = what_if(own + others, trained({"as configured": [0.8, 0.8], "dp": [0.7, 0.7]}))
     assert (dp["against"]["exact"], dp["against"]["attacked"]) == (1, 1)  # seed 1's round 3 only
     assert dp["stop"] == "undecided"  # 0 of 1 against 1 of 1: too few graphs to claim a stop
+
+
+def test_a_settings_dp_claim_stands_beside_its_canaries_bound_and_a_refuted_one_is_said_first():
+    rows = [row("grain", 1.0, setting="as configured")] * 4 + [row("grain", 0.0, setting="dp")] * 4
+    federations = trained({"as configured": [0.8], "dp": [0.7]})
+    checked = {"kind": "gradient", "count": 1000, "delta": 1e-5, "epsilon_claimed": 0.8, "epsilon_lower_bound": 2.59,
+               "claim_refuted": True, "guesses": 200, "correct": 196, "scores": [0.1] * 1000}
+    facts = audit_facts(rows, [], PLAN, None, federations, {"dp": checked})
+    mine, dp = facts["what_if"]
+    assert mine["claim_check"] is None and dp["claim_check"]["epsilon_lower_bound"] == 2.59
+    assert "scores" not in dp["claim_check"]  # canaries.json keeps them
+    refuted = [line for line in verdict_lines(facts) if line.startswith("DP CLAIM REFUTED")]
+    assert refuted == ["DP CLAIM REFUTED for dp: its canaries show epsilon >= 2.59 where it claims 0.8: the defense "
+                       "or its accountant is wrong."]

@@ -107,3 +107,16 @@ def test_the_exact_drawing_renumbered_onto_the_truth_comes_first_once_per_graph(
     drawn = _drawings([tmp_path / "a", tmp_path / "b"], tmp_path)
     assert len(drawn) == 2  # graph 7 once, graph 8
     assert "renumbered by its isomorphism" in drawn[0][1] and "gsm alignment" in drawn[0][1]
+
+
+def test_a_dp_claims_check_reads_bound_beside_claim_and_a_refutation_first():
+    from fedgraph_sim.report.audit_page import claim_check_text
+
+    check = {"kind": "client", "count": 1000, "delta": 1e-5, "epsilon_claimed": 9.01, "epsilon_lower_bound": 2.21,
+             "claim_refuted": False, "guesses": 80, "correct": 79}
+    assert claim_check_text(check) == ("2.21 (79 of 80 guesses right, 1000 client canaries; claim 9.01 at delta "
+                                       "1e-05)")
+    assert claim_check_text({**check, "claim_refuted": True}).startswith("CLAIM REFUTED: 2.21")
+    assert claim_check_text({"not_measured": "the wall budget ended first"}) == ("not measured: the wall budget "
+                                                                                  "ended first")
+    assert claim_check_text(None) == "-"

@@ -48,7 +48,7 @@ def test_each_client_holds_its_included_canaries_and_its_own_graphs_unchanged():
 
 
 def test_a_gradient_canary_trains_as_its_dirac():
-    config = load_config(None, [*BASE, "canaries.count=6", "canaries.kind=gradient", "canaries.dirac_norm=3.0"])
+    config = load_config(None, [*BASE, "canaries.count=6", "canaries.kind=gradient", "canaries.norm=3.0"])
     scenario = build_scenario(config)
     ds = scenario.dataset
     model = build_model(config.model, ds.num_features, ds.num_classes)

@@ -12,7 +12,7 @@ from fedgraph_sim.models import build_model
 from fedgraph_sim.models.gradients import per_graph_gradients
 from fedgraph_sim.scenario import build_scenario
 from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
-from server.canary_audit import CanaryScorer
+from server.canary_audit import CanaryClientScorer, CanaryScorer
 
 BASE = ["data.dataset=synthetic", "data.options={num_graphs: 30}", "federation.num_clients=2", "model.hidden=16"]
 
@@ -76,3 +76,17 @@ def test_the_report_counts_guesses_against_the_claim():
 def test_the_scores_never_read_which_canaries_were_included():
     source = inspect.getsource(canary_audit)
     assert "included(" not in source and "dp_audit.canaries import Canaries\n" in source
+
+
+def test_canary_clients_score_the_released_models_change_along_their_directions():
+    directions = np.eye(3, 5)  # three canary clients, five parameters
+    scorer = CanaryClientScorer(directions, ["w"])
+    scorer.release({"w": np.zeros(5)})
+    scorer.release({"w": np.array([0.5, 0.0, -0.25, 1.0, 0.0])})
+    scorer.release({"w": np.array([1.0, 0.0, -0.25, 1.0, 0.0])})
+    assert scorer.scores.tolist() == [1.0, 0.0, -0.25]
+    metrics = {"defense-flwr-central-dp-epsilon-flower": 3.0, "defense-flwr-central-dp-epsilon-opacus": 2.5,
+               "defense-flwr-central-dp-delta": 1e-6}
+    model = build_model(load_config(None, BASE).model, 4, 2)
+    scorer([_update(model, {n: np.zeros(tuple(p.shape)) for n, p in model.named_parameters()}, 0, 1, metrics)])
+    assert scorer.claimed() == (2.5, 1e-6)  # the tighter accountant's claim

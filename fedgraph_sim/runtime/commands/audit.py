@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     interrupt_on_signals()  # SIGTERM stops an audit as Ctrl-C does
     deadline = time.time() + 60 * sweep.spec["budget"]["minutes"]
-    what_if, note, federations, unfinished = None, "not run (--no-what-if)", [], 0
+    what_if, note, federations, unfinished, claims = None, "not run (--no-what-if)", [], 0, {}
     try:
         with progress:
             failures, unfinished = _first_stage(sweep, runner, deadline)
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 if what_if is not None:
                     more, federations, unfinished = _decide(what_if, deadline, args.jobs)
                     failures += more
+                    claims = _check_claims(what_if.sweep, runner.dir, deadline)
             elif unfinished:
                 note = "not run: the wall budget ended in the first stage"
     except KeyboardInterrupt:
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = describe(sweep, read_rows(runner.dir), what_if.sweep if what_if else None)
     facts = write_audit(runner.dir, {**plan, "unfinished": unfinished},
                         [runner.cell_dir(c) for c in sweep.cells], runner.fed_dir(sweep.federations[0]),
-                        what_if.dir if what_if else None, note, federations)
+                        what_if.dir if what_if else None, note, federations, claims)
     for line in verdict_lines(facts):
         console.print(line)
     for failure in failures:
@@ -205,6 +206,19 @@ def _decide(runner, deadline: float, jobs: int) -> tuple[list[str], list[dict], 
         plan.cells += cells
     federations = [{"setting": f.setting, "seed": f.config.seed, "accuracy": accuracy[f.id]} for f in trained]
     return failures, federations, result.out_of_time
+
+
+def _check_claims(what_if, audit_dir: Path, deadline: float) -> dict[str, dict]:
+    """Every tried setting's DP claim checked with canaries (``runtime.dp_checks``)."""
+    from fedgraph_sim.report.audit_facts import AS_CONFIGURED
+    from fedgraph_sim.runtime.audit_plan import WHAT_IF, _with
+    from fedgraph_sim.runtime.dp_checks import check_claims
+
+    spec = what_if.spec
+    tried = {AS_CONFIGURED: {}, **{k: v for k, v in WHAT_IF.items()
+                                   if (spec["changes"] is None or k in spec["changes"]) and k not in spec["skipped"]}}
+    return check_claims({label: _with(spec["what_if"], changes) for label, changes in tried.items()},
+                        audit_dir / "dp_checks", deadline)
 
 
 def _budget(spec: dict):
