@@ -2,7 +2,7 @@
 a label and the keys it sets) is run as a federation with canaries, and a markdown table gives each
 claimed epsilon beside its measured lower bound.
 
-    python experiments/dp_audit.py --config experiments/configs/dp_audit/claims.yaml [--out DIR]
+    PYTHONPATH=. python experiments/dp_audit.py --config experiments/configs/dp_audit/claims.yaml [--out DIR]
 
 Each case's run directory (``canaries.json``, the scores) is kept under ``--out``. Prints the table
 with the command and commit that made it.
@@ -22,8 +22,8 @@ from fedgraph_sim.config import merge_tree, set_dotted
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.yaml_files import read_yaml
 
-HEADER = ["case", "canaries", "claimed epsilon", "lower bound (95%)", "guesses right", "bound / claim", "finding",
-          "seconds"]
+HEADER = ["case", "canaries", "claimed epsilon", "lower bound (95%)", "guesses right", "bound / claim",
+          "f-DP bound (Gaussian)", "finding", "seconds"]
 
 
 def case_tree(base: dict, changes: dict, out: Path, number: int) -> dict:
@@ -37,7 +37,8 @@ def row(label: str, outcome: dict, seconds: float) -> list[str]:
                else "consistent")
     ratio = "-" if not claimed else f"{bound / claimed:.2f}"
     return [label, f"{outcome['count']} {outcome['kind']}", "-" if claimed is None else f"{claimed:.3g}",
-            f"{bound:.2f}", f"{outcome['correct']} of {outcome['guesses']}", ratio, finding, f"{seconds:.0f}"]
+            f"{bound:.2f}", f"{outcome['correct']} of {outcome['guesses']}", ratio,
+            f"{outcome['gdp_epsilon_lower_bound']:.2f}", finding, f"{seconds:.0f}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True).stdout.strip()
-    print(f"`python experiments/dp_audit.py --config {args.config}`, commit {commit or '?'}"
+    print(f"`PYTHONPATH=. python experiments/dp_audit.py --config {args.config}`, commit {commit or '?'}"
           f"{' (uncommitted changes)' if dirty else ''}\n")
     print("| " + " | ".join(HEADER) + " |\n|" + "---|" * len(HEADER))
     for cells in rows:

@@ -69,6 +69,9 @@ class Scores:
         return {"kind": self.kind, "count": guesses.count, "delta": delta, "confidence": confidence,
                 "epsilon_claimed": claimed, "epsilon_lower_bound": guesses.epsilon_lower_bound,
                 "claim_refuted": refuted, "guesses": guesses.guesses, "correct": guesses.correct,
+                # Mahloujifar et al.'s refinement: a refutation if the claim is read as Gaussian DP
+                "gdp_epsilon_lower_bound": guesses.gdp_epsilon_lower_bound,
+                "gdp_claim_refuted": claimed is not None and guesses.gdp_epsilon_lower_bound > claimed,
                 "updates_scored": self.updates, "scores": [float(s) for s in scores],
                 "included": [bool(i) for i in included]}
 

@@ -179,8 +179,9 @@ def claim_check_text(check: dict | None) -> str:
         return f"not measured: {check['not_measured']}"
     claimed = "no claim" if check["epsilon_claimed"] is None else f"claim {check['epsilon_claimed']:.3g}"
     verdict = "CLAIM REFUTED: " if check["claim_refuted"] else ""
+    gdp = f"; f-DP {check['gdp_epsilon_lower_bound']:.2f}" if "gdp_epsilon_lower_bound" in check else ""
     return (f"{verdict}{check['epsilon_lower_bound']:.2f} ({check['correct']} of {check['guesses']} guesses right, "
-            f"{check['count']} {check['kind']} canaries; {claimed} at delta {check['delta']:g})")
+            f"{check['count']} {check['kind']} canaries; {claimed} at delta {check['delta']:g}{gdp})")
 
 
 def write_audit(audit_dir: str | Path, plan: dict, cell_dirs: list[Path], federation_dir: Path,

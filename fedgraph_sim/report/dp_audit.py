@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 
-HEADER = ["run", "canaries", "claimed epsilon", "delta", "lower bound (95%)", "guesses right", "finding"]
+HEADER = ["run", "canaries", "claimed epsilon", "delta", "lower bound (95%)", "guesses right", "f-DP bound (Gaussian)",
+          "finding"]
 
 
 def finding(outcome: dict) -> str:
@@ -33,11 +34,16 @@ def dp_audit_section(directory: str | Path) -> list[str]:
         rows.append([path.parent.relative_to(directory).as_posix() or ".",
                      f"{outcome['count']} {outcome['kind']}", "none" if claimed is None else f"{claimed:.3g}",
                      f"{outcome['delta']:g}", f"{outcome['epsilon_lower_bound']:.2f}",
-                     f"{outcome['correct']} of {outcome['guesses']}", finding(outcome)])
+                     f"{outcome['correct']} of {outcome['guesses']}",
+                     f"{outcome['gdp_epsilon_lower_bound']:.2f}" if "gdp_epsilon_lower_bound" in outcome else "-",
+                     finding(outcome)])
     return ["## DP audit", "",
             "Each run's canaries (each included by a fair coin) and the server's guesses about them give an epsilon "
             "the run cannot be below, at 95% confidence (Steinke, Nasr and Jagielski, \"Privacy Auditing with One (1) "
-            "Training Run\", NeurIPS 2023). A bound above the claim refutes it; a bound below it does not confirm it.",
+            "Training Run\", NeurIPS 2023). A bound above the claim refutes it; a bound below it does not confirm it. "
+            "The f-DP bound (Mahloujifar, Melis and Chaudhuri, arXiv:2410.22235) tests the stronger reading that the "
+            "run is as private as the Gaussian mechanism with the claimed epsilon: tighter where the noise is "
+            "Gaussian, no refutation of an (epsilon, delta) claim on its own.",
             "", _table(rows), ""]
 
 

@@ -98,6 +98,7 @@ def write_canary_audit(run_dir: Path, config: RunConfig, scorer) -> dict:
     (Path(run_dir) / "canaries.json").write_text(json.dumps(outcome, indent=1))
     claim = outcome["epsilon_claimed"]
     line = (f"DP audit: epsilon >= {outcome['epsilon_lower_bound']:.2f} at delta {outcome['delta']:g} "
+            f"(f-DP, as a Gaussian mechanism: {outcome['gdp_epsilon_lower_bound']:.2f}) "
             f"({outcome['correct']} of {outcome['guesses']} guesses right, {outcome['count']} {spec.kind} canaries, "
             f"{outcome['confidence']:.0%} confidence); claimed: {'none' if claim is None else f'{claim:.3g}'}")
     if outcome["claim_refuted"]:

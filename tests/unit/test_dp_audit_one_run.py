@@ -56,3 +56,34 @@ def test_the_guesses_are_chosen_from_the_scores_alone():
         guesses_from_scores(scores, [True], delta=1e-5)
     with pytest.raises(ValueError, match="v <= r <= m"):
         p_value(10, 5, 6, 1.0, 0.0)
+
+
+def test_the_gaussian_mechanisms_sigma_spends_exactly_its_delta():
+    from scipy.stats import norm
+
+    from fedgraph_sim.dp_audit.one_run import gaussian_sigma
+
+    for epsilon in (0.5, 1.0, 8.0):
+        sigma = gaussian_sigma(epsilon, 1e-5)
+        spent = norm.cdf(0.5 / sigma - epsilon * sigma) - math.exp(epsilon) * norm.cdf(-0.5 / sigma - epsilon * sigma)
+        assert spent == pytest.approx(1e-5, rel=1e-6)
+    assert gaussian_sigma(1.0, 1e-5) == pytest.approx(3.73, abs=0.01)  # Balle and Wang's analytic calibration
+
+
+def test_the_fdp_bound_is_valid_and_tighter_on_the_gaussian_mechanism():
+    from fedgraph_sim.dp_audit.one_run import gaussian_sigma
+
+    rng = np.random.default_rng(3)
+    for epsilon in (2.0, 8.0):
+        mu = 1 / gaussian_sigma(epsilon, 1e-5)
+        for _ in range(5):
+            included = rng.random(1000) < 0.5
+            guesses = guesses_from_scores((mu * included + rng.standard_normal(1000)).tolist(), included.tolist(), 1e-5)
+            assert guesses.epsilon_lower_bound <= guesses.gdp_epsilon_lower_bound <= epsilon
+
+
+def test_the_fdp_bound_grows_with_the_correct_guesses():
+    from fedgraph_sim.dp_audit.one_run import gdp_epsilon_lower_bound
+
+    bounds = [gdp_epsilon_lower_bound(1000, 200, v, 1e-5) for v in (120, 150, 180, 200)]
+    assert bounds == sorted(bounds) and bounds[0] < bounds[-1] and gdp_epsilon_lower_bound(1000, 200, 90, 1e-5) == 0
