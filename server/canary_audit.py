@@ -10,6 +10,16 @@ weights), never which canaries were included:
   canary's own gradient replayed at the weights the server sent; a canary's score is its best
   round. One undefended graph per FedSGD step matches its replay exactly (cosine 1); the more
   graphs an update sums, or the more noise it carries, the less a single one shows.
+- graph canaries (GRAIN's span checks, ``canaries.score: span``; Drencheva et al., "GRAIN: Exact
+  Graph Reconstruction from Gradients", ICLR 2025): a GCN layer's weight gradient is
+  :math:`\delta_k^\top \hat A H_{k-1}`, so its row space lies in the span of the rows
+  :math:`(\hat A H_{k-1})_v` of the graphs behind the update. A canary's distance in an update is
+  the largest relative distance of its own rows (at the sent weights) from those row spaces, over
+  the layers; a layer whose row space holds every row there can be (its rank reaches the
+  dimension the rows fill) is skipped. Its score is minus its smallest distance over the rounds
+  (0: in some update, every row of it was in the span). The first layer alone cannot tell an
+  unusual combination of common one-hot values (a sum of rows that are in the span): the deeper
+  layers, after the nonlinearity, can, while the update's graphs hold fewer rows than the width.
 - gradient canaries (Steinke et al.'s white-box Dirac canary): the update's value on the
   canary's weight, times the batch size, summed over the client's updates,
 
@@ -50,6 +60,23 @@ class Scores:
         self.scores = np.full(count, start)
         self.claims: dict[int, tuple[float, float]] = {}  # client -> its (epsilon, delta) so far
         self.updates = 0
+        self.failed = 0  # client turns that failed: updates the scores never saw
+
+    def _span(self, update: ObservedUpdate, ids: list[int]) -> None:
+        rows = _layer_rows(self.model, [self.canaries.graphs[i] for i in ids])
+        distances = np.zeros(len(ids))
+        informative = False
+        for layer, (name, dimension) in enumerate(zip(self.layers, [self.row_dimension, *self.widths])):
+            basis = _row_space(np.asarray(update.gradient[name], dtype=np.float64))
+            if len(basis) >= dimension:  # it spans every row there can be: it tells nothing
+                continue
+            informative = True
+            for j, canary_rows in enumerate(rows[layer]):
+                off = canary_rows - (canary_rows @ basis.T) @ basis
+                norms = np.maximum(np.linalg.norm(canary_rows, axis=1), 1e-300)
+                distances[j] = max(distances[j], float(np.max(np.linalg.norm(off, axis=1) / norms)))
+        if informative:
+            self.scores[ids] = np.maximum(self.scores[ids], -distances)
 
     def claimed(self) -> tuple[float | None, float]:
         """The defense's claim: the largest epsilon any client last reported, at its delta."""
@@ -72,7 +99,7 @@ class Scores:
                 # Mahloujifar et al.'s refinement: a refutation if the claim is read as Gaussian DP
                 "gdp_epsilon_lower_bound": guesses.gdp_epsilon_lower_bound,
                 "gdp_claim_refuted": claimed is not None and guesses.gdp_epsilon_lower_bound > claimed,
-                "updates_scored": self.updates, "scores": [float(s) for s in scores],
+                "updates_scored": self.updates, "failed_turns": self.failed, "scores": [float(s) for s in scores],
                 "included": [bool(i) for i in included]}
 
 
@@ -85,17 +112,26 @@ class CanaryScorer(Scores):
         num_features: the dataset's node-feature width.
         num_classes: the dataset's number of classes.
         loss: the training loss (``train.loss``).
+        score: graph canaries' rule, ``replay`` or ``span``.
     """
 
     def __init__(self, canaries: Canaries, model, num_features: int, num_classes: int,
-                 loss: str = "cross_entropy") -> None:
+                 loss: str = "cross_entropy", score: str = "replay") -> None:
         super().__init__(len(canaries.graphs), -math.inf if canaries.kind == "graph" else 0.0)
         self.canaries, self.kind, self.loss = canaries, canaries.kind, loss
         self.model = build_model(model, num_features, num_classes)
         self.names = [n for n, _ in self.model.named_parameters()]
         self.releases: dict[int, int] = {}  # client -> replies seen (local DP's releases)
+        self.score = score
+        if score == "span":
+            self.layers = _gcn_layers(model, self.model)
+            self.widths = [conv.lin.weight.shape[1] for conv in self.model.convs][1:]
+            # the dimension the first layer's rows can fill (one-hot blocks: fewer than the columns)
+            firsts = _layer_rows(self.model, list(canaries.graphs), layers=1)[0]
+            self.row_dimension = len(_row_space(np.concatenate(firsts)))
 
     def __call__(self, updates: list[ObservedUpdate], failures=()) -> None:
+        self.failed += len(failures)
         for update in updates:
             self.updates += 1
             self._note_claim(update.client_key, update.metrics)
@@ -124,11 +160,51 @@ class CanaryScorer(Scores):
             self.scores[ids] += update.batch_size * flat[weights]
             return
         self.model.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in update.global_weights.items()})
+        if self.score == "span":
+            self._span(update, ids)
+            return
         replayed, _ = per_graph_gradients(self.model, [self.canaries.graphs[i] for i in ids], self.loss)
         rows = torch.cat([replayed[n].flatten(1).double() for n in self.names], dim=1).numpy()
         norms = np.linalg.norm(rows, axis=1) * max(np.linalg.norm(flat), 1e-300)
         cosines = rows @ flat / np.where(norms > 0, norms, 1.0)
         self.scores[ids] = np.maximum(self.scores[ids], cosines)
+
+
+def _gcn_layers(spec, model) -> list[str]:
+    """The GCN layers' weight names, whose span checks the score reads."""
+    from fedgraph_sim.errors import ConfigError
+
+    if spec.conv != "gcn":
+        raise ConfigError(f"canaries.score: span reads GCN layers (model.conv: gcn), not {spec.conv}")
+    return [f"convs.{k}.lin.weight" for k in range(len(model.convs))]
+
+
+@torch.no_grad()
+def _layer_rows(model, graphs, layers: int | None = None) -> list[list[np.ndarray]]:
+    """Per GCN layer, each graph's input rows to it, :math:`\\hat A H_{k-1}` (GCN's
+    normalisation; :math:`H_0 = X`), at the model's current weights."""
+    from fedgraph_sim.models.classifier import to_dense
+    from fedgraph_sim.models.convs import gcn_normalised
+
+    convs = list(zip(model.convs, model.acts))[:layers]
+    out: list[list[np.ndarray]] = [[] for _ in convs]
+    for g in graphs:
+        x, adj, _ = to_dense(g)
+        a_hat, h = gcn_normalised(adj[0]), x[0]
+        for k, (conv, act) in enumerate(convs):
+            rows = a_hat @ h
+            out[k].append(rows.double().numpy())
+            h = act(conv.lin(rows) + (conv.bias if conv.bias is not None else 0))
+    return out
+
+
+def _row_space(gradient: np.ndarray, tolerance: float = 1e-5) -> np.ndarray:
+    """An orthonormal basis of the row space of a weight gradient ``[out, in]`` (singular values
+    above ``tolerance`` times the largest: float32 gradients), ``[rank, in]``."""
+    _, singular, vt = np.linalg.svd(gradient, full_matrices=False)
+    if not singular.size or singular[0] == 0:
+        return vt[:0]
+    return vt[singular > tolerance * singular[0]]
 
 
 class CanaryClientScorer(Scores):
@@ -155,6 +231,7 @@ class CanaryClientScorer(Scores):
         self.last: np.ndarray | None = None
 
     def __call__(self, updates: list[ObservedUpdate], failures=()) -> None:
+        self.failed += len(failures)
         for update in updates:
             self.updates += 1
             accountants = [k for k in update.metrics if k.startswith("defense-flwr-")

@@ -88,8 +88,10 @@ def _canary(dataset: GraphDataset, values: torch.Tensor, sizes: list[int], rng: 
         degree = torch.bincount(edge_index[0], minlength=n)
         categorical[:, column] = torch.searchsorted(known, degree)
     y = torch.tensor([int(rng.integers(max(dataset.num_classes, 1)))])
-    return Data(x=schema.encode(categorical).to(dataset.graphs[0].x.dtype), edge_index=edge_index, y=y,
-                num_nodes=n)
+    g = Data(x=schema.encode(categorical).to(dataset.graphs[0].x.dtype), edge_index=edge_index, y=y, num_nodes=n)
+    if "smiles" in dataset.graphs[0]:  # a batch collates every graph's attributes: a molecule set's SMILES
+        g.smiles = ""  # not a molecule
+    return g
 
 
 def make_canaries(dataset: GraphDataset, count: int, num_clients: int, seed: int, kind: str = "graph",

@@ -101,6 +101,8 @@ def write_canary_audit(run_dir: Path, config: RunConfig, scorer) -> dict:
             f"(f-DP, as a Gaussian mechanism: {outcome['gdp_epsilon_lower_bound']:.2f}) "
             f"({outcome['correct']} of {outcome['guesses']} guesses right, {outcome['count']} {spec.kind} canaries, "
             f"{outcome['confidence']:.0%} confidence); claimed: {'none' if claim is None else f'{claim:.3g}'}")
+    if outcome["failed_turns"]:
+        line += f"; {outcome['failed_turns']} client turns failed, their updates unseen"
     if outcome["claim_refuted"]:
         log.error("%s. THE CLAIM IS REFUTED: the defense or its accountant is wrong", line)
     else:
@@ -147,7 +149,7 @@ class Session:
 
             ds = self.scenario.dataset
             self.canary_scorer = CanaryScorer(self.scenario.canaries, config.model, ds.num_features,
-                                              ds.num_classes, config.train.loss)
+                                              ds.num_classes, config.train.loss, config.canaries.score)
         self.stop.callbacks.append(self.stop_attacks)
         if run_dir is not None:
             self.open(run_dir)

@@ -4,10 +4,13 @@ never from which canaries were included."""
 import inspect
 
 import numpy as np
+import pytest
 import torch
 
 import server.canary_audit as canary_audit
+from clients.training import mean_gradient
 from fedgraph_sim.config import load_config
+from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.models import build_model
 from fedgraph_sim.models.gradients import per_graph_gradients
 from fedgraph_sim.scenario import build_scenario
@@ -90,3 +93,25 @@ def test_canary_clients_score_the_released_models_change_along_their_directions(
     model = build_model(load_config(None, BASE).model, 4, 2)
     scorer([_update(model, {n: np.zeros(tuple(p.shape)) for n, p in model.named_parameters()}, 0, 1, metrics)])
     assert scorer.claimed() == (2.5, 1e-6)  # the tighter accountant's claim
+
+
+def test_grains_span_checks_tell_the_canary_in_a_batch_from_those_outside():
+    config = load_config(None, [*BASE, "model.hidden=64", "canaries.count=8", "canaries.score=span"])
+    scenario = build_scenario(config)
+    ds = scenario.dataset
+    model = build_model(config.model, ds.num_features, ds.num_classes)
+    scorer = CanaryScorer(scenario.canaries, config.model, ds.num_features, ds.num_classes, score="span")
+    mine = scenario.canaries.of_client(0)
+    batch = [scenario.canaries.graphs[mine[0]], ds.graphs[0]]  # a canary and a real graph, one update
+    gradient, _ = mean_gradient(model, batch)
+    scorer([_update(model, {n: g.numpy() for n, g in gradient.items()}, client=0, batch_size=2)])
+    assert scorer.scores[mine[0]] > -1e-5  # every row of it in the update's row spaces
+    assert np.all(scorer.scores[mine[1:]] < -1e-3)
+
+
+def test_span_checks_need_gcn_layers():
+    config = load_config(None, [*BASE, "model.conv=gat", "canaries.count=4", "canaries.score=span"])
+    scenario = build_scenario(config)
+    ds = scenario.dataset
+    with pytest.raises(ConfigError, match="canaries.score: span reads GCN layers"):
+        CanaryScorer(scenario.canaries, config.model, ds.num_features, ds.num_classes, score="span")
