@@ -2,10 +2,12 @@
 a label and the keys it sets) is run as a federation with canaries, and a markdown table gives each
 claimed epsilon beside its measured lower bound.
 
-    PYTHONPATH=. python experiments/dp_audit.py --config experiments/configs/dp_audit/claims.yaml [--out DIR]
+    PYTHONPATH=. python experiments/dp_audit.py --config experiments/dp_claims/claims.yaml [--out DIR]
 
 Each case's run directory (``canaries.json``, the scores) is kept under ``--out``. Prints the table
-with the command and commit that made it.
+with the command and commit that made it. ``--dry-run`` validates every case (config, data,
+defenses, canaries) and runs nothing. The specs live in ``experiments/dp_claims/`` (not among the
+run configs: a spec is cases of them).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
     parser.add_argument("--out", default="runs/dp_audit")
+    parser.add_argument("--dry-run", action="store_true", help="validate every case; nothing runs")
     args = parser.parse_args(argv)
     from fedgraph_sim.runtime import Session
     from fedgraph_sim.runtime.session import resolve
@@ -55,15 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for number, case in enumerate(spec["cases"]):
             config, scenario = resolve(case_tree(spec["base"], case.get("set", {}), out, number))
+            session = Session(config, scenario=scenario)  # every piece checked before anything runs
+            if args.dry_run:
+                print(f"{case['label']}: {config.canaries.count} {config.canaries.kind} canaries, "
+                      f"{config.federation.rounds} round(s)")
+                continue
             start = time.monotonic()
-            done = run(config, session=Session(config, scenario=scenario), run_dir=out / str(number),
-                       engine="in_process")
+            done = run(config, session=session, run_dir=out / str(number), engine="in_process")
             outcome = json.loads((done.run_dir / "canaries.json").read_text())
             rows.append(row(case["label"], outcome, time.monotonic() - start))
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ConfigError.exit_code
+    if args.dry_run:
+        return 0
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True).stdout.strip()
