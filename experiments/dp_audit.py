@@ -36,7 +36,7 @@ def case_tree(base: dict, changes: dict, out: Path, number: int) -> dict:
 def row(label: str, outcome: dict, seconds: float) -> list[str]:
     claimed, bound = outcome["epsilon_claimed"], outcome["epsilon_lower_bound"]
     finding = ("no claim" if claimed is None else "**CLAIM REFUTED**" if outcome["claim_refuted"]
-               else "consistent")
+               else "not measured (the canaries told nothing)" if bound == 0 else "consistent")
     ratio = "-" if not claimed else f"{bound / claimed:.2f}"
     return [label, f"{outcome['count']} {outcome['kind']}", "-" if claimed is None else f"{claimed:.3g}",
             f"{bound:.2f}", f"{outcome['correct']} of {outcome['guesses']}", ratio,

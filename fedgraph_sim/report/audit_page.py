@@ -178,7 +178,8 @@ def claim_check_text(check: dict | None) -> str:
     if "not_measured" in check:
         return f"not measured: {check['not_measured']}"
     claimed = "no claim" if check["epsilon_claimed"] is None else f"claim {check['epsilon_claimed']:.3g}"
-    verdict = "CLAIM REFUTED: " if check["claim_refuted"] else ""
+    verdict = ("CLAIM REFUTED: " if check["claim_refuted"] else
+               "not measured (the canaries told nothing): " if check["epsilon_lower_bound"] == 0 else "")
     gdp = f"; f-DP {check['gdp_epsilon_lower_bound']:.2f}" if "gdp_epsilon_lower_bound" in check else ""
     return (f"{verdict}{check['epsilon_lower_bound']:.2f} ({check['correct']} of {check['guesses']} guesses right, "
             f"{check['count']} {check['kind']} canaries; {claimed} at delta {check['delta']:g}{gdp})")

@@ -18,6 +18,8 @@ def finding(outcome: dict) -> str:
         return "no claim to test (no DP defense reports an epsilon against the server)"
     if outcome["claim_refuted"]:
         return "**CLAIM REFUTED**: the defense or its accountant is wrong"
+    if outcome["epsilon_lower_bound"] == 0:
+        return "not measured: the canaries told nothing, which is no evidence for the claim"
     return f"consistent with the claim (the audit reaches {outcome['epsilon_lower_bound'] / claimed:.0%} of it)"
 
 

@@ -120,3 +120,5 @@ def test_a_dp_claims_check_reads_bound_beside_claim_and_a_refutation_first():
     assert claim_check_text({"not_measured": "the wall budget ended first"}) == ("not measured: the wall budget "
                                                                                   "ended first")
     assert claim_check_text(None) == "-"
+    nothing = {**check, "epsilon_lower_bound": 0.0, "guesses": 0, "correct": 0}
+    assert claim_check_text(nothing).startswith("not measured (the canaries told nothing): 0.00")

@@ -41,3 +41,9 @@ def test_a_row_says_refuted_consistent_or_no_claim(script):
                                                  "3.69", "**CLAIM REFUTED**", "3"]
     assert script.row("none", {**outcome, "epsilon_claimed": None, "claim_refuted": False}, 1)[5:8] == [
         "-", "3.69", "no claim"]
+
+
+def test_a_zero_bound_is_not_measured(script):
+    outcome = {"count": 1000, "kind": "gradient", "epsilon_claimed": 4.73, "epsilon_lower_bound": 0.0,
+               "gdp_epsilon_lower_bound": 0.0, "claim_refuted": False, "correct": 0, "guesses": 0}
+    assert script.row("dp_gradients", outcome, 2)[7] == "not measured (the canaries told nothing)"

@@ -32,3 +32,9 @@ def test_a_dp_audits_run_without_attack_rows_has_a_report(tmp_path):
     (tmp_path / "canaries.json").write_text(json.dumps(_outcome(1.0, 0.06, False)))
     text = render(tmp_path).path.read_text()
     assert "## DP audit" in text and "| . | 1000 gradient | 1 | 1e-05 | 0.06 | 196 of 200 |" in text
+
+
+def test_canaries_that_told_nothing_are_not_measured_never_a_confirmation(tmp_path):
+    (tmp_path / "canaries.json").write_text(json.dumps({**_outcome(4.73, 0.0, False), "guesses": 0, "correct": 0}))
+    (row,) = [line for line in "\n".join(dp_audit_section(tmp_path)).splitlines() if line.startswith("| .")]
+    assert "not measured: the canaries told nothing" in row and "consistent" not in row
