@@ -8,7 +8,7 @@ Runs the audit as a user would (a fresh directory under a temporary folder, ``--
 prints its wall time, the ratio to the 1800 s budget, each stage's seconds and jobs (the first
 stage: the federation and its attack cells; the what-if stage: its federations and units), the
 exact reconstructions per level, the federation as configured's leak and the cheapest stop with
-their counts and test, the stop's accuracy cost with its interval over seeds, and the slowest
+their counts and test, the DP checks' seconds and bounds, the stop's accuracy cost with its interval over seeds, and the slowest
 attacks. ``--keep DIR`` keeps the audit directory. Noise between runs on 2 shared cores is large.
 """
 
@@ -38,6 +38,18 @@ def _timing(folder: Path) -> str:
             f"federation(s), {sum(e['cells_run'] for e in entries)} attack cell(s)")
 
 
+def _dp_checks(folder: Path) -> str:
+    """The DP checks' canary federations: how many, their seconds (config written to
+    ``canaries.json``), and each bound beside its claim."""
+    runs = sorted((folder / "dp_checks").glob("*/canaries.json"))
+    if not runs:
+        return "not run"
+    seconds = sum(p.stat().st_mtime - (p.parent / "config.yaml").stat().st_mtime for p in runs)
+    bounds = "; ".join(f"{o['epsilon_lower_bound']:.2f} against {o['epsilon_claimed']:.3g}"
+                       for o in (json.loads(p.read_text()) for p in runs))
+    return f"{seconds:6.0f} s over {len(runs)} canary federation(s): {bounds}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "audits" / "mutag_grain.yaml"))
@@ -61,6 +73,7 @@ def main() -> None:
               f"{BUDGET_SECONDS:.0f} s budget; {facts.get('unfinished', 0)} job(s) left unfinished")
         print(f"  first stage    {_timing(out)}")
         print(f"  what-if stage  {_timing(out / 'what_if')}")
+        print(f"  DP checks      {_dp_checks(out)}")
         for level, entry in facts["levels"].items():
             counts = ", ".join(f"round {r}: {c['outcome']}" + (f" {c['exact']}/{c['attacked']}" if "exact" in c else "")
                                for r, c in entry["rounds"].items())
