@@ -62,22 +62,6 @@ class Scores:
         self.updates = 0
         self.failed = 0  # client turns that failed: updates the scores never saw
 
-    def _span(self, update: ObservedUpdate, ids: list[int]) -> None:
-        rows = _layer_rows(self.model, [self.canaries.graphs[i] for i in ids])
-        distances = np.zeros(len(ids))
-        informative = False
-        for layer, (name, dimension) in enumerate(zip(self.layers, [self.row_dimension, *self.widths])):
-            basis = _row_space(np.asarray(update.gradient[name], dtype=np.float64))
-            if len(basis) >= dimension:  # it spans every row there can be: it tells nothing
-                continue
-            informative = True
-            for j, canary_rows in enumerate(rows[layer]):
-                off = canary_rows - (canary_rows @ basis.T) @ basis
-                norms = np.maximum(np.linalg.norm(canary_rows, axis=1), 1e-300)
-                distances[j] = max(distances[j], float(np.max(np.linalg.norm(off, axis=1) / norms)))
-        if informative:
-            self.scores[ids] = np.maximum(self.scores[ids], -distances)
-
     def claimed(self) -> tuple[float | None, float]:
         """The defense's claim: the largest epsilon any client last reported, at its delta."""
         if not self.claims:
@@ -168,6 +152,22 @@ class CanaryScorer(Scores):
         norms = np.linalg.norm(rows, axis=1) * max(np.linalg.norm(flat), 1e-300)
         cosines = rows @ flat / np.where(norms > 0, norms, 1.0)
         self.scores[ids] = np.maximum(self.scores[ids], cosines)
+
+    def _span(self, update: ObservedUpdate, ids: list[int]) -> None:
+        rows = _layer_rows(self.model, [self.canaries.graphs[i] for i in ids])
+        distances = np.zeros(len(ids))
+        informative = False
+        for layer, (name, dimension) in enumerate(zip(self.layers, [self.row_dimension, *self.widths])):
+            basis = _row_space(np.asarray(update.gradient[name], dtype=np.float64))
+            if len(basis) >= dimension:  # it spans every row there can be: it tells nothing
+                continue
+            informative = True
+            for j, canary_rows in enumerate(rows[layer]):
+                off = canary_rows - (canary_rows @ basis.T) @ basis
+                norms = np.maximum(np.linalg.norm(canary_rows, axis=1), 1e-300)
+                distances[j] = max(distances[j], float(np.max(np.linalg.norm(off, axis=1) / norms)))
+        if informative:
+            self.scores[ids] = np.maximum(self.scores[ids], -distances)
 
 
 def _gcn_layers(spec, model) -> list[str]:
