@@ -6,10 +6,11 @@ whether its claims were decided in that time.
 
 Runs the audit as a user would (a fresh directory under a temporary folder, ``--jobs 2``) and
 prints its wall time, the ratio to the 1800 s budget, each stage's seconds and jobs (the first
-stage: the federation and its attack cells; the what-if stage: its federations and units), the
-exact reconstructions per level, the federation as configured's leak and the cheapest stop with
-their counts and test, the DP checks' seconds and bounds, the stop's accuracy cost with its interval over seeds, and the slowest
-attacks. ``--keep DIR`` keeps the audit directory. Noise between runs on 2 shared cores is large.
+stage: the federation and its attack cells; the what-if stage: its federations and units; the DP
+checks' seconds and bounds), the exact reconstructions per level, the federation as configured's
+leak and the cheapest stop with their counts and test, the stop's accuracy cost with its interval
+over seeds, and the slowest attacks. ``--keep DIR`` keeps the audit directory. Noise between runs
+on 2 shared cores is large.
 """
 
 from __future__ import annotations
