@@ -20,6 +20,10 @@ weights), never which canaries were included:
   (0: in some update, every row of it was in the span). The first layer alone cannot tell an
   unusual combination of common one-hot values (a sum of rows that are in the span): the deeper
   layers, after the nonlinearity, can, while the update's graphs hold fewer rows than the width.
+- graph canaries (the loss, ``canaries.score: loss``): how much an update lowers the canary's
+  training loss, its loss at the weights the server sent minus its loss at the weights the update
+  gives (the returned weights, or the client's step ``W - lr g`` of a FedSGD gradient); its best
+  round counts. The black-box score of input-space canaries (Steinke et al., Sec. 6).
 - gradient canaries (Steinke et al.'s white-box Dirac canary): the update's value on the
   canary's weight, times the batch size, summed over the client's updates,
 
@@ -43,11 +47,13 @@ import math
 
 import numpy as np
 import torch
+from torch_geometric.data import Batch
 
 from fedgraph_sim.dp_audit.canaries import Canaries
 from fedgraph_sim.dp_audit.one_run import guesses_from_scores
 from fedgraph_sim.models import build_model
 from fedgraph_sim.models.gradients import per_graph_gradients
+from fedgraph_sim.models.loss import example_losses
 from fedgraph_sim.threat import AGGREGATE, ObservedUpdate
 
 DEFAULT_DELTA = 1e-5
@@ -96,7 +102,7 @@ class CanaryScorer(Scores):
         num_features: the dataset's node-feature width.
         num_classes: the dataset's number of classes.
         loss: the training loss (``train.loss``).
-        score: graph canaries' rule, ``replay`` or ``span``.
+        score: graph canaries' rule, ``replay``, ``span`` or ``loss``.
     """
 
     def __init__(self, canaries: Canaries, model, num_features: int, num_classes: int,
@@ -147,11 +153,27 @@ class CanaryScorer(Scores):
         if self.score == "span":
             self._span(update, ids)
             return
+        if self.score == "loss":
+            self._loss_drop(update, ids)
+            return
         replayed, _ = per_graph_gradients(self.model, [self.canaries.graphs[i] for i in ids], self.loss)
         rows = torch.cat([replayed[n].flatten(1).double() for n in self.names], dim=1).numpy()
         norms = np.linalg.norm(rows, axis=1) * max(np.linalg.norm(flat), 1e-300)
         cosines = rows @ flat / np.where(norms > 0, norms, 1.0)
         self.scores[ids] = np.maximum(self.scores[ids], cosines)
+
+    @torch.no_grad()
+    def _loss_drop(self, update: ObservedUpdate, ids: list[int]) -> None:
+        batch = Batch.from_data_list([self.canaries.graphs[i] for i in ids])
+        before = example_losses(*self.model.logits_and_targets(batch), self.loss)
+        if update.kind == "weights":
+            after_weights = update.returned
+        else:  # the client's own step: W - lr * gradient
+            after_weights = {k: np.asarray(w) - update.lr * np.asarray(update.returned[k]) if k in update.returned
+                             else w for k, w in update.global_weights.items()}
+        self.model.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in after_weights.items()})
+        after = example_losses(*self.model.logits_and_targets(batch), self.loss)
+        self.scores[ids] = np.maximum(self.scores[ids], (before - after).double().numpy())
 
     def _span(self, update: ObservedUpdate, ids: list[int]) -> None:
         rows = _layer_rows(self.model, [self.canaries.graphs[i] for i in ids])

@@ -290,9 +290,9 @@ class CanaryConfig(Section):
     kind: Literal["graph", "gradient", "client"] = "graph"
     seed: int = Field(0, ge=0, lt=2**32)  # which canaries, and which are included (its own stream)
     norm: float = Field(1.0, gt=0)  # a gradient canary's or a canary client's: at or above the clip
-    # graph canaries' score: replay (the replayed gradient's cosine with an update) or span (GRAIN's
-    # first-layer span check: every node's aggregated row in the update's row space; a GCN first layer)
-    score: Literal["replay", "span"] = "replay"
+    # graph canaries' score: replay (the replayed gradient's cosine with an update), span (GRAIN's span
+    # checks: every row of the canary at every GCN layer in the update's row spaces) or loss (its drop)
+    score: Literal["replay", "span", "loss"] = "replay"
     confidence: float = Field(0.95, gt=0, lt=1)
     delta: float | None = Field(None, gt=0, lt=1)  # default: the defense's delta, else 1e-5
 

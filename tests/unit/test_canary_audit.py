@@ -115,3 +115,25 @@ def test_span_checks_need_gcn_layers():
     ds = scenario.dataset
     with pytest.raises(ConfigError, match="canaries.score: span reads GCN layers"):
         CanaryScorer(scenario.canaries, config.model, ds.num_features, ds.num_classes, score="span")
+
+
+def test_the_loss_score_is_the_drop_the_update_gives_the_canary():
+    from clients.training import loss_on
+
+    config = load_config(None, [*BASE, "canaries.count=8"])
+    scenario = build_scenario(config)
+    ds = scenario.dataset
+    model = build_model(config.model, ds.num_features, ds.num_classes)
+    scorer = CanaryScorer(scenario.canaries, config.model, ds.num_features, ds.num_classes, score="loss")
+    mine = scenario.canaries.of_client(0)
+    gradient, _ = mean_gradient(model, [scenario.canaries.graphs[mine[0]]])  # the client's step on one canary
+    scorer([_update(model, {n: g.numpy() for n, g in gradient.items()}, client=0)])
+    stepped = build_model(config.model, ds.num_features, ds.num_classes)
+    stepped.load_state_dict({k: v - 0.1 * gradient[k] if k in gradient else v for k, v in model.state_dict().items()})
+    with torch.no_grad():
+        for i in mine:
+            graph = [scenario.canaries.graphs[i]]
+            drop = float(loss_on(model, graph) - loss_on(stepped, graph))
+            assert scorer.scores[i] == pytest.approx(drop, abs=1e-6)
+    assert scorer.scores[mine[0]] > 0  # the canary stepped on lost loss
+    assert np.all(np.isneginf(scorer.scores[scenario.canaries.of_client(1)]))
