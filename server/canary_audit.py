@@ -144,10 +144,9 @@ class CanaryScorer(Scores):
         return np.concatenate([np.asarray(gradient[n], dtype=np.float64).ravel() for n in self.names])
 
     def _score(self, update: ObservedUpdate, ids: list[int]) -> None:
-        flat = self._flat(update.gradient)
         if self.canaries.kind == "gradient":
             weights = [int(self.canaries.graphs[i].dirac) for i in ids]
-            self.scores[ids] += update.batch_size * flat[weights]
+            self.scores[ids] += update.batch_size * self._flat(update.gradient)[weights]
             return
         self.model.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in update.global_weights.items()})
         if self.score == "span":
@@ -156,6 +155,7 @@ class CanaryScorer(Scores):
         if self.score == "loss":
             self._loss_drop(update, ids)
             return
+        flat = self._flat(update.gradient)  # only the replay reads the whole update
         replayed, _ = per_graph_gradients(self.model, [self.canaries.graphs[i] for i in ids], self.loss)
         rows = torch.cat([replayed[n].flatten(1).double() for n in self.names], dim=1).numpy()
         norms = np.linalg.norm(rows, axis=1) * max(np.linalg.norm(flat), 1e-300)

@@ -24,9 +24,14 @@ RELEASED_MODEL = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}
 COUNT = 1000  # canaries per check (the one-run bound's ceiling at delta 1e-5: about 4.9)
 
 
+def defense_names(defenses: list) -> set[str]:
+    """The names in a ``defenses`` stack (each a mapping with ``name``, or a bare name)."""
+    return {d.get("name") if isinstance(d, dict) else d for d in defenses or []}
+
+
 def canary_kind(tree: dict) -> str | None:
     """Which canaries check the claim of the config ``tree``'s defenses (None: it makes none)."""
-    names = {d.get("name") if isinstance(d, dict) else d for d in tree.get("defenses") or []}
+    names = defense_names(tree.get("defenses"))
     if names & RELEASED_MODEL:
         return "client"
     return "gradient" if names & AGAINST_THE_SERVER else None
