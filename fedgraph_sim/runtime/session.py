@@ -158,17 +158,18 @@ class Session:
         """Canary clients: checked against the federation, their directions drawn (``canaries``)."""
         from fedgraph_sim.dp_audit.canaries import client_directions, included
         from fedgraph_sim.models import build_model
-        from fedgraph_sim.runtime.dp_checks import RELEASED_MODEL as served, defense_names
         from server.canary_audit import CanaryClientScorer
 
         config, spec = self.config, self.config.canaries
+        served = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}  # dp_checks.RELEASED_MODEL (it imports us)
+        names = {d.get("name") if isinstance(d, dict) else d for d in config.defenses}
         if config.train.local_steps < 2:
             raise ConfigError("canaries.kind: client canaries reply with weights, as FedAvg clients do; set "
                               "train.local_steps to 2 or more")
         if config.federation.fraction_train != 1 or config.threat.secure_aggregation:
             raise ConfigError("canaries.kind: client canaries take part in every round, so every client must too "
                               "(federation.fraction_train: 1) and without secure aggregation")
-        if unserved := sorted(defense_names(config.defenses) - served):
+        if unserved := sorted(names - served):
             raise ConfigError("canaries.kind: client canaries audit the client-level DP of "
                               f"{', '.join(sorted(served))} (or no defense), not {', '.join(unserved)}")
         ds = self.scenario.dataset
