@@ -231,4 +231,10 @@ register = registry.attacks.register  # a class decorator: registered under ``cl
 
 
 def build_attack(name: str, params: dict | None = None, key: str = "attack.names") -> Attack:
-    return registry.attacks.get(name, key=key)(**(params or {}))
+    """The attack of row name ``name`` (``<attack>`` or ``<attack>@<variant>``) with ``params``;
+    ``<attack>@ext`` starts from the attack's ``audit_options`` (its [ext] options that widen where
+    it applies), which ``params`` may override."""
+    base, _, variant = name.partition("@")
+    cls = registry.attacks.get(base, key=key)
+    options = dict(cls.audit_options) if variant == "ext" else {}
+    return cls(**{**options, **(params or {})})

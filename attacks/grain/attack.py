@@ -72,6 +72,21 @@ deviations. Where the noise's edge rises above the signal's weakest directions, 
 passing and the attack fails with its reason; with [ext] ``rank_closed`` = k (off by default),
 a node type that centres no passing 1-hop or 2-hop block keeps instead its k candidates nearest
 the kept span, ranked after the passing ones (``ranking.py``).
+The models users train ([ext] ``pooled_readout``, ``other_convs``, ``unknown_degrees`` and
+``float32_rounding``, off in paper mode; all four in ``grain@ext``): PyG's examples pool node
+states (sum or mean) into an MLP head, put ReLU after every layer, keep biases, use GIN or
+GraphSAGE, and give TU graphs without a degree block. After pooling the readout's gradient has rank
+1, but each layer's weight gradient keeps one row per node, because the nodes' activation masks
+differ: the 2-hop check moves to layer 3 (GIN: to the second linear map of layer 2's MLP, whose
+gradient keeps the rank that a pooled top layer loses, ``embed.checked_weights``). A model whose
+check layer is its last and feeds the pool without an activation gives every node the same
+output-gradient row (rank 1) and is out of reach, as is max pooling (a node that is the maximum
+of no channel has no gradient row at the top). GIN sums a centre with its neighbours and GraphSAGE
+averages them, with no degree normalisation (``embed.StarLayer``). Without a degree block a node
+type becomes a (row, degree) pair, degrees up to ``max_degree``, read from the layer-2 check
+(``degrees.py``). Sum pooling without normalisation makes gradients large enough that a float32
+gradient's rounding rises above the paper's absolute rank tolerances; ``float32_rounding`` counts
+only directions above it (``local_training.gradient_rounding``).
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -82,6 +97,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -94,8 +110,9 @@ from attacks.grain.blocks import (Block, concat_one_hop, is_complete, one_hop_bl
                                   two_hop_blocks, witnessed_one_hop_blocks)
 from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget, neighbourhood, preference, search
 from attacks.grain.coefficients import block_z_scores
-from attacks.grain.embed import SUPPORTED, StarLayer
-from attacks.grain.local_training import LocalTraining
+from attacks.grain.degrees import degree_types, one_hop_blocks_of_unknown_degree
+from attacks.grain.embed import DEGREE_FREE, OTHER_CONVS, SUPPORTED, StarLayer, check_weight, checked_weights
+from attacks.grain.local_training import LocalTraining, gradient_rounding
 from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.noise import NoiseEstimate
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
@@ -110,13 +127,17 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 class GRAIN(Attack):
     name = "grain"
     cited_as = "Drencheva et al., ICLR 2025"
-    audit_options = {"local_steps": True, "batches": True, "noise_aware": True}  # all three [ext]
+    # every [ext] option that widens where GRAIN applies
+    audit_options = {"local_steps": True, "batches": True, "noise_aware": True, "pooled_readout": True,
+                     "other_convs": True, "unknown_degrees": True, "float32_rounding": True}
     exact = True  # "exactly up to isomorphism when the replayed gradient matches" (the paper's claim)
     threat_model = ("exact FedSGD gradient of one graph (of a batch with the [ext] `batches`; local steps on one "
                     "batch with the [ext] `local_steps`; a noisy or clipped update with the [ext] `noise_aware`, "
                     "its noise read from the spectrum, and [ext] `rank_closed` ranking candidates where the noise "
                     "closes the spectral gap; a node classifier's gradient, its node labels read from it), feature "
-                    "schema with a degree block, per-node readout (GCN or GAT)")
+                    "schema with a degree block (enumerated with the [ext] `unknown_degrees`), per-node readout (after "
+                    "sum or mean pooling with the [ext] `pooled_readout`), GCN or GAT (GIN and GraphSAGE with the "
+                    "[ext] `other_convs`)")
     recovers = ("the whole graph, exactly up to isomorphism when the replayed gradient matches; else the closest "
                 "graph found; label")
     defaults_note = "the official code's thresholds and budgets, see [GRAIN results](docs/results/grain.md)"
@@ -192,6 +213,18 @@ class GRAIN(Attack):
         # passing ones (ranking.py); 0 = filtering only
         rank_closed: int = 0
         rank_closed_share: float = 0.25  # of the time budget, at most, for the ranked 1-hop enumeration
+        # [ext] a readout after pooling (sum or mean, then a linear or MLP head): the 2-hop check
+        # moves from the per-node readout to layer 3, whose input rows are the nodes' 2-hop states
+        pooled_readout: bool = False
+        # [ext] GIN and GraphSAGE layers (embed.py): sum or mean aggregation, no degree normalisation
+        other_convs: bool = False
+        # [ext] no degree block in the features: node types become (row, degree) pairs, degrees up
+        # to max_degree, read from the layer-2 span check (degrees.py)
+        unknown_degrees: bool = False
+        max_degree: int = 4
+        # [ext] a FedSGD gradient's float32 rounding (local_training.gradient_rounding): ranks count
+        # only directions above it and the exactness test allows twice its expected distance
+        float32_rounding: bool = False
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -217,8 +250,9 @@ class GRAIN(Attack):
             if not self.params.batches:
                 return (f"needs one graph; the update was computed on {graphs} "
                         "(attack.params.<name>.batches=true extends GRAIN to batches)")
-            first = update.gradient.get("convs.0.lin.weight")
-            noise = LocalTraining.of(update).noise.get("convs.0.lin.weight", 0.0) if self.params.local_steps else 0.0
+            first_name = check_weight(knowledge.model.get("conv", "gcn"), 0)
+            first = update.gradient.get(first_name)
+            noise = LocalTraining.of(update).noise.get(first_name, 0.0) if self.params.local_steps else 0.0
             if first is not None and self.params.noise_aware:  # a defense's noise fills the spectrum too
                 noise = (noise ** 2 + NoiseEstimate.of({"first": first}).sigma ** 2) ** 0.5
             if first is not None and RowSpace(first, self.params.tol_node, noise).rank >= min(first.shape):
@@ -228,16 +262,41 @@ class GRAIN(Attack):
         if m.get("task", "graph") == "node" and (graphs != 1 or not update.exact):
             return ("node classification: one graph's FedSGD gradient only (the node labels are read "
                     f"from one gradient; this update: {graphs} graphs, exact gradient {update.exact})")
-        if m.get("conv", "gcn") not in SUPPORTED:
-            return f"needs GCN or GAT layers (model.conv is {m.get('conv')})"
-        if m.get("layers", 2) < 2:
+        return self.model_not_applicable(m, knowledge.schema.degree_block is not None)
+
+    def model_not_applicable(self, m: dict, degree_block: bool) -> str | None:
+        """Why GRAIN cannot read a model of architecture ``m`` (``model`` section keys), if so."""
+        p, conv = self.params, m.get("conv", "gcn")
+        if conv in OTHER_CONVS and not p.other_convs:
+            return f"needs GCN or GAT layers (model.conv is {conv}; attack.params.<name>.other_convs=true reads it)"
+        if conv not in SUPPORTED + OTHER_CONVS:
+            return f"needs GCN, GAT, GIN or GraphSAGE layers (model.conv is {conv})"
+        layers = m.get("layers", 2)
+        if layers < 2:
             return "needs at least 2 message-passing layers"
         if m.get("readout_placement", "after_pool") != "per_node":
-            return ("needs the readout applied per node (model.readout_placement=per_node): after "
-                    "pooling the readout gradient has rank 1 and the 2-hop check is lost")
-        if knowledge.schema.degree_block is None:
+            if not p.pooled_readout:
+                return ("needs the readout applied per node (model.readout_placement=per_node): after "
+                        "pooling the readout gradient has rank 1 and the 2-hop check is lost "
+                        "(attack.params.<name>.pooled_readout=true checks 2-hop states in the layers)")
+            check_layer = 2 if conv == "gin" else 3  # the layer whose gradient the 2-hop check reads
+            if layers < check_layer:
+                return ("a pooled readout's gradient has rank 1, so the 2-hop states are checked at layer 3: "
+                        f"needs 3 message-passing layers (model.layers is {layers})")
+            pool = m.get("pool", "mean")
+            if pool not in ("sum", "mean"):
+                return (f"pool {pool}: a node that is the maximum of no channel gets no gradient at the last "
+                        "layer, so its state is missing from the span" if pool == "max" else
+                        f"pool {pool} is not a pooling GRAIN reads (sum or mean)")
+            last = m.get("last_activation")
+            if layers == check_layer and (last is False or (last is None and m.get("task", "graph") != "graph")):
+                return ("the last layer feeds the pool without an activation: every node's row of its output "
+                        "gradient is the pooled gradient, a rank-1 gradient, so the 2-hop check it holds is "
+                        "lost (an activation after it gives each node its own mask)")
+        if not degree_block and not p.unknown_degrees:
             return ("needs node degree as a feature (data.features=grain for molecules, "
-                    "data.degree_feature=true otherwise)")
+                    "data.degree_feature=true otherwise; attack.params.<name>.unknown_degrees=true enumerates "
+                    "degrees instead)")
         return None
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
@@ -257,9 +316,7 @@ class _Run:
         self.p, self.knowledge, self.ctx = p, knowledge, ctx
         self.model = knowledge.build_model(update.global_weights, dtype=torch.float64)
         self.grad = update.gradient
-        layers = len(self.model.convs)
-        self.names = ("convs.0.lin.weight", "convs.1.lin.weight",
-                      f"{self.model.first_readout_name}.weight" if layers == 2 else "convs.2.lin.weight")
+        self.names = checked_weights(self.model)
         self.info: dict = {}
         # the client's local training, whose perturbations the checks allow for ([ext] local_steps)
         self.training = LocalTraining.of(update) if p.local_steps else LocalTraining(update.lr, 1)
@@ -267,6 +324,10 @@ class _Run:
         self.noise = [self.training.noise.get(n, 0.0) for n in self.names]
         self.drift = [self.training.drift(n, order) for n in self.names]
         self.exact_tol = self.rounding_tol = p.exact_tol + self.training.exact_slack(order)
+        if p.float32_rounding and update.kind == "gradient":
+            rounding = {n: gradient_rounding(g) for n, g in self.grad.items()}
+            self.noise = [max(noise, rounding[n]) for noise, n in zip(self.noise, self.names)]
+            self.exact_tol += 2 * float(np.mean([rounding[n] * self.grad[n].numel() ** 0.5 for n in order]))
         self.fit_scale = False
         if p.noise_aware:  # the defense's noise, from the spectrum of the update alone
             estimate = NoiseEstimate.of({n: self.grad[n] for n in self.names})
@@ -341,7 +402,11 @@ class _Run:
         if nodes.categories.numel() == 0:
             raise AttackFailed("no node feature vector passed the layer-1 span check")
         self.ctx.progress(1, 5)
-        deg = self.degrees = schema.degrees(nodes.x.float())
+        unknown = schema.degree_block is None  # [ext] unknown_degrees: types are (row, degree) pairs
+        types = degree_types(nodes.x, p.max_degree) if unknown else None
+        if unknown:
+            nodes.x = types.x
+        deg = self.degrees = types.deg if unknown else schema.degrees(nodes.x.float())
         self.deg = [int(d) for d in deg]
         reader = None
         if self.model.task == "node":  # GRAIN's node classification: labels per node, from the gradient
@@ -363,9 +428,13 @@ class _Run:
         layer1 = StarLayer(self.model, 0, nodes.x)
         one_hop_deadline = time.monotonic() + p.one_hop_seconds
         enumerate_one_hop = one_hop_blocks if self.batch is None else witnessed_one_hop_blocks
+        if unknown:
+            enumerate_one_hop, deg = partial(one_hop_blocks_of_unknown_degree,
+                                             degree_free=self.model.conv_name in DEGREE_FREE), types
         one_hop = self.stage("one_hop", enumerate_one_hop, layer1, deg, spaces[1], tau=p.tau_one_hop,
                              max_combinations=p.max_one_hop_combinations,
                              expired=lambda: self.expired() or time.monotonic() > one_hop_deadline)
+        deg = self.degrees
         self.info.update(one_hop_candidates=one_hop.candidates, one_hop_kept=len(one_hop))
         unexplained = unexplained_centres(deg, one_hop) if p.rank_closed else []
         if unexplained:  # where the gap closes: the nearest candidates, ranked after the passing

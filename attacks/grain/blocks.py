@@ -152,7 +152,7 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
         allowed = allowed[torch.tensor([int(t) in neighbours for t in allowed], dtype=torch.bool)]
     types = deg.numel() if neighbours is None else allowed.numel()
     q = _gcn_sums(layer1, deg) if layer1.kind == "gcn" and screen else None
-    bias = None if layer1.conv.bias is None else layer1.conv.bias.detach().float()
+    bias = None if layer1.bias is None else layer1.bias.detach().float()
     few = _coordinate_screen(layer1, space) if q is not None and coordinates else None
     if few is not None:  # a few coordinates first, and the norm bound of the whole row
         q_some, norms = q[:, few.index], q.norm(dim=1)
@@ -199,11 +199,11 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
                     nbrs = combos.repeat(group.numel(), 1)
                 if centre.numel() == 0:
                     continue
-                states = layer1(centre, nbrs, torch.ones_like(nbrs, dtype=torch.bool), deg[centre], deg[nbrs])
-                keep, dist = space.passing(states, tau)
+                rows = layer1.rows(centre, nbrs, torch.ones_like(nbrs, dtype=torch.bool), deg[centre], deg[nbrs])
+                keep, dist = space.passing(rows, tau)
                 kept_c.append(centre[keep])
                 kept_n.append(nbrs[keep])
-                kept_s.append(states[keep])
+                kept_s.append(layer1.states(rows[keep]))
                 kept_d.append(dist)
     if not kept_c:
         return OneHopBlocks.empty(total)
@@ -337,8 +337,8 @@ def two_hop_blocks(model, layer1: StarLayer, one_hop: OneHopBlocks, deg: Tensor,
     layer2 = StarLayer(model, 1, table)
     centre_types = one_hop.centre[centre_rows]
     nbr_types = torch.tensor([[t for t, _ in slots] + [0] * (width - len(slots)) for _, _, slots in entries])
-    states = layer2(centre_rows, nbr_rows, mask, deg[centre_types], deg[nbr_types])
-    checked_rows = check_input(model, x0[centre_types], states)
+    rows = layer2.rows(centre_rows, nbr_rows, mask, deg[centre_types], deg[nbr_types])
+    checked_rows = check_input(model, x0[centre_types], rows)
     keep, dist = space.passing(checked_rows, tau)
     if nearest > 0 and not expired():  # where the gap closes: the nearest candidates of the centres none explains
         rest = torch.nonzero(~torch.isin(centre_types, centre_types[keep])).flatten()

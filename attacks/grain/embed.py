@@ -13,6 +13,16 @@ graph is ever materialised.
 - GAT (Velickovic et al. 2018): attention over the centre's complete neighbourhood (self-loop
   included), heads concatenated or averaged, skip projection and bias, as PyG's ``GATConv`` and
   ``fedgraph_sim.models.convs.dense_gat`` compute it. No degrees needed.
+- GIN (Xu et al., ICLR 2019; [ext] ``other_convs``): ``H_c = act(MLP((1 + eps) H_c + sum_j H_j))``,
+  the MLP's first linear map applied to the table once (it is linear), the rest per star. No
+  degrees needed.
+- GraphSAGE, mean aggregation (Hamilton et al. 2017; [ext] ``other_convs``):
+  ``H_c = act(W_l mean_j H_j + b + W_r H_c)``. No degrees needed: the mean's count is the star's.
+
+Which weight's gradient spans a layer's input rows (:func:`check_weight`): the input projection of
+GCN and GAT (``Z = A_hat (H W^T)``: ``dW = G^T A_hat H``, rows in the span of ``H``'s), the first
+linear map of GIN's MLP (``dW = G^T (A + (1 + eps) I) H``) and SAGE's root weight ``W_r``
+(``dW_r = G^T H``, no aggregation in the way).
 """
 
 from __future__ import annotations
@@ -22,7 +32,27 @@ from torch import Tensor
 
 from fedgraph_sim.models import GraphClassifier
 
-SUPPORTED = ("gcn", "gat")
+SUPPORTED = ("gcn", "gat")  # GRAIN's own victims
+OTHER_CONVS = ("gin", "sage")  # [ext] other_convs
+DEGREE_FREE = ("gat", "gin", "sage")  # a centre's state needs no neighbour's degree
+
+
+def check_weight(conv: str, k: int) -> str:
+    """The name of the weight of layer ``k`` (of type ``conv``) whose gradient's rows span the
+    layer's input rows."""
+    return {"gin": f"convs.{k}.nn.0.weight", "sage": f"convs.{k}.lin_r.weight"}.get(conv, f"convs.{k}.lin.weight")
+
+
+def checked_weights(model: GraphClassifier) -> tuple[str, str, str]:
+    """The weights of the three span checks: node rows at layer 1; 1-hop states at layer 2, 2-hop
+    states at the per-node readout (2 layers) or at layer 3. GIN checks its 1- and 2-hop rows
+    inside layers 1 and 2 instead, at the second linear map of their MLPs (:meth:`StarLayer.rows`):
+    that map's output gradient mixes each node's own activation masks, so it keeps the rank that a
+    pooled model's top layer loses (nodes whose units switch alike share one gradient row there)."""
+    if model.conv_name == "gin":
+        return check_weight("gin", 0), "convs.0.nn.2.weight", "convs.1.nn.2.weight"
+    third = f"{model.first_readout_name}.weight" if len(model.convs) == 2 else check_weight(model.conv_name, 2)
+    return check_weight(model.conv_name, 0), check_weight(model.conv_name, 1), third
 
 
 class StarLayer:
@@ -31,8 +61,16 @@ class StarLayer:
     def __init__(self, model: GraphClassifier, k: int, table: Tensor) -> None:
         self.conv, self.act, self.kind = model.convs[k], model.acts[k], model.conv_name
         self.table = table
+        self.bias = getattr(self.conv, "bias", None)  # GIN's and SAGE's biases are inside their maps
         with torch.no_grad():
-            self.proj = self.conv.lin(table)  # [S, H*C]
+            if self.kind == "gin":  # the MLP's first map is linear: applied once, to the table
+                first = self.conv.nn[0]
+                self.proj = table @ first.weight.T
+            elif self.kind == "sage":
+                self.proj = self.conv.lin_l(table) - (0 if self.conv.lin_l.bias is None else self.conv.lin_l.bias)
+                self.root = self.conv.lin_r(table)
+            else:
+                self.proj = self.conv.lin(table)  # [S, H*C]
             if self.kind == "gat":
                 h = self.proj.unflatten(-1, (self.conv.heads, self.conv.out_channels))
                 self.heads = h
@@ -50,10 +88,14 @@ class StarLayer:
             sl = slice(s, s + chunk)
             if self.kind == "gcn":
                 out = self._gcn(centre[sl], nbrs[sl], mask[sl], centre_deg[sl], nbr_deg[sl])
+            elif self.kind == "gin":
+                out = self._gin(centre[sl], nbrs[sl], mask[sl])
+            elif self.kind == "sage":
+                out = self._sage(centre[sl], nbrs[sl], mask[sl])
             else:
                 out = self._gat(centre[sl], nbrs[sl], mask[sl])
-            if self.conv.bias is not None:
-                out = out + self.conv.bias
+            if self.bias is not None:
+                out = out + self.bias
             parts.append(self.act(out))
         return torch.cat(parts) if parts else self.proj.new_zeros(0, self.proj.size(1))
 
@@ -61,6 +103,37 @@ class StarLayer:
         dc = (centre_deg + 1).to(self.proj.dtype)
         w = (dc[:, None] * (nbr_deg + 1).to(self.proj.dtype)).rsqrt() * mask
         return self.proj[centre] / dc[:, None] + (w[..., None] * self.proj[nbrs]).sum(1)
+
+    def _gin(self, centre, nbrs, mask):
+        return self.conv.nn[2](self._gin_hidden(centre, nbrs, mask))
+
+    def _gin_hidden(self, centre, nbrs, mask):
+        """GIN's MLP hidden layer, ``ReLU(W_1 ((1 + eps) H_c + sum_j H_j) + b_1)``."""
+        first = self.conv.nn[0]
+        pre = (1 + self.conv.eps) * self.proj[centre] + (mask[..., None] * self.proj[nbrs]).sum(1)
+        return self.conv.nn[1](pre if first.bias is None else pre + first.bias)
+
+    @torch.no_grad()
+    def rows(self, centre: Tensor, nbrs: Tensor, mask: Tensor, centre_deg: Tensor | None = None,
+             nbr_deg: Tensor | None = None) -> Tensor:
+        """The rows the span check of this layer's block reads (:func:`checked_weights`): GIN's
+        MLP hidden layer, the states themselves for the other layers (checked at the next layer)."""
+        if self.kind == "gin":
+            return self._gin_hidden(centre, nbrs, mask)
+        return self(centre, nbrs, mask, centre_deg, nbr_deg)
+
+    @torch.no_grad()
+    def states(self, rows: Tensor) -> Tensor:
+        """The states of blocks whose :meth:`rows` are ``rows``."""
+        if self.kind == "gin":
+            return self.act(self.conv.nn[2](rows))
+        return rows
+
+    def _sage(self, centre, nbrs, mask):
+        m = mask.to(self.proj.dtype)
+        mean = (m[..., None] * self.proj[nbrs]).sum(1) / m.sum(1, keepdim=True).clamp(min=1)
+        bias = self.conv.lin_l.bias
+        return mean + self.root[centre] + (0 if bias is None else bias)
 
     def _gat(self, centre, nbrs, mask):
         idx = torch.cat([centre[:, None], nbrs], 1)  # [B, 1 + D]: the self-loop first
@@ -76,9 +149,10 @@ class StarLayer:
         return out
 
 
-def check_input(model: GraphClassifier, x0: Tensor, state: Tensor) -> Tensor:
-    """What the layer after the 2-hop state sees per node: the readout's ``[X0 || H_2]`` (or
-    ``H_2``) for 2-layer models, ``H_2`` itself (already activated) for deeper ones."""
-    if len(model.convs) == 2 and model.readout_input == "concat_input":
-        return torch.cat([x0, state], dim=1)
-    return state
+def check_input(model: GraphClassifier, x0: Tensor, rows: Tensor) -> Tensor:
+    """What the 2-hop span check reads per node, from layer 2's :meth:`StarLayer.rows`: the
+    readout's ``[X0 || H_2]`` (or ``H_2``) for 2-layer models, ``H_2`` itself (already activated)
+    for deeper ones, GIN's layer-2 MLP hidden rows as they are."""
+    if model.conv_name != "gin" and len(model.convs) == 2 and model.readout_input == "concat_input":
+        return torch.cat([x0, rows], dim=1)
+    return rows

@@ -38,6 +38,22 @@ import numpy as np
 from fedgraph_sim.threat import ObservedUpdate
 
 
+#: A float32 gradient's rounding, per entry, in units of float32's machine epsilon times the
+#: gradient's RMS entry: a sum over nodes of products rounds each term, so its error grows with
+#: the terms, not with the sum. Measured on MUTAG with a 3-layer GIN of width 64 (sum pooling): the
+#: rounding's singular values reach 0.6 of ``eps rms (sqrt m + sqrt n)``, the signal's smallest
+#: stay above 20 times ``4 eps rms (sqrt m + sqrt n)``.
+GRADIENT_ROUNDING_EPS = 4.0
+
+
+def gradient_rounding(grad) -> float:
+    """The per-entry rounding noise of a float32 FedSGD gradient ([ext] ``float32_rounding``): the
+    paper's absolute rank tolerances (1e-7, 1e-8) sit at that rounding once gradients are large
+    (sum pooling, no degree normalisation), where they count rounding as rank."""
+    g = np.asarray(grad, np.float64)
+    return GRADIENT_ROUNDING_EPS * float(np.finfo(np.float32).eps) * float(np.sqrt(np.mean(g ** 2)))
+
+
 @dataclass(frozen=True)
 class LocalTraining:
     """The client's local training as the server knows it.

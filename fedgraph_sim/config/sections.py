@@ -146,6 +146,7 @@ class ModelConfig(Section):
     heads: int = Field(1, ge=1)  # attention heads (gat)
     residual: bool = False  # skip projections (gat)
     task: Literal["graph", "node"] = "graph"  # node: per-node logits (a node-level dataset's subgraphs)
+    train_eps: bool = False  # gin: eps trained (else fixed at 0)
 
 
 class AuxConfig(Section):

@@ -62,6 +62,9 @@ class GraphClassifier(nn.Module):
     - ``heads`` (GAT): layers before the last concatenate their heads, the last averages them;
       ``residual`` adds a linear skip projection; ``activation="elu"``. GRAIN's GAT is
       ``heads=2, residual=True, activation="elu", last_activation=False``.
+    - ``conv="gin"`` (``train_eps``: a trained ``eps``) with ``pool="sum"`` and ``readout="mlp"``
+      is the GIN of PyG's TU examples (Xu et al., "How Powerful are Graph Neural Networks?",
+      ICLR 2019), without their batch norm and dropout.
 
     - ``task="node"``: node classification, GLG's node model (Sinha et al., Sec. 3): the last
       message-passing layer outputs the ``num_classes`` logits of every node, with no pooling and
@@ -86,7 +89,7 @@ class GraphClassifier(nn.Module):
                  readout_input: str = "last", readout_hidden: list[int] | None = None,
                  conv_bias: bool = True, activation: str = "relu", last_activation: bool | None = None,
                  heads: int = 1, residual: bool = False, flatten_nodes: int | None = None,
-                 task: str = "graph") -> None:
+                 task: str = "graph", train_eps: bool = False) -> None:
         super().__init__()
         require(task in TASKS, "model.task", f"unknown task '{task}'; valid: {', '.join(TASKS)}")
         conv_type = registry.models.get(conv, key="model.conv")
@@ -113,6 +116,7 @@ class GraphClassifier(nn.Module):
         require(heads >= 1, "model.heads", f"must be >= 1 (got {heads})")
         require(conv_type.multi_head or (heads == 1 and not residual), "model.heads",
                 f"heads and residual apply to attention layers only (conv '{conv}')")
+        require(conv == "gin" or not train_eps, "model.train_eps", f"applies to conv: gin only (conv '{conv}')")
         hidden_widths = [hidden] if readout_hidden is None else list(readout_hidden)
         require(all(isinstance(w, int) and w >= 1 for w in hidden_widths), "model.readout_hidden",
                 f"must be a list of widths >= 1 (got {readout_hidden})")
@@ -130,7 +134,7 @@ class GraphClassifier(nn.Module):
             concat = k < layers - 1  # heads: concatenated in between, averaged at the end
             out = num_classes if self.node_logits_from_convs and k == layers - 1 else hidden
             self.convs.append(conv_type.build(width, out, bias=conv_bias, heads=heads,
-                                              concat=concat, residual=residual))
+                                              concat=concat, residual=residual, train_eps=train_eps))
             width = out * heads if concat else out
         # One activation module per layer so defenses can hook layer outputs (DP-Activations);
         # Identity after the last layer when last_activation is off (by default for node logits).

@@ -12,7 +12,7 @@ from typing import Callable, ClassVar
 
 import torch
 from torch import Tensor
-from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
 
 from fedgraph_sim import registry
 
@@ -80,6 +80,12 @@ def dense_sage(conv: SAGEConv, x: Tensor, adj: Tensor) -> Tensor:
     return conv.lin_l(neighbours) + conv.lin_r(x)
 
 
+def dense_gin(conv: GINConv, x: Tensor, adj: Tensor) -> Tensor:
+    """Xu et al. (2019): ``MLP((1 + eps) x_i + sum_{j in N(i)} x_j)``, sum aggregation without any
+    degree normalisation (PyG's ``GINConv``); a soft adjacency weights each neighbour's term."""
+    return conv.nn((1 + conv.eps) * x + adj @ x)
+
+
 class ConvType:
     """A message-passing layer type, registered as ``model.conv: <name>``: ``build(in, out, bias=,
     heads=, concat=, residual=)`` makes one layer (``heads``, ``concat`` and ``residual`` apply to
@@ -91,7 +97,8 @@ class ConvType:
     dense: ClassVar[Callable[[torch.nn.Module, Tensor, Tensor], Tensor]]
 
     @staticmethod
-    def build(i: int, o: int, *, bias: bool, heads: int, concat: bool, residual: bool) -> torch.nn.Module:
+    def build(i: int, o: int, *, bias: bool, heads: int, concat: bool, residual: bool,
+              train_eps: bool = False) -> torch.nn.Module:
         raise NotImplementedError
 
 
@@ -101,7 +108,7 @@ class GCN(ConvType):
     dense = staticmethod(dense_gcn)
 
     @staticmethod
-    def build(i, o, *, bias, heads, concat, residual):
+    def build(i, o, *, bias, heads, concat, residual, train_eps=False):
         return GCNConv(i, o, bias=bias)
 
 
@@ -112,7 +119,7 @@ class GAT(ConvType):
     dense = staticmethod(dense_gat)
 
     @staticmethod
-    def build(i, o, *, bias, heads, concat, residual):
+    def build(i, o, *, bias, heads, concat, residual, train_eps=False):
         return GATConv(i, o, heads=heads, concat=concat, bias=bias, residual=residual)
 
 
@@ -122,5 +129,24 @@ class SAGE(ConvType):
     dense = staticmethod(dense_sage)
 
     @staticmethod
-    def build(i, o, *, bias, heads, concat, residual):
+    def build(i, o, *, bias, heads, concat, residual, train_eps=False):
         return SAGEConv(i, o, aggr="mean", bias=bias)
+
+
+@registry.models.register
+class GIN(ConvType):
+    """PyG's ``GINConv`` over a 2-layer MLP of width ``o`` (``Linear, ReLU, Linear``; no batch
+    norm, so a node's state depends on its computation tree alone), ``eps`` fixed at 0 or trained."""
+
+    name = "gin"
+    dense = staticmethod(dense_gin)
+
+    @staticmethod
+    def build(i, o, *, bias, heads, concat, residual, train_eps=False):
+        mlp = torch.nn.Sequential(torch.nn.Linear(i, o, bias=bias), torch.nn.ReLU(), torch.nn.Linear(o, o, bias=bias))
+        conv = GINConv(mlp, train_eps=train_eps)
+        if not train_eps:  # a constant, not a weight the federation exchanges
+            eps = conv.eps
+            del conv.eps
+            conv.register_buffer("eps", eps, persistent=False)
+        return conv

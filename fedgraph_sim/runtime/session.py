@@ -57,7 +57,7 @@ def build_attacks(config: RunConfig) -> dict:
     for name in config.attack.params:
         if name not in config.attack.names:
             raise ConfigError(f"attack.params.{name}: '{name}' is not in attack.names")
-    return {name: build_attack(name.split("@")[0], config.attack.params.get(name))
+    return {name: build_attack(name, config.attack.params.get(name))
             for name in config.attack.names}
 
 

@@ -30,7 +30,9 @@ def test_every_registered_attack_but_the_priors_is_a_candidate_the_exact_ones_fi
     names = candidates()
     assert set(names) == {n for n in registry.attacks.names() if n not in PRIORS} | {"grain@ext"}
     assert names["grain"] == {}  # paper mode
-    assert names["grain@ext"] == {"local_steps": True, "batches": True, "noise_aware": True}
+    assert names["grain@ext"] == registry.attacks.get("grain").audit_options  # the attack's own declaration
+    assert {"local_steps", "batches", "noise_aware", "pooled_readout", "unknown_degrees"} <= set(names["grain@ext"])
+    assert build_attack("grain@ext").params.pooled_readout and not build_attack("grain").params.pooled_readout
     exact = [build_attack(n.split("@")[0]).exact for n in names]
     assert exact == sorted(exact, reverse=True) and exact[0]  # the attacks that can rebuild exactly run first
 

@@ -38,7 +38,7 @@ CASES = [
     ("run", RUN + ["federation.num_cpus=4096"]),
     ("run", RUN + ["threat.secure_aggregation=true", "attack.clients=[0]"]),
     ("run", RUN + ["data.max_nodes=1"]),
-    ("run", RUN + ["model.conv=gin"]),
+    ("run", RUN + ["model.conv=gine"]),
     ("run", RUN + ["nope=1"]),
     ("run", RUN + ["federation.rounds"]),
     ("run", ["--config", "nope.yaml"]),

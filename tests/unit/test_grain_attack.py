@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 import torch
 
-from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
+from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget, build_attack
 from attacks.grain import GRAIN
 from attacks.grain.scorer import GradientScorer
 from fedgraph_sim.metrics.gsm import gsm
@@ -164,3 +164,39 @@ def test_prefer_smaller_recovers_a_molecule_whose_double_cover_is_found_first(da
         if prefer:
             assert gsm(rec.x, rec.adj, g.x, dense_adj(g), data.schema)["full_iso"] == 1.0
     assert sizes == {False: 18, True: 9}
+
+
+@pytest.mark.parametrize("kind", ["gin_sum", "sage_mean", "gcn_mean"])
+def test_pooled_models_with_biases_are_recovered_exactly_with_the_ext_options(kind):
+    """3 layers, ReLU after each, biases, a sum or mean pool and an MLP head: the 2-hop states
+    are checked in the layers ([ext] pooled_readout, other_convs, float32_rounding)."""
+    update, knowledge = observed("CC(=O)Oc1ccccc1C(=O)O", kind)
+    attack = build_attack("grain@ext")
+    assert GRAIN().not_applicable(update, knowledge) is not None and attack.not_applicable(update, knowledge) is None
+    (rec,) = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    g, schema = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    assert rec.info["exact"] == 1 and gsm(rec.x, rec.adj, g.x, dense_adj(g), schema)["full_iso"] == 1.0
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"conv": "gin"}, "other_convs=true"),
+    ({"readout_placement": "after_pool"}, "pooled_readout=true"),
+])
+def test_paper_mode_names_the_option_that_reads_a_model(change, reason):
+    update, knowledge = observed("CCO")
+    changed = dataclasses.replace(knowledge, model={**knowledge.model, **change})
+    assert reason in GRAIN().not_applicable(update, changed)
+
+
+@pytest.mark.parametrize("model, reason", [
+    ({"conv": "gcn", "layers": 2, "pool": "mean"}, "needs 3 message-passing layers"),
+    ({"conv": "gcn", "layers": 3, "pool": "max"}, "maximum of no channel"),
+    ({"conv": "gcn", "layers": 3, "pool": "sum", "last_activation": False}, "without an activation"),
+    ({"conv": "gin", "layers": 2, "pool": "sum", "last_activation": False}, "without an activation"),
+])
+def test_pooled_models_out_of_reach_say_why(model, reason):
+    assert reason in build_attack("grain@ext").model_not_applicable(model, degree_block=True)
+
+
+def test_a_two_layer_pooled_gin_is_in_reach_its_checks_sit_inside_the_layers():
+    assert build_attack("grain@ext").model_not_applicable({"conv": "gin", "layers": 2, "pool": "sum"}, True) is None

@@ -36,7 +36,7 @@ def assert_dense_equals_sparse(model, batch):
     return sparse_grads
 
 
-@pytest.mark.parametrize("conv", ["gcn", "gat", "sage"])
+@pytest.mark.parametrize("conv", ["gcn", "gat", "sage", "gin"])
 @pytest.mark.parametrize("pool", ["mean", "sum", "max"])
 @pytest.mark.parametrize("placement", ["after_pool", "per_node"])
 def test_dense_forward_equals_sparse(conv, pool, placement):
@@ -47,13 +47,23 @@ def test_dense_forward_equals_sparse(conv, pool, placement):
     assert any(g.abs().sum() > 0 for g in sparse_grads)
 
 
-@pytest.mark.parametrize("conv", ["gcn", "gat", "sage"])
+@pytest.mark.parametrize("conv", ["gcn", "gat", "sage", "gin"])
 def test_mlp_readout_and_three_layers(conv):
     batch = random_batch(seed=3)
     model = GraphClassifier(6, 3, conv=conv, layers=3, hidden=8, readout="mlp")
     x, adj, mask = to_dense(batch)
     sparse = model(batch.x, batch.edge_index, batch.batch)
     assert torch.allclose(sparse, model.forward_dense(x, adj, mask), atol=1e-5)
+
+
+def test_gin_with_a_trained_eps_has_the_same_dense_and_sparse_gradients():
+    batch = random_batch(seed=5)
+    torch.manual_seed(2)
+    model = GraphClassifier(6, 3, conv="gin", layers=3, pool="sum", readout="mlp", train_eps=True)
+    for conv in model.convs:  # a nonzero eps, so its term is checked too
+        conv.eps.data.fill_(0.3)
+    grads = dict(zip([n for n, _ in model.named_parameters()], assert_dense_equals_sparse(model, batch)))
+    assert grads["convs.0.eps"].abs() > 0
 
 
 def test_dense_forward_accepts_a_single_unbatched_graph():
@@ -86,7 +96,8 @@ def test_default_architecture_follows_graphdlg():
     (dict(pool="median"), "model.pool"),
     (dict(readout="attention"), "model.readout"),
     (dict(readout_placement="x"), "model.readout_placement"),
-    (dict(conv="gin"), "unknown model 'gin'; valid models: gcn, gat, sage"),
+    (dict(conv="gine"), "unknown model 'gine'; valid models: gcn, gat, sage, gin"),
+    (dict(conv="gcn", train_eps=True), "model.train_eps"),
     (dict(pool="flatten"), "model.flatten_nodes"),
     (dict(flatten_nodes=10), "model.flatten_nodes"),
     (dict(pool="flatten", flatten_nodes=10, readout_placement="per_node"), "model.readout_placement"),

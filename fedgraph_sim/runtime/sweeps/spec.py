@@ -213,7 +213,7 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                 f"'{name_}' is not in axes.attacks ({', '.join(map(str, attack_names))})")
     for name_ in attack_names:
         params = base_config.attack.params.get(name_)
-        build_attack(str(name_).split("@")[0], params, key="axes.attacks")
+        build_attack(str(name_), params, key="axes.attacks")
     variants = [v for i, item in enumerate(_axis(axes, "settings", [None]))
                 for v in ([("", {})] if item is None else expand_settings(item, i))]
 
