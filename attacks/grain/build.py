@@ -190,11 +190,6 @@ def ring_closures(graph: PartialGraph, added: list[int], deg, *, min_ring: int, 
                  and dist.get(j, 1 << 30) >= min_ring]
         if keeps:
             options[a] = keeps
-    for a in list(options):  # a keep too full for a's neighbours that no merge can move is no option
-        fixed = {w for w in graph.adj[a] if w not in options}
-        options[a] = [j for j in options[a] if len(graph.adj[j] | fixed) <= deg[graph.types[j]]]
-        if not options[a]:
-            del options[a]
     order = sorted(options)
     position = {a: i for i, a in enumerate(order)}
     phi: dict[int, int] = {}  # decided merges: drop -> keep
