@@ -1,11 +1,15 @@
 """GRAIN's speed on CPU: seconds per molecule, the share of each stage, growth with size, and the
 float32 screen of 1-hop candidates against exact checks only.
 
-    python benchmarks/bench_grain.py [--dataset Tox21] [--graphs 100] [--budget 120] [--conv gcn]
-                                     [--budgets 1 10 30 120] [--screen] [--centres]
+    python benchmarks/bench_grain.py [--dataset Tox21] [--graphs 100] [--budget 120]
+                                     [--victim grain_gcn] [--budgets 1 10 30 120] [--screen] [--centres]
 
 Victims: the first ``--graphs`` molecules of the seed-42 shuffle (grain_table2.yaml's), each
 attacked once at the initial model, as the first round of every victim in that reproduction.
+``--victim`` picks the model: GRAIN's GCN or GAT (paper mode), or the models users train, attacked
+by ``grain@ext`` (grain_pooled.yaml's): ``pooled_gcn`` (3-layer GCN of width 300, biases, mean
+pooling) and ``pyg_gin`` (3-layer GIN of width 64, sum pooling, on ``--dataset`` as PyG loads it:
+no degree block, GRAIN's features only for MoleculeNet).
 Prints seconds per molecule, stage shares and, for each of ``--budgets``, the quality reached
 within it: the molecules whose exact gradient match (GRAIN's stopping criterion) came within that
 many seconds, read off the one run at ``--budget`` (the search is deterministic, so a molecule
@@ -30,8 +34,7 @@ import time
 
 import torch
 
-from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget
-from attacks.grain import GRAIN
+from attacks.base import AttackContext, AttackFailed, AttackTimeout, Budget, build_attack
 from attacks.grain.blocks import one_hop_blocks
 from attacks.grain.embed import StarLayer
 from attacks.grain.nodes import propose_nodes
@@ -39,13 +42,20 @@ from attacks.grain.spancheck import RowSpace
 from clients.training import fedsgd_gradient
 from fedgraph_sim.config import load_config
 from fedgraph_sim.data import available_datasets
+from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES
 from fedgraph_sim.models import GraphClassifier
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 from fedgraph_sim.threat import ObservedUpdate
 
 STAGES = ("t0", "one_hop", "two_hop", "filter", "dfs")
+GRAIN_GCN = ("model={conv: gcn, hidden: 300, conv_bias: false, last_activation: false, readout: mlp, "
+             "readout_hidden: [300, 64], readout_input: concat_input, readout_placement: per_node}")
 GAT = ["model.conv=gat", "model.heads=2", "model.residual=true", "model.activation=elu",
        "model.readout_input=last", "model.readout_hidden=[300, 300]"]
+#: victim -> (model overrides, the attack's row name)
+VICTIMS = {"grain_gcn": ([GRAIN_GCN], "grain"), "grain_gat": ([GRAIN_GCN, *GAT], "grain"),
+           "pooled_gcn": (["model={conv: gcn, layers: 3, hidden: 300, pool: mean, readout: mlp}"], "grain@ext"),
+           "pyg_gin": (["model={conv: gin, layers: 3, hidden: 64, pool: sum, readout: mlp}"], "grain@ext")}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -58,22 +68,23 @@ def main() -> None:
     parser.add_argument("--dataset", default="Tox21" if "Tox21" in available_datasets() else "synthetic")
     parser.add_argument("--graphs", type=int, default=100)
     parser.add_argument("--budget", type=float, default=120.0, help="attack time budget per molecule (s)")
-    parser.add_argument("--conv", choices=("gcn", "gat"), default="gcn")
+    parser.add_argument("--victim", choices=list(VICTIMS), default="grain_gcn")
     parser.add_argument("--budgets", type=float, nargs="+", default=[1.0, 10.0, 30.0, 120.0],
                         help="budgets (s) at which to report the molecules matched exactly")
     parser.add_argument("--screen", action="store_true", help="also time the float32 1-hop screen")
     parser.add_argument("--centres", action="store_true", help="also time centres screened together")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    molecules = args.dataset.lower() in MOLECULENET_NAMES
     data = (["data.features=grain", "data.task=SR-p53"] if args.dataset == "Tox21" else
-            ["data.features=grain"] if args.dataset != "synthetic" else
-            ["data.degree_feature=true", "data.options={num_graphs: 200}"])
+            ["data.features=grain"] if molecules else
+            [] if args.victim == "pyg_gin" else
+            ["data.degree_feature=true"] + (["data.options={num_graphs: 200}"] if args.dataset == "synthetic" else []))
+    model, attack_name = VICTIMS[args.victim]
     config = load_config(None, [
         f"data.dataset={args.dataset}", *data, f"data.subset={args.graphs}", "federation.num_clients=1",
-        "partition.min_partition_size=1", "train.loss=bce",
-        "model={conv: gcn, hidden: 300, conv_bias: false, last_activation: false, readout: mlp, "
-        "readout_hidden: [300, 64], readout_input: concat_input, readout_placement: per_node}",
-        *(GAT if args.conv == "gat" else [])])
+        "partition.min_partition_size=1", "train.loss=bce", *model])
+    attack = build_attack(attack_name)
     scenario = build_scenario(config)
     knowledge = attacker_knowledge(config, scenario)
     ds = scenario.dataset
@@ -91,7 +102,7 @@ def main() -> None:
         start = time.perf_counter()
         info = {}
         try:
-            info = GRAIN().reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(args.budget)))[0].info
+            info = attack.reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(args.budget)))[0].info
         except (AttackFailed, AttackTimeout) as exc:
             info = {"found": type(exc).__name__}
         results.append((g.num_nodes, time.perf_counter() - start, info))
@@ -99,7 +110,7 @@ def main() -> None:
 
     seconds = [s for _, s, _ in results]
     exact = [s for _, s, info in results if info.get("exact") == 1]
-    print(f"\n{args.dataset} {args.conv}, {len(results)} molecules, budget {args.budget:g} s per molecule")
+    print(f"\n{args.dataset} {args.victim} ({attack_name}), {len(results)} graphs, budget {args.budget:g} s per graph")
     print(f"seconds per molecule: median {statistics.median(seconds):.2f}, p90 {percentile(seconds, 0.9):.1f}, "
           f"mean {statistics.mean(seconds):.1f}; exact ones ({len(exact)}): median "
           f"{statistics.median(exact) if exact else float('nan'):.2f}, "
@@ -111,7 +122,8 @@ def main() -> None:
     totals = {stage: sum(info.get(f"seconds_{stage}", 0.0) for _, _, info in results) for stage in STAGES}
     whole = sum(seconds)
     print("stage shares of the total: " + ", ".join(f"{k} {v / whole:.1%}" for k, v in totals.items()))
-    for label, low, high in (("n <= 15", 0, 15), ("16-25", 16, 25), ("n >= 26", 26, 10 ** 6)):
+    for label, low, high in (("n <= 15", 0, 15), ("16-25", 16, 25), ("26-36", 26, 36), ("37-44", 37, 44),
+                             ("n >= 45", 45, 10 ** 6)):
         group = [s for n, s, _ in results if low <= n <= high]
         if group:
             print(f"  {label:8s}: {len(group):3d} molecules, median {statistics.median(group):7.2f} s, "

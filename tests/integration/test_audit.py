@@ -63,3 +63,25 @@ def test_an_audit_reports_exact_reconstructions_and_what_dp_sgd_costs_to_stop_th
     again = audit("--resume", str(out), "--fail-on", "exact", cwd=tmp_path)  # nothing left to run
     assert again.returncode == 1, again.stderr[-2000:]
     assert "--fail-on exact: holds" in " ".join(again.stdout.split())
+
+
+# PyG's TU example as users write it (one-hot atom types, no degree block; a 3-layer GIN with
+# biases, ReLU after every layer, sum pooling and an MLP head), federated as above
+PYG_GIN = {**CONFIG, "name": "pyg_gin", "data": {"dataset": "MUTAG", "test_fraction": 0.2},
+           "train": {"lr": 0.01, "batch_size": 1, "local_steps": 1},
+           "model": {"conv": "gin", "layers": 3, "hidden": 64, "pool": "sum", "readout": "mlp"}}
+
+
+def test_an_audit_of_pyg_s_gin_runs_grain_beyond_its_paper_and_says_why_paper_mode_does_not_apply(tmp_path,
+                                                                                               data_root):
+    (tmp_path / "federation.yaml").write_text(yaml.safe_dump(PYG_GIN))
+    out = tmp_path / "audit"
+    done = audit("--config", "federation.yaml", "--out", str(out), "--attacks", "grain", "grain@ext",
+                 "--no-what-if", "--seconds", "20", "--clients", "4", "--seeds", "1", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr[-3000:] + done.stdout[-3000:]
+    facts = json.loads((out / "audit.json").read_text())
+    assert facts["attacks"]["grain@ext"]["applies"]
+    assert not facts["attacks"]["grain"]["applies"] and "pooled_readout" in facts["attacks"]["grain"]["reason"]
+    rounds = facts["levels"]["hints"]["rounds"].values()
+    assert any(c["attack"] == "grain@ext" and c["outcome"] == "leaks" for c in rounds)
+    assert "grain@ext" in (out / "audit.html").read_text()
