@@ -81,7 +81,7 @@ def test_an_audit_of_pyg_s_gin_runs_grain_beyond_its_paper_and_says_why_paper_mo
     assert done.returncode in (0, 1), done.stderr[-3000:] + done.stdout[-3000:]
     facts = json.loads((out / "audit.json").read_text())
     assert facts["attacks"]["grain@ext"]["applies"]
-    assert not facts["attacks"]["grain"]["applies"] and "pooled_readout" in facts["attacks"]["grain"]["reason"]
+    assert not facts["attacks"]["grain"]["applies"] and "other_convs=true" in facts["attacks"]["grain"]["reason"]
     rounds = facts["levels"]["hints"]["rounds"].values()
     assert any(c["attack"] == "grain@ext" and c["outcome"] == "leaks" for c in rounds)
     assert "grain@ext" in (out / "audit.html").read_text()
