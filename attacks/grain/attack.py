@@ -402,11 +402,11 @@ class _Run:
         if nodes.categories.numel() == 0:
             raise AttackFailed("no node feature vector passed the layer-1 span check")
         self.ctx.progress(1, 5)
-        unknown = schema.degree_block is None  # [ext] unknown_degrees: types are (row, degree) pairs
-        types = degree_types(nodes.x, p.max_degree) if unknown else None
-        if unknown:
+        types = None
+        if schema.degree_block is None:  # [ext] unknown_degrees: types are (row, degree) pairs
+            types = degree_types(nodes.x, p.max_degree)
             nodes.x = types.x
-        deg = self.degrees = types.deg if unknown else schema.degrees(nodes.x.float())
+        deg = self.degrees = schema.degrees(nodes.x.float()) if types is None else types.deg
         self.deg = [int(d) for d in deg]
         reader = None
         if self.model.task == "node":  # GRAIN's node classification: labels per node, from the gradient
@@ -428,13 +428,12 @@ class _Run:
         layer1 = StarLayer(self.model, 0, nodes.x)
         one_hop_deadline = time.monotonic() + p.one_hop_seconds
         enumerate_one_hop = one_hop_blocks if self.batch is None else witnessed_one_hop_blocks
-        if unknown:
-            enumerate_one_hop, deg = partial(one_hop_blocks_of_unknown_degree,
-                                             degree_free=self.model.conv_name in DEGREE_FREE), types
+        if types is not None:
+            enumerate_one_hop = partial(one_hop_blocks_of_unknown_degree, rows=types.row,
+                                        degree_free=self.model.conv_name in DEGREE_FREE)
         one_hop = self.stage("one_hop", enumerate_one_hop, layer1, deg, spaces[1], tau=p.tau_one_hop,
                              max_combinations=p.max_one_hop_combinations,
                              expired=lambda: self.expired() or time.monotonic() > one_hop_deadline)
-        deg = self.degrees
         self.info.update(one_hop_candidates=one_hop.candidates, one_hop_kept=len(one_hop))
         unexplained = unexplained_centres(deg, one_hop) if p.rank_closed else []
         if unexplained:  # where the gap closes: the nearest candidates, ranked after the passing

@@ -49,28 +49,29 @@ def degree_types(x: Tensor, max_degree: int) -> DegreeTypes:
     return DegreeTypes(x[row], torch.arange(max_degree + 1).repeat(x.size(0)), row)
 
 
-def one_hop_blocks_of_unknown_degree(layer1, types: DegreeTypes, space, *, degree_free: bool,
+def one_hop_blocks_of_unknown_degree(layer1, deg: Tensor, space, *, rows: Tensor, degree_free: bool,
                                      **kwargs) -> OneHopBlocks:
-    """T1* over ``(row, degree)`` types (``layer1`` evaluated on ``types.x``), as the module says;
-    ``kwargs`` go to :func:`~attacks.grain.blocks.one_hop_blocks`."""
+    """T1* over ``(row, degree)`` types (``layer1`` evaluated on their rows, ``deg`` and ``rows``
+    of :class:`DegreeTypes`), as the module says; ``kwargs`` go to
+    :func:`~attacks.grain.blocks.one_hop_blocks`."""
     if not degree_free:
-        return _closed(one_hop_blocks(layer1, types.deg, space, **kwargs), types)
-    leaves = torch.nonzero(types.deg == 1).flatten()  # one representative per row
-    found = one_hop_blocks(layer1, types.deg, space, neighbours=set(leaves.tolist()), **kwargs)
-    return _closed(_with_neighbour_degrees(found, types), types)
+        return _closed(one_hop_blocks(layer1, deg, space, **kwargs))
+    leaves = torch.nonzero(deg == 1).flatten()  # one representative per row
+    found = one_hop_blocks(layer1, deg, space, neighbours=set(leaves.tolist()), **kwargs)
+    return _closed(_with_neighbour_degrees(found, deg, rows))
 
 
-def _with_neighbour_degrees(found: OneHopBlocks, types: DegreeTypes) -> OneHopBlocks:
+def _with_neighbour_degrees(found: OneHopBlocks, deg: Tensor, rows: Tensor) -> OneHopBlocks:
     """Each block once per assignment of existing degrees to its neighbours (same state)."""
     existing = sorted(set(found.centre.tolist()))
     by_row: dict[int, list[int]] = {}
     for t in existing:
-        by_row.setdefault(int(types.row[t]), []).append(t)
-    order = {t: i for i, t in enumerate(canonical_order(types.deg))}
+        by_row.setdefault(int(rows[t]), []).append(t)
+    order = {t: i for i, t in enumerate(canonical_order(deg))}
     seen, kept = set(), []
     for i in range(len(found)):
         c = int(found.centre[i])
-        options = [by_row.get(int(types.row[t]), []) for t in found.neighbours(i)]
+        options = [by_row.get(int(rows[t]), []) for t in found.neighbours(i)]
         for pick in itertools.product(*options):
             key = (c, tuple(sorted(pick, key=order.__getitem__)))
             if key not in seen:
@@ -79,7 +80,7 @@ def _with_neighbour_degrees(found: OneHopBlocks, types: DegreeTypes) -> OneHopBl
     return _blocks(found, kept)
 
 
-def _closed(blocks: OneHopBlocks, types: DegreeTypes) -> OneHopBlocks:
+def _closed(blocks: OneHopBlocks) -> OneHopBlocks:
     """Drop blocks with a neighbour type that centres no block, until none is dropped."""
     rows = [(i, (int(blocks.centre[i]), blocks.neighbours(i))) for i in range(len(blocks))]
     while True:

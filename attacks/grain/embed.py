@@ -67,7 +67,7 @@ class StarLayer:
                 first = self.conv.nn[0]
                 self.proj = table @ first.weight.T
             elif self.kind == "sage":
-                self.proj = self.conv.lin_l(table) - (0 if self.conv.lin_l.bias is None else self.conv.lin_l.bias)
+                self.proj = table @ self.conv.lin_l.weight.T  # its bias is added once per star
                 self.root = self.conv.lin_r(table)
             else:
                 self.proj = self.conv.lin(table)  # [S, H*C]

@@ -165,3 +165,21 @@ def client_directions(count: int, size: int, seed: int) -> np.ndarray:
     ``[count, size]``; in many dimensions nearly orthogonal to each other and to any one update."""
     rows = np.random.default_rng([seed, _MAKE]).standard_normal((count, size))
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+#: Defenses whose epsilon is claimed against the server, and those whose is for the released model.
+AGAINST_THE_SERVER = {"dp_sgd", "dp_gradients", "flwr_local_dp"}
+RELEASED_MODEL = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}
+
+
+def defense_names(defenses: list) -> set[str]:
+    """The names in a ``defenses`` stack (each a mapping with ``name``, or a bare name)."""
+    return {d.get("name") if isinstance(d, dict) else d for d in defenses or []}
+
+
+def canary_kind(tree: dict) -> str | None:
+    """Which canaries check the claim of the config ``tree``'s defenses (None: it makes none)."""
+    names = defense_names(tree.get("defenses"))
+    if names & RELEASED_MODEL:
+        return "client"
+    return "gradient" if names & AGAINST_THE_SERVER else None

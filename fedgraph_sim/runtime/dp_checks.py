@@ -16,25 +16,10 @@ import json
 import time
 from pathlib import Path
 
+from fedgraph_sim.dp_audit.canaries import canary_kind
 from fedgraph_sim.errors import ConfigError
 
-#: Defenses whose epsilon is claimed against the server, and those whose is for the released model.
-AGAINST_THE_SERVER = {"dp_sgd", "dp_gradients", "flwr_local_dp"}
-RELEASED_MODEL = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}
 COUNT = 1000  # canaries per check (the one-run bound's ceiling at delta 1e-5: about 4.9)
-
-
-def defense_names(defenses: list) -> set[str]:
-    """The names in a ``defenses`` stack (each a mapping with ``name``, or a bare name)."""
-    return {d.get("name") if isinstance(d, dict) else d for d in defenses or []}
-
-
-def canary_kind(tree: dict) -> str | None:
-    """Which canaries check the claim of the config ``tree``'s defenses (None: it makes none)."""
-    names = defense_names(tree.get("defenses"))
-    if names & RELEASED_MODEL:
-        return "client"
-    return "gradient" if names & AGAINST_THE_SERVER else None
 
 
 def _canary_tree(tree: dict, kind: str) -> dict:

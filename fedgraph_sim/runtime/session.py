@@ -156,22 +156,21 @@ class Session:
 
     def _plan_canary_clients(self) -> None:
         """Canary clients: checked against the federation, their directions drawn (``canaries``)."""
-        from fedgraph_sim.dp_audit.canaries import client_directions, included
+        from fedgraph_sim.dp_audit.canaries import RELEASED_MODEL, client_directions, defense_names, included
         from fedgraph_sim.models import build_model
         from server.canary_audit import CanaryClientScorer
 
         config, spec = self.config, self.config.canaries
-        served = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}  # dp_checks.RELEASED_MODEL (it imports us)
-        names = {d.get("name") if isinstance(d, dict) else d for d in config.defenses}
+        names = defense_names(config.defenses)
         if config.train.local_steps < 2:
             raise ConfigError("canaries.kind: client canaries reply with weights, as FedAvg clients do; set "
                               "train.local_steps to 2 or more")
         if config.federation.fraction_train != 1 or config.threat.secure_aggregation:
             raise ConfigError("canaries.kind: client canaries take part in every round, so every client must too "
                               "(federation.fraction_train: 1) and without secure aggregation")
-        if unserved := sorted(names - served):
+        if unserved := sorted(names - RELEASED_MODEL):
             raise ConfigError("canaries.kind: client canaries audit the client-level DP of "
-                              f"{', '.join(sorted(served))} (or no defense), not {', '.join(unserved)}")
+                              f"{', '.join(sorted(RELEASED_MODEL))} (or no defense), not {', '.join(unserved)}")
         ds = self.scenario.dataset
         model = build_model(config.model, ds.num_features, ds.num_classes)
         params = [n for n, _ in model.named_parameters()]

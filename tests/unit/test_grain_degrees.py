@@ -17,7 +17,7 @@ def one_hop(smiles: str, model: dict):
     rows = torch.eye(4, dtype=torch.float64)  # every atom type: T0 need not be right for this check
     types = degree_types(rows, max_degree=4)
     space = RowSpace(update.gradient[checked_weights(net)[1]], 1e-7)
-    blocks = one_hop_blocks_of_unknown_degree(StarLayer(net, 0, types.x), types, space, tau=1e-2,
+    blocks = one_hop_blocks_of_unknown_degree(StarLayer(net, 0, types.x), types.deg, space, rows=types.row, tau=1e-2,
                                               degree_free=net.conv_name != "gcn", max_combinations=1e8,
                                               expired=lambda: False)
     named = {(_name(types, int(blocks.centre[i])), tuple(sorted(_name(types, t) for t in blocks.neighbours(i))))
