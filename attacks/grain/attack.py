@@ -228,6 +228,9 @@ class GRAIN(Attack):
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
+        if self.params.max_degree < 1:
+            raise ConfigError(f"attack.params.{self.name}.max_degree: must be >= 1 (got {self.params.max_degree}); "
+                              "the largest degree unknown_degrees enumerates")
         if self.params.rank_closed and not self.params.noise_aware:
             raise ConfigError(f"attack.params.{self.name}.rank_closed: ranks where a defense's noise closes "
                               "the spectral gap, so it needs noise_aware: true")

@@ -57,3 +57,10 @@ def test_paper_mode_needs_the_degree_block_and_says_which_option_reads_without_i
     update, knowledge = observed_plain("CCO", {**MODELS["gcn"], "conv_bias": True})
     assert "unknown_degrees=true" in build_attack("grain").not_applicable(update, knowledge)
     assert build_attack("grain", {"unknown_degrees": True}).not_applicable(update, knowledge) is None
+
+
+def test_a_max_degree_below_one_is_refused_with_its_key():
+    from fedgraph_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"attack.params.grain.max_degree: must be >= 1"):
+        build_attack("grain@ext", {"max_degree": 0})
