@@ -115,6 +115,7 @@ from attacks.grain.embed import DEGREE_FREE, OTHER_CONVS, SUPPORTED, StarLayer, 
 from attacks.grain.local_training import LocalTraining, gradient_rounding
 from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.noise import NoiseEstimate
+from attacks.grain.pooled_sums import PooledSums, pooled_sums
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.ranking import nearest_one_hop, unexplained_centres
 from attacks.grain.scorer import GradientScorer
@@ -225,6 +226,10 @@ class GRAIN(Attack):
         # [ext] a FedSGD gradient's float32 rounding (local_training.gradient_rounding): ranks count
         # only directions above it and the exactness test allows twice its expected distance
         float32_rounding: bool = False
+        # [ext] a sum-pooled GIN's last layer: per unit, the count of nodes that switch it on and
+        # the sum of their inputs, read from the gradient, bound the search's partial graphs
+        # (pooled_sums.py)
+        pooled_sums: bool = False
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -463,6 +468,7 @@ class _Run:
                 return self.finish("two_hop")
         if not blocks:
             return self.finish("none", failure="no 2-hop block passed the readout span check")
+        bound = self.pooled_bound(nodes.x) if p.pooled_sums else None
         self.ctx.progress(4, 5)
 
         r_max = max(s.rank for s in spaces)
@@ -477,6 +483,8 @@ class _Run:
             timed_out = self.expired()
             self.info["dfs_searches"] = searches
         self.info.update(dfs_steps=steps, dfs_evaluations=evaluations)
+        if bound is not None:
+            self.info.update(pooled_sums_checked=bound.checked, pooled_sums_rejected=bound.rejected)
         self.ctx.progress(5, 5)
         return self.finish("dfs" if exact else ("timeout" if timed_out else "best"))
 
@@ -510,6 +518,20 @@ class _Run:
         if self.batch is not None or p.fixed_neighbourhoods:
             self.admissible = FixedNeighbourhoods(blocks)
         return blocks, [passing] + ([backup] if p.backup_pass and backup != passing else [])
+
+    def pooled_bound(self, type_rows: Tensor) -> PooledSums | None:
+        """[ext] ``pooled_sums``: the search also skips partial graphs beyond the counts and sums
+        of a sum-pooled last layer (one graph's FedSGD gradient only), or the row says why not."""
+        if self.batch is not None or self.training.steps > 1:
+            self.info["pooled_sums"] = "off: needs one graph's FedSGD gradient"
+            return None
+        bound, reason = pooled_sums(self.model, self.grad, type_rows)
+        if bound is None:
+            self.info["pooled_sums"] = f"off: {reason}"
+            return None
+        fixed = self.admissible
+        self.admissible = lambda graph: fixed(graph) and bound.admits(graph, self.deg)
+        return bound
 
     def search_in_turns(self, passes: list[list[Block]], budget: SearchBudget) -> tuple[int, int, bool, int]:
         """Searches in turns, each started from ``start_blocks`` blocks that no earlier search
