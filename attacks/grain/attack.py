@@ -87,6 +87,11 @@ type becomes a (row, degree) pair, degrees up to ``max_degree``, read from the l
 (``degrees.py``). Sum pooling without normalisation makes gradients large enough that a float32
 gradient's rounding rises above the paper's absolute rank tolerances; ``float32_rounding`` counts
 only directions above it (``local_training.gradient_rounding``).
+A bound on the search ([ext] ``pooled_sums``, off in paper mode and outside ``grain@ext``): where
+every node receives the same output gradient at a ReLU layer (a sum-pooled GIN's last layer,
+GRAIN's per-node readout), one graph's gradient gives per unit the number of nodes that switch it
+on and the sum of their inputs; partial graphs whose final nodes exceed them are skipped
+(``pooled_sums.py``).
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of
@@ -226,9 +231,9 @@ class GRAIN(Attack):
         # [ext] a FedSGD gradient's float32 rounding (local_training.gradient_rounding): ranks count
         # only directions above it and the exactness test allows twice its expected distance
         float32_rounding: bool = False
-        # [ext] a sum-pooled GIN's last layer: per unit, the count of nodes that switch it on and
-        # the sum of their inputs, read from the gradient, bound the search's partial graphs
-        # (pooled_sums.py)
+        # [ext] a sum-pooled GIN's last layer or GRAIN's per-node readout: per unit, the count of
+        # nodes that switch it on and the sum of their inputs, read from the gradient, bound the
+        # search's partial graphs (pooled_sums.py)
         pooled_sums: bool = False
 
     def __init__(self, **params) -> None:
