@@ -191,19 +191,20 @@ def pooled_sums(model: GraphClassifier, grad: dict[str, Tensor], type_rows: Tens
     layer, head, make_forward = site
     if f"{layer}.bias" not in grad or f"{head}.bias" not in grad:
         return None, "needs the biases of the bound layer and of the head"
-    weight = dict(model.named_parameters())[f"{head}.weight"].detach().to(torch.float64)
+    weight = model.get_parameter(f"{head}.weight").detach().to(torch.float64)
     g = weight.T @ grad[f"{head}.bias"].to(torch.float64)  # each node's output gradient, times n
     units = torch.nonzero(g.abs() > MIN_UNIT_SIGNAL * g.abs().max()).flatten()
     if units.numel() == 0:
         return None, "the pooled layer's gradient is zero"
     shares = grad[f"{layer}.bias"].to(torch.float64)[units] / g[units]  # c_k / n
-    n = 1 if model.pool == "sum" else next((k for k in range(1, max_nodes + 1) if _integral(k * shares)), None)
-    counts = None if n is None else n * shares
-    if counts is None or not _integral(counts) or bool((counts < -0.5).any()):
+    sizes = [1] if model.pool == "sum" else range(1, max_nodes + 1)
+    n = next((k for k in sizes if _integral(k * shares)), None)
+    counts = None if n is None else (n * shares).round()
+    if counts is None or bool((counts < 0).any()):
         return None, "the active-node counts read from the gradient are not integers (not one graph's FedSGD gradient)"
     sums = n * grad[f"{layer}.weight"].to(torch.float64)[units] / g[units, None]
     # the float32 rounding of the weight's gradient, divided by g_k / n, and of g itself (relative)
     tol = 10 * n * gradient_rounding(grad[f"{layer}.weight"]) / g[units, None].abs() \
         + 1e-5 * sums.abs().amax(1, keepdim=True)
     forward = make_forward(model, type_rows.to(torch.float64).numpy())
-    return PooledSums(forward, len(model.convs), counts.round().numpy(), sums.numpy(), units.numpy(), tol.numpy()), ""
+    return PooledSums(forward, len(model.convs), counts.numpy(), sums.numpy(), units.numpy(), tol.numpy()), ""
