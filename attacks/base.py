@@ -36,6 +36,10 @@ class Requirements:
     single_graph: bool = False  # needs an update of one graph (batch size 1, one local step)
     tasks: tuple[str, ...] = ("graph",)  # the model tasks it attacks (model.task: graph | node)
     regression: bool = False  # also attacks a regression model (data.task_type: regression, real labels)
+    # what it reads of the model: "classifier" (the bench's GraphClassifier: its layers, readout or
+    # embeddings), "forward" (a differentiable forward on a relaxed adjacency and the last linear
+    # layer: a user's model too, where that relaxation is its forward) or "none"
+    model: str = "classifier"
 
 
 class AttackStopped(RuntimeError):
@@ -196,7 +200,21 @@ class Attack(ABC):
         task = knowledge.model.get("task", "graph")
         if task not in req.tasks:
             return f"attacks {' and '.join(req.tasks)} classifiers; the model classifies {task}s"
+        if knowledge.model.get("module") is not None:
+            return self.user_model_problem(knowledge)
         return None
+
+    def user_model_problem(self, knowledge: AttackerKnowledge) -> str | None:
+        """Why this attack cannot read a user's model (``model.module``), or None: by its
+        ``requires.model`` (an attack that reads it otherwise overrides this)."""
+        if self.requires.model == "none":
+            return None
+        name = knowledge.model["module"].rpartition(":")[2]
+        if self.requires.model == "classifier":
+            return (f"reads the layers of the bench's own classifier (model.conv, model.pool, ...); "
+                    f"a user's model ({name}) is not one it can read")
+        from fedgraph_sim.models.user import relaxation_problem
+        return relaxation_problem(knowledge.model, knowledge.num_features, knowledge.num_classes)
 
     def prepare(self, updates: list[ObservedUpdate], knowledge: AttackerKnowledge,
                 ctx: AttackContext) -> None:

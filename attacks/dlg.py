@@ -65,7 +65,7 @@ class DLG(Attack):
     defaults_note = ("L-BFGS lr 1, 100 steps, L2 distance, randn init; `optimizer: adam` with `signed: true` is "
                      "TabLeak's sign trick")
     paper = "Zhu, Liu, Han. Deep Leakage from Gradients. NeurIPS 2019"
-    requires = Requirements(node_count=True, regression=True)
+    requires = Requirements(node_count=True, regression=True, model="forward")
     after_fit = ("discretize",)  # a "+BP" variant binarises the plain variant's own fit
 
     @dataclass

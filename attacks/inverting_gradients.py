@@ -37,7 +37,7 @@ class InvertingGradients(Attack):
     recovers = "features boxed to [0,1], edge scores; labels from the bias gradient (counted for batches)"
     defaults_note = "Adam lr 0.1, signed, decay x0.1 at 3/8, 5/8, 7/8, 100 iterations, cosine distance, no TV prior"
     paper = "Geiping et al. Inverting Gradients: How easy is it to break privacy in FL? NeurIPS 2020"
-    requires = Requirements(node_count=True)
+    requires = Requirements(node_count=True, model="forward")
 
     @dataclass
     class Params:

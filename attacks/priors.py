@@ -34,7 +34,7 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 
 #: What every prior reads: the auxiliary graphs and the node count, on any task.
-PRIOR_NEEDS = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True)
+PRIOR_NEEDS = Requirements(node_count=True, aux_graphs=True, tasks=("graph", "node"), regression=True, model="none")
 
 
 def type_frequencies(knowledge: AttackerKnowledge) -> torch.Tensor:

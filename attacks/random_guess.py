@@ -22,7 +22,7 @@ class RandomGuess(Attack):
     recovers = "nothing: U[0,1] features and edge scores"
     defaults_note = "-"
     paper = "uniform random baseline (GraphDLG, Wei et al. 2026, Table 1)"
-    requires = Requirements(node_count=True, tasks=("graph", "node"), regression=True)
+    requires = Requirements(node_count=True, tasks=("graph", "node"), regression=True, model="none")
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:

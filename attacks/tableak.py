@@ -44,7 +44,7 @@ class TabLeak(DLG):
     paper = ("Vero, Balunović, Dimitrov, Vechev. TabLeak: Tabular Data Leakage in Federated Learning. "
              "ICML 2023")
 
-    requires = Requirements(node_count=True)  # its label vote is over classes
+    requires = Requirements(node_count=True, model="forward")  # its label vote is over classes
 
     @dataclass
     class Params(DLG.Params):

@@ -37,7 +37,7 @@ from flwr.simulation import run_simulation
 
 from clients.training import batch_rng, fedavg_weights, fedsgd_gradient, sample_batches
 from fedgraph_sim.config import load_config
-from fedgraph_sim.models import GraphClassifier, evaluate
+from fedgraph_sim.models import build_model, evaluate
 from fedgraph_sim.runtime.simulation import FLOWER_ENV, run
 from fedgraph_sim.scenario import cached_scenario
 from server.strategy import initial_arrays
@@ -58,7 +58,7 @@ def plain_federation(config) -> None:
         pid = int(context.node_config["partition-id"])
         scenario = cached_scenario(config_json)
         ds, t = scenario.dataset, config.train
-        model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+        model = build_model(config.model, ds.num_features, ds.num_classes)
         model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
         round_ = int(msg.content["config"]["server-round"])
         chosen = sample_batches(scenario.clients[pid], t.batch_size, t.local_steps, batch_rng(config.seed, round_, pid))
@@ -81,7 +81,7 @@ def plain_federation(config) -> None:
         def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
             if not test:
                 return None
-            model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+            model = build_model(config.model, ds.num_features, ds.num_classes)
             model.load_state_dict(arrays.to_torch_state_dict())
             return MetricRecord(evaluate(model, test, config.train.loss))
 

@@ -45,7 +45,7 @@ from clients.training import fedsgd_gradient
 from fedgraph_sim.config import load_config
 from fedgraph_sim.data import available_datasets
 from fedgraph_sim.data.moleculenet import MOLECULENET_NAMES
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import build_model
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 from fedgraph_sim.threat import ObservedUpdate
 
@@ -93,7 +93,7 @@ def main() -> None:
     knowledge = attacker_knowledge(config, scenario)
     ds = scenario.dataset
     torch.manual_seed(config.seed)
-    model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+    model = build_model(config.model, ds.num_features, ds.num_classes)
     weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
     graphs = [ds.graphs[int(i)] for i in scenario.clients[0]]

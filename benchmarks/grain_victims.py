@@ -10,7 +10,7 @@ import torch
 
 from fedgraph_sim.config import load_config
 from fedgraph_sim.data import available_datasets
-from fedgraph_sim.models import GraphClassifier
+from fedgraph_sim.models import GraphClassifier, build_model
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 
 
@@ -35,6 +35,6 @@ def grain_victims(graphs: int) -> Victims:
     scenario = build_scenario(config)
     ds = scenario.dataset
     torch.manual_seed(config.seed)
-    model = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump())
+    model = build_model(config.model, ds.num_features, ds.num_classes)
     return Victims(dataset, ds.schema, attacker_knowledge(config, scenario), model,
                    [ds.graphs[int(i)] for i in scenario.clients[0]])

@@ -156,19 +156,30 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
                               features=aux_cfg.features, num_graphs=aux_cfg.num_graphs,
                               max_nodes=config.data.max_nodes, node_order=config.data.node_order)
     scenario_name = aux_cfg.scenario if aux_cfg.scenario != "same" else f"same:{aux_cfg.source}"
-    return AttackerKnowledge(model=config.model.model_dump(), num_features=ds.num_features,
+    model = config.model.model_dump()
+    if model["module"] is not None:  # the workers import it from elsewhere
+        from fedgraph_sim.models.user import absolute
+        model["module"] = absolute(model["module"])
+    return AttackerKnowledge(model=model, num_features=ds.num_features,
                              num_classes=ds.num_classes, schema=ds.schema, loss=config.train.loss,
                              task_type=ds.task_type,
                              aux_graphs=tuple(graphs), aux_scenario=scenario_name)
 
 
 def check_model_fits(config: RunConfig, scenario: Scenario) -> None:
-    """The model learns the dataset's task, and the flatten readout's ``model.flatten_nodes`` rows
-    hold every graph (a ConfigError before anything runs, not a failed client turn per round)."""
+    """The model learns the dataset's task, a user's model runs on the dataset's graphs, and the
+    flatten readout's ``model.flatten_nodes`` rows hold every graph (a ConfigError before anything
+    runs, not a failed client turn per round)."""
     task = scenario.dataset.task
     if config.model.task != task:
         raise ConfigError(f"model.task: {config.data.dataset} is a {task}-classification dataset, so model.task "
                           f"must be {task} (got {config.model.task})")
+    if config.model.module is not None:  # a user's model: built and run on a batch as the clients will
+        from fedgraph_sim.models import build_model
+        from fedgraph_sim.models.user import check_forward_on
+        ds = scenario.dataset
+        check_forward_on(build_model(config.model, ds.num_features, ds.num_classes), list(ds.graphs[:2]),
+                         ds.num_classes)
     rows = config.model.flatten_nodes
     if rows is not None and (largest := max(g.num_nodes for g in scenario.dataset.graphs)) > rows:
         raise ConfigError(f"model.flatten_nodes: {rows} rows cannot hold {config.data.dataset}'s largest graph "

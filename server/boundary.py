@@ -64,8 +64,12 @@ def boundary_for(config: RunConfig) -> Boundary:
         log.warning("attack workers run as plain processes, outside any namespace (%s): attack code can "
                     "read what this user can", why_not)
     hidden = [str(p) for p in (data_root(), cache_root(), Path(config.output.dir).absolute()) if p is not None]
+    user = ()
+    if config.model.module is not None:  # a user's model: its file or package, as a code view too
+        from fedgraph_sim.models.user import code_of
+        user = (code_of(config.model.module),)
     boundary = Boundary(isolate=mode != "process" and not why_not, hidden=tuple(hidden),
-                        modules=("attacks", "clients", "server", "fedgraph_sim", *config.plugins))
+                        modules=("attacks", "clients", "server", "fedgraph_sim", *config.plugins, *user))
     boundary.layout(-1, -1)  # refuses a hidden path that holds the code now, before anything is written
     return boundary
 

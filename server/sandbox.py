@@ -95,7 +95,8 @@ def python_installation() -> list[str]:
 def code_locations(modules: list[str], visible: list[str]) -> list[str]:
     """Where the code the worker imports lives, outside the ``visible`` folders: the folder of each
     top-level package (every folder of a namespace package) and the file of each top-level module
-    named in ``modules`` (a dotted name counts by its top level) or already imported by this
+    named in ``modules`` (a dotted name counts by its top level; a name ending in ``.py`` is a
+    file of code, e.g. a user's model) or already imported by this
     process (the pickled attack classes are imported by the worker from where the server did)."""
     found: set[str] = set()
 
@@ -105,13 +106,15 @@ def code_locations(modules: list[str], visible: list[str]) -> list[str]:
             if os.path.exists(place) and not any(_inside(place, v) for v in visible):
                 found.add(place)
 
-    for name in {m.split(".")[0] for m in modules}:
+    for name in {m.split(".")[0] for m in modules if not m.endswith(".py")}:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
         if spec is not None and spec.origin not in ("built-in", "frozen"):
             add(spec.origin, list(spec.submodule_search_locations or []) or None)
+    for file in (m for m in modules if m.endswith(".py")):  # a module given by its file (a user's model)
+        add(file, None)
     for name, module in list(sys.modules.items()):
         if "." not in name and name not in ("__main__", "__mp_main__") and module is not None:
             path = getattr(module, "__path__", None)

@@ -243,9 +243,10 @@ class Curious:
 
 
 def _stepped(weights: dict[str, np.ndarray], gradient: ArrayRecord, lr: float) -> ArrayRecord:
-    """``W - lr * gradient``, in the weights' dtype."""
-    return ArrayRecord({k: Array(np.asarray(weights[k] - lr * v.numpy(), dtype=weights[k].dtype))
-                        for k, v in gradient.items()})
+    """``W - lr * gradient``, in the weights' dtype; an array with no gradient (a buffer, such as
+    batch norm's running statistics in a user's model) stays as sent."""
+    return ArrayRecord({k: Array(np.asarray(w - lr * gradient[k].numpy(), dtype=w.dtype) if k in gradient
+                                 else np.asarray(w)) for k, w in weights.items()})
 
 
 class CuriousFedAvg(Curious, FedAvg):

@@ -110,6 +110,7 @@ from torch import Tensor
 
 from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Reconstruction,
                           Requirements, register)
+from attacks.common.user_models import as_classifier, reading_of
 from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
 from attacks.grain.blocks import (Block, concat_one_hop, is_complete, one_hop_blocks, structure_filter,
                                   two_hop_blocks, witnessed_one_hop_blocks)
@@ -247,10 +248,17 @@ class GRAIN(Attack):
         if self.params.local_steps:  # a pseudo-gradient will do
             self.requires = Requirements(tasks=("graph", "node"))
 
+    def user_model_problem(self, knowledge: AttackerKnowledge) -> str | None:
+        """A user's model is read as the classifier that computes it (``models.reading``)."""
+        reading = reading_of(knowledge)
+        return reading if isinstance(reading, str) else None
+
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
+        if knowledge.model.get("module") is not None:
+            update, knowledge = as_classifier(update, knowledge, reading_of(knowledge))
         if not all(np.isfinite(v).all() for v in update.returned.values()):
             return "the update holds non-finite values (the client's training diverged): no rank to read"
         graphs = update.num_graphs
@@ -314,6 +322,8 @@ class GRAIN(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
+        if knowledge.model.get("module") is not None:  # a user's model, read as the classifier it computes
+            update, knowledge = as_classifier(update, knowledge, reading_of(knowledge))
         run = _Run(self.params, update, knowledge, ctx)
         try:
             return run()

@@ -2,7 +2,8 @@
 (GraphDLG, Wei et al. 2026, Appendix A.7, Table 9).
 
 Forward hooks on the model's per-layer ReLU modules (``GraphClassifier.acts``, so after the ReLU,
-including the last layer that feeds pooling) add i.i.d. noise with parameter ``sigma`` (Laplace by
+including the last layer that feeds pooling; on a user's model, whose activations may be function
+calls, its message-passing layers' outputs) add i.i.d. noise with parameter ``sigma`` (Laplace by
 default, read as in ``dp_gradients``). The backward pass goes through the noisy forward, so the
 shared gradient changes; the hooks fire only in training mode and are removed afterwards, so
 evaluation and the attacker's copy of the model are untouched.
@@ -14,6 +15,7 @@ import logging
 from contextlib import contextmanager
 
 import torch
+from torch_geometric.nn import MessagePassing
 
 from clients.defenses.base import Defense, Noise
 from fedgraph_sim import registry
@@ -35,7 +37,8 @@ class DPActivations(Defense):
         def add_noise(module, inputs, output):
             return output + self.noise.sample(output, rng) if module.training else output
 
-        handles = [act.register_forward_hook(add_noise) for act in model.acts]
+        layers = model.acts if hasattr(model, "acts") else [m for m in model.modules() if isinstance(m, MessagePassing)]
+        handles = [layer.register_forward_hook(add_noise) for layer in layers]
         try:
             yield
         finally:

@@ -28,6 +28,17 @@ def check_cross_fields(config: RunConfig) -> None:
     if m is not None and m > k:
         raise ConfigError(f"federation.min_available: {m} exceeds federation.num_clients ({k})")
 
+    if config.model.module is not None:
+        from fedgraph_sim.models.user import check_user_class
+        fields = type(config.model).model_fields  # a default (the packaged config's) describes nothing
+        own = sorted(k for k in config.model.model_fields_set - {"module", "args"}
+                     if getattr(config.model, k) != fields[k].get_default(call_default_factory=True))
+        if own:
+            raise ConfigError(f"model.{own[0]}: describes the bench's own classifier; a user's model (model.module) "
+                              "takes its options in model.args")
+        check_user_class(config.model.module, config.model.args)
+    elif config.model.args:
+        raise ConfigError("model.args: keyword arguments of a user's model class; set model.module too")
     registry.models.get(config.model.conv, key="model.conv")
     if config.model.pool == "flatten" or config.model.flatten_nodes is not None:
         # the flatten readout's combinations, checked where the model declares them (a 1-feature,

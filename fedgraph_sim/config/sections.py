@@ -129,7 +129,12 @@ class AggregationConfig(Section):
 
 
 class ModelConfig(Section):
-    """Keyword arguments of :class:`~fedgraph_sim.models.GraphClassifier` (see its docstring)."""
+    """Keyword arguments of :class:`~fedgraph_sim.models.GraphClassifier` (see its docstring), or a
+    user's own PyG model: ``module`` (``package.module:Class`` or ``file.py:Class``) built with
+    ``in_channels``, ``out_channels`` and ``args`` (:mod:`fedgraph_sim.models.user`)."""
+
+    module: str | None = None  # a user's model class; then only args may be set beside it
+    args: dict[str, Any] = Field(default_factory=dict)  # keyword arguments of the user's class
 
     conv: str = "gcn"
     layers: int = Field(2, ge=1)

@@ -248,11 +248,16 @@ class GraphClassifier(nn.Module):
         return self.classifier(dense_pool(rows, mask, self.pool, self.flatten_nodes))
 
 
-def build_model(spec: Any, num_features: int, num_classes: int) -> GraphClassifier:
+def build_model(spec: Any, num_features: int, num_classes: int) -> nn.Module:
     """The model of the config's ``model`` section ``spec`` (a ``ModelConfig`` or its dict, as the
     attacker's knowledge carries the architecture) for data of ``num_features`` and
-    ``num_classes``: the one way the server, the clients, the baseline and the attacker build it."""
-    options = spec if isinstance(spec, dict) else spec.model_dump()
+    ``num_classes``: the one way the server, the clients, the baseline and the attacker build it.
+    A :class:`GraphClassifier`, or the user's class of ``model.module`` (:mod:`.user`)."""
+    options = dict(spec if isinstance(spec, dict) else spec.model_dump())
+    module, args = options.pop("module", None), options.pop("args", None) or {}
+    if module is not None:
+        from fedgraph_sim.models.user import build_user_model
+        return build_user_model(module, args, num_features, num_classes)
     return GraphClassifier(num_features, num_classes, **options)
 
 

@@ -25,6 +25,8 @@ def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
     canary = [is_gradient_canary(g) for g in graphs]
     if any(canary):
         return _with_dirac_rows(model, graphs, canary, loss)
+    if getattr(model, "user_model", False):
+        return _one_by_one(model, graphs, loss)
     batch = Batch.from_data_list(list(graphs))
     x, adj, mask = to_dense(batch)
     y = batch.y.view(-1)
@@ -37,6 +39,20 @@ def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
 
     grads, losses = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0, 0, 0))(params, x, adj, mask, y)
     return {k.removeprefix("model."): v for k, v in grads.items()}, losses
+
+
+def _one_by_one(model: nn.Module, graphs: Sequence[Data], loss: str) -> tuple[Update, Tensor]:
+    """A user's model (``fedgraph_sim.models.user``): one backward pass per graph through its own
+    sparse forward. Its layers may not vectorise over graphs (batch norm over a graph's nodes,
+    dropout), so no vmap."""
+    params = dict(model.named_parameters())
+    rows, losses = {n: [] for n in params}, []
+    for graph in graphs:
+        value = classification_loss(*model.logits_and_targets(Batch.from_data_list([graph])), loss)
+        for n, g in zip(params, torch.autograd.grad(value, list(params.values()))):
+            rows[n].append(g.detach())
+        losses.append(value.detach())
+    return {n: torch.stack(r) for n, r in rows.items()}, torch.stack(losses)
 
 
 def _with_dirac_rows(model: nn.Module, graphs: Sequence[Data], canary: list[bool],

@@ -247,3 +247,17 @@ def test_the_clients_sampled_per_round_follow_flowers_rule(overrides, sampled):
     strategy = make_strategy(config, None)
     assert config.federation.sampled_per_round() == sampled
     assert sampled == max(int(4 * strategy.fraction_train), strategy.min_train_nodes)
+
+
+def test_a_fedsgd_step_keeps_the_arrays_that_have_no_gradient():
+    """A user's model may hold buffers (batch norm's running statistics): a FedSGD reply carries
+    gradients of its parameters only, and the stepped model keeps the buffers as sent."""
+    from server.strategy import _stepped
+    sent = {"lin.weight": np.ones((2, 2), np.float32), "norm.running_mean": np.full(2, 0.5, np.float32),
+            "norm.num_batches_tracked": np.array(3, np.int64)}
+    stepped = _stepped(sent, ArrayRecord({"lin.weight": Array(np.full((2, 2), 2.0, np.float32))}), 0.1)
+    assert list(stepped) == list(sent)
+    np.testing.assert_allclose(stepped["lin.weight"].numpy(), 0.8)
+    tracked = stepped["norm.num_batches_tracked"].numpy()
+    assert tracked == 3 and tracked.dtype == np.int64
+    np.testing.assert_array_equal(stepped["norm.running_mean"].numpy(), sent["norm.running_mean"])
