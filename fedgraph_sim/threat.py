@@ -68,8 +68,8 @@ class ObservedUpdate:
             grad = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in self.returned.items()}
         else:
             scale = self.lr * self.local_steps
-            grad = {k: torch.from_numpy((np.asarray(self.global_weights[k], np.float64)
-                                         - np.asarray(self.returned[k], np.float64)) / scale)
+            grad = {k: torch.from_numpy(np.asarray((np.asarray(self.global_weights[k], np.float64)  # 0-d too
+                                                    - np.asarray(self.returned[k], np.float64)) / scale))
                     for k in self.returned}
         object.__setattr__(self, "gradient", grad)
 

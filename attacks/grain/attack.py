@@ -92,6 +92,9 @@ every node receives the same output gradient at a ReLU layer (a sum-pooled GIN's
 GRAIN's per-node readout), one graph's gradient gives per unit the number of nodes that switch it
 on and the sum of their inputs; partial graphs whose final nodes exceed them are skipped
 (``pooled_sums.py``).
+A user's own model (``model.module``) is read as the classifier that computes it
+(``fedgraph_sim.models.reading``: GIN, GCN or GraphSAGE layers and a linear or MLP head), or refused
+with the module that stops it (batch norm, dropout, other layers).
 Where this implementation differs from the official code (each a faithful reading of the paper):
 gluing adds every unmatched node of a block (the code skips children of matched neighbours), and
 the structure filter checks the whole part of a block visible from each node (the code's check of

@@ -118,3 +118,14 @@ def test_per_graph_gradients_of_a_user_model_are_each_graphs_own():
         assert losses[k] == pytest.approx(loss.item())
         for (name, _), expected in zip(model.named_parameters(), grads):
             torch.testing.assert_close(rows[name][k], expected)
+
+
+def test_a_fedavg_reply_with_a_scalar_buffer_reads_as_a_pseudo_gradient():
+    import numpy as np
+
+    from fedgraph_sim.threat import ObservedUpdate
+    sent = {"w": np.ones(2, np.float32), "norm.num_batches_tracked": np.array(3, np.int64)}
+    back = {"w": np.zeros(2, np.float32), "norm.num_batches_tracked": np.array(5, np.int64)}
+    update = ObservedUpdate(round=1, client_key=0, global_weights=sent, returned=back, kind="weights",
+                            num_examples=2, metrics={}, lr=0.5, local_steps=2, batch_size=1)
+    assert update.gradient["w"].tolist() == [1.0, 1.0] and update.gradient["norm.num_batches_tracked"].item() == -2.0
