@@ -45,19 +45,28 @@ def default_tree() -> dict:
     return yaml.safe_load(DEFAULT_CONFIG.read_text())
 
 
-def merge_tree(tree: dict, patch: dict) -> dict:
-    """``tree`` with ``patch`` laid over it, section by section (a new dict; lists replaced)."""
+#: Keys of the ``model`` section that name a whole model: setting one replaces the section, so the
+#: keys of a config laid under it (the packaged default's GCN) do not override the model it names.
+WHOLE_MODEL = ("preset", "module")
+
+
+def merge_tree(tree: dict, patch: dict, top: bool = True) -> dict:
+    """``tree`` with ``patch`` laid over it, section by section (a new dict; lists replaced); a
+    ``model`` section naming a whole model (:data:`WHOLE_MODEL`) replaces the one under it."""
     out = dict(tree)
     for key, value in patch.items():
         both = isinstance(value, dict) and isinstance(out.get(key), dict)
-        out[key] = merge_tree(out[key], value) if both else value
+        if both and top and key == "model" and any(value.get(k) is not None for k in WHOLE_MODEL):
+            both = False
+        out[key] = merge_tree(out[key], value, top=False) if both else value
     return out
 
 
 def set_dotted(tree: dict, dotted: dict[str, Any]) -> dict:
     """Set each ``section.key`` of ``dotted`` in ``tree`` (in place; returns it). A mapping value
     is laid over the mapping already there (``model={conv: gat}`` keeps the other model keys);
-    anything else replaces it."""
+    anything else replaces it. ``model.preset`` and ``model.module`` name a whole model and
+    replace the ``model`` section (set ``model.args`` after ``model.module``)."""
     for key, value in dotted.items():
         _set_dotted(tree, key, value)
     return tree
@@ -65,6 +74,12 @@ def set_dotted(tree: dict, dotted: dict[str, Any]) -> dict:
 
 def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
     keys = dotted.split(".")
+    if len(keys) == 2 and keys[0] == "model" and keys[1] in WHOLE_MODEL and value is not None:
+        tree["model"] = {keys[1]: value}  # a whole model: the section's other keys described another
+        return
+    if keys == ["model"] and isinstance(value, dict) and any(value.get(k) is not None for k in WHOLE_MODEL):
+        tree["model"] = dict(value)
+        return
     node = tree
     for key in keys[:-1]:
         child = node.setdefault(key, {})
@@ -72,7 +87,7 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
             raise ConfigError(f"{dotted}: '{key}' is not a section")
         node = child
     old = node.get(keys[-1])
-    node[keys[-1]] = merge_tree(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
+    node[keys[-1]] = merge_tree(old, value, top=False) if isinstance(value, dict) and isinstance(old, dict) else value
 
 
 def _check_keys(tree: dict, model: type[BaseModel], prefix: str = "") -> None:
@@ -99,6 +114,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
 
 def validate_config(tree: dict) -> RunConfig:
     _check_keys(tree, RunConfig)
+    if isinstance(tree.get("model"), dict) and tree["model"].get("preset") is not None:
+        from fedgraph_sim.models.presets import expand
+        tree = {**tree, "model": expand(tree["model"])}
     data, train = tree.get("data"), tree.get("train")
     if isinstance(data, dict) and data.get("task_type") == "regression" and not (isinstance(train, dict)
                                                                                and "loss" in train):

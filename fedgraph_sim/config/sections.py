@@ -133,6 +133,7 @@ class ModelConfig(Section):
     user's own PyG model: ``module`` (``package.module:Class`` or ``file.py:Class``) built with
     ``in_channels``, ``out_channels`` and ``args`` (:mod:`fedgraph_sim.models.user`)."""
 
+    preset: str | None = None  # a paper's victim (fedgraph_sim.models.presets); keys beside it override
     module: str | None = None  # a user's model class; then only args may be set beside it
     args: dict[str, Any] = Field(default_factory=dict)  # keyword arguments of the user's class
 

@@ -255,6 +255,7 @@ def build_model(spec: Any, num_features: int, num_classes: int) -> nn.Module:
     A :class:`GraphClassifier`, or the user's class of ``model.module`` (:mod:`.user`)."""
     options = dict(spec if isinstance(spec, dict) else spec.model_dump())
     module, args = options.pop("module", None), options.pop("args", None) or {}
+    options.pop("preset", None)  # already laid under the options (models.presets.expand)
     if module is not None:
         from fedgraph_sim.models.user import build_user_model
         return build_user_model(module, args, num_features, num_classes)
