@@ -10,7 +10,7 @@ from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_poo
 from torch_geometric.utils import to_dense_adj, to_dense_batch
 
 from fedgraph_sim import registry
-from fedgraph_sim.errors import require
+from fedgraph_sim.errors import ConfigError
 
 TASKS = ("graph", "node")
 POOLS = ("sum", "mean", "max", "flatten")
@@ -21,6 +21,17 @@ ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "sigmoid": nn.Si
 _SPARSE_POOL = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 
 
+class ArgumentError(ValueError):
+    """A :class:`GraphClassifier` argument it cannot take: ``"<argument>: <reason>"``."""
+
+
+def _check(condition: bool, argument: str, reason: str) -> None:
+    """An :class:`ArgumentError` unless ``condition`` holds: the class names its own arguments;
+    :func:`build_model` turns them into the config's ``model.<key>``."""
+    if not condition:
+        raise ArgumentError(f"{argument}: {reason}")
+
+
 def dense_pool(h: Tensor, mask: Tensor, pool: str, flatten_nodes: int | None = None) -> Tensor:
     """Pool ``h [B, N, C]`` over the real nodes of ``mask [B, N]``; ``flatten`` pads to
     ``flatten_nodes`` rows (the padding and masked rows zero) and concatenates them."""
@@ -29,7 +40,7 @@ def dense_pool(h: Tensor, mask: Tensor, pool: str, flatten_nodes: int | None = N
         n = h.size(1)
         if n > flatten_nodes:
             raise ValueError(f"a graph of {n} nodes does not fit the flatten readout's {flatten_nodes} rows "
-                             "(model.flatten_nodes)")
+                             "(flatten_nodes)")
         return torch.nn.functional.pad(h * m, (0, 0, 0, flatten_nodes - n)).flatten(1)
     if pool == "sum":
         return (h * m).sum(1)
@@ -91,36 +102,36 @@ class GraphClassifier(nn.Module):
                  heads: int = 1, residual: bool = False, flatten_nodes: int | None = None,
                  task: str = "graph", train_eps: bool = False) -> None:
         super().__init__()
-        require(task in TASKS, "model.task", f"unknown task '{task}'; valid: {', '.join(TASKS)}")
-        conv_type = registry.models.get(conv, key="model.conv")
-        require(layers >= 1, "model.layers", f"must be >= 1 (got {layers})")
-        require(hidden >= 1, "model.hidden", f"must be >= 1 (got {hidden})")
-        require(in_channels >= 1, "model.in_channels", f"must be >= 1 (got {in_channels})")
+        _check(task in TASKS, "task", f"unknown task '{task}'; valid: {', '.join(TASKS)}")
+        conv_type = registry.models.get(conv, key="conv")
+        _check(layers >= 1, "layers", f"must be >= 1 (got {layers})")
+        _check(hidden >= 1, "hidden", f"must be >= 1 (got {hidden})")
+        _check(in_channels >= 1, "in_channels", f"must be >= 1 (got {in_channels})")
         # one output is a regression head (data.task_type: regression, trained with train.loss: mse)
-        require(num_classes >= 1, "model.num_classes", f"must be >= 1 (got {num_classes})")
-        require(pool in POOLS, "model.pool", f"unknown pool '{pool}'; valid: {', '.join(POOLS)}")
-        require((pool == "flatten") == (flatten_nodes is not None), "model.flatten_nodes",
-                "the rows of the flatten readout, needed with model.pool: flatten and only then")
-        require(flatten_nodes is None or flatten_nodes >= 1, "model.flatten_nodes",
+        _check(num_classes >= 1, "num_classes", f"must be >= 1 (got {num_classes})")
+        _check(pool in POOLS, "pool", f"unknown pool '{pool}'; valid: {', '.join(POOLS)}")
+        _check((pool == "flatten") == (flatten_nodes is not None), "flatten_nodes",
+                "the rows of the flatten readout, needed with pool: flatten and only then")
+        _check(flatten_nodes is None or flatten_nodes >= 1, "flatten_nodes",
                 f"must be >= 1 (got {flatten_nodes})")
-        require(pool != "flatten" or readout_placement == "after_pool", "model.readout_placement",
+        _check(pool != "flatten" or readout_placement == "after_pool", "readout_placement",
                 "pool: flatten has no per-node readout (the readout sees every node row at once)")
-        require(readout in READOUTS, "model.readout",
+        _check(readout in READOUTS, "readout",
                 f"unknown readout '{readout}'; valid: {', '.join(READOUTS)}")
-        require(readout_placement in PLACEMENTS, "model.readout_placement",
+        _check(readout_placement in PLACEMENTS, "readout_placement",
                 f"unknown placement '{readout_placement}'; valid: {', '.join(PLACEMENTS)}")
-        require(readout_input in READOUT_INPUTS, "model.readout_input",
+        _check(readout_input in READOUT_INPUTS, "readout_input",
                 f"unknown readout input '{readout_input}'; valid: {', '.join(READOUT_INPUTS)}")
-        require(activation in ACTIVATIONS, "model.activation",
+        _check(activation in ACTIVATIONS, "activation",
                 f"unknown activation '{activation}'; valid: {', '.join(ACTIVATIONS)}")
-        require(heads >= 1, "model.heads", f"must be >= 1 (got {heads})")
-        require(conv_type.multi_head or (heads == 1 and not residual), "model.heads",
+        _check(heads >= 1, "heads", f"must be >= 1 (got {heads})")
+        _check(conv_type.multi_head or (heads == 1 and not residual), "heads",
                 f"heads and residual apply to attention layers only (conv '{conv}')")
-        require(conv == "gin" or not train_eps, "model.train_eps", f"applies to conv: gin only (conv '{conv}')")
+        _check(conv == "gin" or not train_eps, "train_eps", f"applies to conv: gin only (conv '{conv}')")
         hidden_widths = [hidden] if readout_hidden is None else list(readout_hidden)
-        require(all(isinstance(w, int) and w >= 1 for w in hidden_widths), "model.readout_hidden",
+        _check(all(isinstance(w, int) and w >= 1 for w in hidden_widths), "readout_hidden",
                 f"must be a list of widths >= 1 (got {readout_hidden})")
-        require(readout == "mlp" or readout_hidden is None, "model.readout_hidden",
+        _check(readout == "mlp" or readout_hidden is None, "readout_hidden",
                 "applies to readout: mlp only")
         self.conv_name, self.pool, self.readout_placement, self.task = conv, pool, readout_placement, task
         # a node classifier's logits: the last layer's outputs, or (per-node readout) the readout's
@@ -259,7 +270,10 @@ def build_model(spec: Any, num_features: int, num_classes: int) -> nn.Module:
     if module is not None:
         from fedgraph_sim.models.user import build_user_model
         return build_user_model(module, args, num_features, num_classes)
-    return GraphClassifier(num_features, num_classes, **options)
+    try:
+        return GraphClassifier(num_features, num_classes, **options)
+    except (ArgumentError, ConfigError) as exc:  # the classifier's argument is the config's model.<key>
+        raise ConfigError(f"model.{exc}") from None
 
 
 class DenseForward(nn.Module):

@@ -118,10 +118,11 @@ def attack_catalogue(plugins: list[str]) -> list[dict]:
     for name in registry.attacks:
         cls = registry.attacks.get(name)
         needs = [f.name for f in dataclasses.fields(cls.requires)
-                 if f.name != "tasks" and getattr(cls.requires, f.name)]
+                 if f.name not in ("tasks", "model") and getattr(cls.requires, f.name)]
         params = {f.name: getattr(cls.Params(), f.name) for f in dataclasses.fields(cls.Params)}
         out.append({"name": name, "paper": cls.paper, "cited_as": cls.cited_as or cls.paper, "requires": needs,
-                    "tasks": list(cls.requires.tasks), "batch_output": cls.batch_output, "params": params,
+                    "tasks": list(cls.requires.tasks), "model": cls.requires.model,
+                    "batch_output": cls.batch_output, "params": params,
                     "threat_model": cls.threat_model, "recovers": cls.recovers, "defaults": cls.defaults_note})
     return out
 

@@ -4,7 +4,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import erdos_renyi_graph
 
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.models import GraphClassifier, to_dense
+from fedgraph_sim.models import GraphClassifier, build_model, to_dense
 
 
 def random_batch(seed=0, sizes=(5, 9, 13, 7), features=6, classes=3):
@@ -104,7 +104,7 @@ def test_default_architecture_follows_graphdlg():
 ])
 def test_bad_model_config(kwargs, key):
     with pytest.raises(ConfigError, match=key):
-        GraphClassifier(7, 2, **kwargs)
+        build_model(kwargs, 7, 2)
 
 
 GLG_VICTIM = dict(conv="sage", activation="sigmoid", hidden=100, pool="flatten", flatten_nodes=16)
@@ -194,7 +194,13 @@ def test_bce_loss_is_the_mean_over_one_hot_entries():
 ])
 def test_bad_grain_options(kwargs, key):
     with pytest.raises(ConfigError, match=key):
-        GraphClassifier(7, 2, **kwargs)
+        build_model(kwargs, 7, 2)
+
+
+def test_the_classifier_names_its_own_arguments_not_config_keys():
+    from fedgraph_sim.models.classifier import ArgumentError
+    with pytest.raises(ArgumentError, match=r"^pool: unknown pool 'median'"):
+        GraphClassifier(7, 2, pool="median")
 
 
 def test_dense_sage_on_a_soft_adjacency_is_the_weighted_mean_of_the_neighbours():
