@@ -23,6 +23,7 @@ from fedgraph_sim.threat import PER_NODE_PREFIX
 
 DEFENSE_STATE = "defense-state"
 DEFENSE_NOISE_STREAM = 1  # Flower's mods among the defenses draw from another (clients.reply_mods)
+TRAIN_STREAM = 2  # a user's model's own randomness (dropout) during the turn
 _first_turn_in_process = True
 
 
@@ -57,6 +58,24 @@ def failure_reply(msg: Message, partition_id: int, reason: str) -> Message:
     return Message(content=content, reply_to=msg)
 
 
+def turn_batches(config: RunConfig, scenario, partition_id: int, settings) -> list[list]:
+    """The graphs of each local step of this turn (the server's train config ``settings``: round,
+    local steps, batch size), and what the server's evaluator scores against: the turn's audit
+    record, written when the server audits the round and the client. A user's model is trained
+    from the turn's own torch seed, so that its dropout masks repeat run after run."""
+    round_, steps, batch_size = int(settings["server-round"]), int(settings["local-steps"]), int(settings["batch-size"])
+    indices = scenario.clients[partition_id]
+    chosen = round_batches(config.train.sampling, indices, batch_size, steps, round_, config.seed, partition_id)
+    batches = [[scenario.dataset.graphs[i] for i in b] for b in chosen]
+    if bool(settings.get("audit", True)) and config.attack.selects_client(partition_id):
+        trained = batches[:1] if config.train.sampling == "repeat" else batches  # the graphs behind the update
+        AuditStore(Path(str(settings["run-dir"]))).write(
+            AuditRecord(round_, partition_id, [g for b in trained for g in b], steps))
+    if config.model.module is not None:
+        torch.manual_seed(turn_seed(config.seed, round_, partition_id, TRAIN_STREAM))
+    return batches
+
+
 def train_reply(msg: Message, partition_id: int, config_json: str, state: RecordDict | None = None) -> Message:
     """One client's turn, or its :func:`failure_reply` if anything in it raises. ``state`` is
     the node's Flower context state, which persists across rounds (DP-SGD's accountant history
@@ -77,15 +96,13 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
         raise RuntimeError(f"client {partition_id} has an empty partition")
     settings = msg.content["config"]
     round_ = int(settings["server-round"])
-    run_dir = Path(str(settings["run-dir"]))  # the server says where its evaluator will look
     lr, steps, batch_size = float(settings["lr"]), int(settings["local-steps"]), int(settings["batch-size"])
 
     ds = scenario.dataset
     model = build_model(config.model, ds.num_features, ds.num_classes)
     sent = msg.content["arrays"].to_torch_state_dict()  # load_state_dict copies: stays the sent weights
     model.load_state_dict(sent)
-    chosen = round_batches(config.train.sampling, indices, batch_size, steps, round_, config.seed, partition_id)
-    batches = [[ds.graphs[i] for i in b] for b in chosen]
+    batches = turn_batches(config, scenario, partition_id, settings)
 
     # The leaky client's extra channel (threat.per_node_gradients), at the sent weights, undefended.
     leaked = per_node_gradients(model, batches[0][0], config.train.loss) if config.threat.per_node_gradients else {}
@@ -102,9 +119,6 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
             update, loss = fedsgd_gradient(model, batches[0], gradient_fn, config.train.loss)
         else:
             update, loss = fedavg_weights(model, batches, lr, gradient_fn, config.train.loss)
-    if bool(settings.get("audit", True)) and config.attack.selects_client(partition_id):
-        trained = batches[:1] if config.train.sampling == "repeat" else batches  # the graphs behind the update
-        AuditStore(run_dir).write(AuditRecord(round_, partition_id, [g for b in trained for g in b], steps))
     # The defended quantity is the update itself: the gradient, or the weight delta in FedAvg.
     if steps == 1:
         update = defenses.apply(update, defense_rng)

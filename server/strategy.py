@@ -95,6 +95,14 @@ class Curious:
                  audits: Callable[[int], bool] = lambda server_round: True, **strategy_kwargs) -> None:
         strategy_kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**strategy_kwargs)
+        self.watch(lr=lr, local_steps=local_steps, batch_size=batch_size, same_batch=same_batch, run_dir=run_dir,
+                   observer=observer, secure_aggregation=secure_aggregation, audits=audits)
+
+    def watch(self, *, lr: float, local_steps: int, batch_size: int, same_batch: bool = False, run_dir: str = "",
+              observer: Observer | None = None, secure_aggregation: bool = False,
+              audits: Callable[[int], bool] = lambda server_round: True) -> None:
+        """The server's eye, over a Flower strategy already built (a user's: ``runtime.user_app``):
+        what its clients train with, where their audit records go, whom the replies go to."""
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
         self.same_batch = same_batch  # every local step trains the round's one batch
         self.run_dir = str(run_dir)  # clients write their audit records under it

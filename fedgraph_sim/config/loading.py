@@ -109,7 +109,19 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
     tree = read_yaml(path) or {}
     if not isinstance(tree, dict):
         raise ConfigError(f"--config: {path} must hold a mapping of sections")
+    _model_file_beside(tree, path.parent)
     return validate_config(set_dotted(tree, parse_overrides(overrides)))
+
+
+def _model_file_beside(tree: dict, folder: Path) -> None:
+    """A user's model given as a file beside the config (``model.module: gin.py:Net``) is named by
+    its absolute path, so the config works from any working directory."""
+    model = tree.get("model")
+    module = model.get("module") if isinstance(model, dict) else None
+    if isinstance(module, str) and ":" in module:
+        file, _, name = module.rpartition(":")
+        if file.endswith(".py") and not Path(file).is_absolute() and (folder / file).is_file():
+            model["module"] = f"{(folder / file).resolve()}:{name}"
 
 
 def validate_config(tree: dict) -> RunConfig:

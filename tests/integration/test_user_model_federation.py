@@ -47,3 +47,52 @@ def test_the_audit_of_pygs_gin_names_what_applied_and_why_the_rest_did_not(tmp_p
     assert not attacks["grain@ext"]["applies"] and "BatchNorm" in attacks["grain@ext"]["reason"]
     assert not attacks["graphdlg"]["applies"] and "a user's model (Net)" in attacks["graphdlg"]["reason"]
     assert "grain@ext" in (out / "audit.html").read_text()
+
+
+# the columns a run stamps on its rows (its name, its clock), which two runs of one federation do not share
+STAMPS = ("run", "seconds")
+
+
+def stable(rows: list[dict]) -> list[dict]:
+    keep = [{k: v for k, v in r.items() if k not in STAMPS and not k.startswith("info_seconds")} for r in rows]
+    return sorted(keep, key=lambda r: (r["round"], r["client"], r["attack"], r.get("batch_index") or 0))
+
+
+def test_the_users_own_flower_app_and_fedgraph_sim_run_write_equal_rows(tmp_path, monkeypatch):
+    """The example's ServerApp (FedAvg watched by curious()) and ClientApp (plain PyTorch) against
+    fedgraph-sim run of the same config: the same rows, seed for seed."""
+    import importlib
+    import shutil
+
+    import yaml
+    from flwr.simulation import run_simulation
+
+    from fedgraph_sim.runtime import ray_backend
+    from fedgraph_sim.runtime.in_process_backend import ENGINE, IN_PROCESS, SECTION
+
+    app = tmp_path / "app"
+    shutil.copytree(ROOT / "docs" / "examples" / "mutag_gin", app)
+    spec = yaml.safe_load((app / "gin.yaml").read_text())
+    spec["attack"].update(names=["random", "dlg", "majority_type"], time_budget=5)
+    spec["output"] = {"dir": str(tmp_path / "app_runs")}
+    if DATA:
+        spec["data"] = {"dataset": "synthetic", "options": {"num_graphs": 40}}
+    (app / "gin.yaml").write_text(yaml.safe_dump(spec))
+    monkeypatch.syspath_prepend(str(app))
+    for name in ("gin", "server_app", "client_app"):
+        monkeypatch.delitem(__import__("sys").modules, name, raising=False)
+    server_app, client_app = importlib.import_module("server_app"), importlib.import_module("client_app")
+
+    ray_backend.install()
+    run_simulation(server_app=server_app.app, client_app=client_app.app, num_supernodes=4,
+                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, SECTION: {ENGINE: IN_PROCESS}})
+    (app_run,) = (tmp_path / "app_runs").iterdir()
+    assert {"results.parquet", "summary.csv", "config.yaml"} <= {p.name for p in app_run.iterdir()}
+
+    config = load_config(app / "gin.yaml", [f"output.dir={tmp_path / 'bench_runs'}"])
+    bench = run(config, engine=IN_PROCESS)
+    ours, theirs = stable(read_rows(bench.run_dir)), stable(read_rows(app_run))
+    assert len(ours) == 4 * 3 and [r["status"] for r in ours] == [r["status"] for r in theirs]
+    distances = [r["info_gradient_distance"] for r in ours if r["attack"] == "dlg"]
+    assert len(distances) == 4 and all(d > 0 for d in distances)  # DLG ran on each client's gradient
+    assert ours == theirs
