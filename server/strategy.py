@@ -92,17 +92,20 @@ class Curious:
 
     def __init__(self, *, lr: float, local_steps: int, batch_size: int, same_batch: bool = False, run_dir: str = "",
                  observer: Observer | None = None, secure_aggregation: bool = False,
-                 audits: Callable[[int], bool] = lambda server_round: True, **strategy_kwargs) -> None:
+                 audits: Callable[[int], bool] = lambda server_round: True, config_json: str = "",
+                 **strategy_kwargs) -> None:
         strategy_kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**strategy_kwargs)
         self.watch(lr=lr, local_steps=local_steps, batch_size=batch_size, same_batch=same_batch, run_dir=run_dir,
-                   observer=observer, secure_aggregation=secure_aggregation, audits=audits)
+                   observer=observer, secure_aggregation=secure_aggregation, audits=audits, config_json=config_json)
 
     def watch(self, *, lr: float, local_steps: int, batch_size: int, same_batch: bool = False, run_dir: str = "",
               observer: Observer | None = None, secure_aggregation: bool = False,
-              audits: Callable[[int], bool] = lambda server_round: True) -> None:
+              audits: Callable[[int], bool] = lambda server_round: True, config_json: str = "") -> None:
         """The server's eye, over a Flower strategy already built (a user's: ``runtime.user_app``):
-        what its clients train with, where their audit records go, whom the replies go to."""
+        what its clients train with, where their audit records go, whom the replies go to, and the
+        run's config for a user's ClientApp (``fedgraph_sim.Federation``)."""
+        self.config_json = config_json
         self.lr, self.local_steps, self.batch_size = lr, local_steps, batch_size
         self.same_batch = same_batch  # every local step trains the round's one batch
         self.run_dir = str(run_dir)  # clients write their audit records under it
@@ -126,8 +129,11 @@ class Curious:
         self._configured_at = time.time()
         if not self.timings["first_configure"]:
             self.timings["first_configure"] = self._configured_at
-        return {"lr": self.lr, "local-steps": self.local_steps, "batch-size": self.batch_size,
-                "run-dir": self.run_dir, "audit": self.audits(server_round)}
+        settings = {"lr": self.lr, "local-steps": self.local_steps, "batch-size": self.batch_size,
+                    "run-dir": self.run_dir, "audit": self.audits(server_round)}
+        if self.config_json:  # a user's ClientApp reads the run's data and seed from it
+            settings["fedgraph-config"] = self.config_json
+        return settings
 
     def sent(self, server_round: int) -> dict[str, np.ndarray]:
         """The global arrays sent in ``server_round``."""
@@ -301,7 +307,9 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
         chosen["eta_l"] = config.train.lr  # the clients' learning rate, which Flower records
     fed = config.federation
     available = fed.min_available or fed.num_clients
+    user_clients = config.model_dump_json() if config.federation.client_app else ""
     return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
+               config_json=user_clients,
                same_batch=config.train.sampling == "repeat", run_dir=str(run_dir), observer=observer,
                secure_aggregation=config.threat.secure_aggregation, audits=audits, fraction_train=fed.fraction_train,
                min_train_nodes=available if fed.fraction_train == 1 else 1, min_available_nodes=available, **chosen)

@@ -37,7 +37,13 @@ def check_cross_fields(config: RunConfig) -> None:
             raise ConfigError(f"model.{own[0]}: describes the bench's own classifier; a user's model (model.module) "
                               "takes its options in model.args")
         check_user_class(config.model.module, config.model.args)
-    elif config.model.args:
+    if config.federation.client_app is not None:
+        if config.defenses:
+            raise ConfigError("federation.client_app: a user's ClientApp applies its defenses itself; the config's "
+                              "defenses wrap the bench's clients (drop one of the two)")
+        if config.threat.secure_aggregation == "secaggplus" or config.canaries.count:
+            raise ConfigError("federation.client_app: SecAgg+ and the DP audit's canaries need the bench's clients")
+    if config.model.module is None and config.model.args:
         raise ConfigError("model.args: keyword arguments of a user's model class; set model.module too")
     registry.models.get(config.model.conv, key="model.conv")
     if config.model.pool == "flatten" or config.model.flatten_nodes is not None:

@@ -114,14 +114,16 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Ru
 
 
 def _model_file_beside(tree: dict, folder: Path) -> None:
-    """A user's model given as a file beside the config (``model.module: gin.py:Net``) is named by
-    its absolute path, so the config works from any working directory."""
-    model = tree.get("model")
-    module = model.get("module") if isinstance(model, dict) else None
-    if isinstance(module, str) and ":" in module:
-        file, _, name = module.rpartition(":")
-        if file.endswith(".py") and not Path(file).is_absolute() and (folder / file).is_file():
-            model["module"] = f"{(folder / file).resolve()}:{name}"
+    """A user's model or ClientApp given as a file beside the config (``model.module: gin.py:Net``,
+    ``federation.client_app: client_app.py:app``) is named by its absolute path, so the config
+    works from any working directory."""
+    for section, key in (("model", "module"), ("federation", "client_app")):
+        node = tree.get(section)
+        value = node.get(key) if isinstance(node, dict) else None
+        if isinstance(value, str) and ":" in value:
+            file, _, name = value.rpartition(":")
+            if file.endswith(".py") and not Path(file).is_absolute() and (folder / file).is_file():
+                node[key] = f"{(folder / file).resolve()}:{name}"
 
 
 def validate_config(tree: dict) -> RunConfig:

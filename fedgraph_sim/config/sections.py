@@ -78,6 +78,9 @@ class FederationConfig(Section):
     min_available: int | None = Field(None, ge=1)
     # the simulation's Ray: None starts a local one for the run; "auto" or "ray://HOST:10001" joins a cluster
     ray_address: str | None = None
+    # a user's own Flower ClientApp ("package.module:app" or "file.py:app") in place of the bench's
+    # clients: it takes its data from fedgraph_sim.Federation (runtime.user_app)
+    client_app: str | None = None
 
     def sampled_per_round(self) -> int:
         """How many clients the strategy samples per round once every client is connected (Flower's

@@ -95,28 +95,48 @@ class UserModel:
 def load_class(path: str) -> type:
     """The class named by ``path`` (``package.module:Class`` or ``file.py:Class``); a
     :class:`ConfigError` naming ``model.module`` and why otherwise."""
+    module, name = _module_of(path, KEY)
+    return _class_in(module, path.rpartition(":")[0], name)
+
+
+def load_attribute(path: str, key: str):
+    """The object named by ``path`` (``package.module:name`` or ``file.py:name``), e.g. a user's
+    Flower ``ClientApp``; a :class:`ConfigError` naming ``key`` and why otherwise."""
+    module, name = _module_of(path, key)
+    if not hasattr(module, name):
+        raise ConfigError(f"{key}: {path.rpartition(':')[0]} has no attribute {name}")
+    return getattr(module, name)
+
+
+def _module_of(path: str, key: str):
+    """The module of ``path`` (imported once per process) and the name after its colon."""
     module_name, sep, class_name = path.rpartition(":")
     if not sep or not module_name or not class_name.isidentifier():
-        raise ConfigError(f"{KEY}: '{path}' is not 'package.module:Class' or 'path/to/file.py:Class'")
+        raise ConfigError(f"{key}: '{path}' is not 'package.module:Name' or 'path/to/file.py:Name'")
     try:
         if module_name.endswith(".py"):
             file = Path(module_name)
             if not file.is_file():
-                raise ConfigError(f"{KEY}: no file {file} (relative to {Path.cwd()})")
+                raise ConfigError(f"{key}: no file {file} (relative to {Path.cwd()})")
             name = f"fedgraph_user_{file.stem}_{hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:8]}"
             if name in sys.modules:  # loaded once per process: one class, one set of parameter names
-                return _class_in(sys.modules[name], module_name, class_name)
+                return sys.modules[name], class_name
             spec = importlib.util.spec_from_file_location(name, file)
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module  # dataclasses and pickling look their module up
-            spec.loader.exec_module(module)
+            sys.path.insert(0, str(file.resolve().parent))  # its siblings import as in its own app
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[spec.name]
+                raise
         else:
             module = importlib.import_module(module_name)
     except ConfigError:
         raise
     except Exception as exc:  # the user's code: any import failure is theirs to read
-        raise ConfigError(f"{KEY}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
-    return _class_in(module, module_name, class_name)
+        raise ConfigError(f"{key}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+    return module, class_name
 
 
 def _class_in(module, module_name: str, class_name: str) -> type:

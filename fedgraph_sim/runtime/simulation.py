@@ -103,17 +103,20 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
     timestamped directory under ``output.dir``); returns the run directory and summary.
     ``engine``: where the ClientApps run, Ray's client actors (``"ray"``) or this process
     (``"in_process"``, for a federation that is one job of a pool:
-    :mod:`fedgraph_sim.runtime.in_process_backend`); the rows are the same."""
+    :mod:`fedgraph_sim.runtime.in_process_backend`); the rows are the same. A user's ClientApp
+    (``federation.client_app``) always runs in this process."""
     from flwr.simulation import run_simulation
 
     from fedgraph_sim.runtime import ray_backend
     from fedgraph_sim.runtime.apps import make_client_app, make_server_app
-    from fedgraph_sim.runtime.in_process_backend import ENGINE, ENGINES, RAY, SECTION
+    from fedgraph_sim.runtime.in_process_backend import ENGINE, ENGINES, IN_PROCESS, RAY, SECTION
 
     for key, value in FLOWER_ENV.items():  # before Ray is imported: it reads some at import
         os.environ.setdefault(key, value)
     if engine not in ENGINES:
         raise ValueError(f"engine: unknown '{engine}'; valid: {', '.join(ENGINES)}")
+    if config.federation.client_app is not None:  # imported from its file here, which Ray's actors cannot
+        engine = IN_PROCESS
     ray_backend.install()
     if engine == RAY:
         prepare_local_ray(config.federation.ray_address)  # Flower's backend calls ray.init
@@ -127,7 +130,11 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         session.open(run_dir)
         config_json = config.model_dump_json()
         server_app = make_server_app(lambda context: session)
-        client_app = make_client_app(lambda context: config_json)
+        if config.federation.client_app is not None:  # a user's own ClientApp
+            from fedgraph_sim.runtime.user_app import client_app_of
+            client_app = client_app_of(config)
+        else:
+            client_app = make_client_app(lambda context: config_json)
         session.stop.callbacks += [quiet_console, ray_backend.kill_actors]
         with session.stop.on_signals():
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from flwr.app import ArrayRecord, Message
@@ -103,7 +104,8 @@ def curious(strategy: Strategy, *, config: str | Path | RunConfig, attacks: list
     watched = object.__new__(watched_class)
     watched.__dict__.update(strategy.__dict__)
     train = cfg.train
-    watched.watch(lr=train.lr, local_steps=train.local_steps, batch_size=train.batch_size,
+    watched.watch(config_json=cfg.model_dump_json(), lr=train.lr, local_steps=train.local_steps,
+                  batch_size=train.batch_size,
                   same_batch=train.sampling == "repeat", run_dir=str(session.run_dir), observer=session.observer,
                   secure_aggregation=bool(cfg.threat.secure_aggregation), audits=session.audits)
     watched.session = session
@@ -111,19 +113,43 @@ def curious(strategy: Strategy, *, config: str | Path | RunConfig, attacks: list
     return watched
 
 
+def client_app_of(config: RunConfig):
+    """The user's Flower ``ClientApp`` of ``federation.client_app``; a :class:`ConfigError` naming
+    the key otherwise."""
+    from flwr.clientapp import ClientApp
+
+    from fedgraph_sim.models.user import load_attribute
+
+    app = load_attribute(config.federation.client_app, "federation.client_app")
+    if not isinstance(app, ClientApp):
+        raise ConfigError(f"federation.client_app: {config.federation.client_app} is a {type(app).__name__}, "
+                          "not a flwr.clientapp.ClientApp")
+    return app
+
+
 class Federation:
     """The clients' side of a run config in a user's ``ClientApp``: the data each partition holds
-    and the graphs of each local step, as ``fedgraph-sim run``'s clients take them.
+    and the graphs of each local step, as ``fedgraph-sim run``'s clients take them. Nothing is
+    loaded until used.
 
     Args:
         config: the run config (path or :class:`RunConfig`) the server's :func:`curious` reads.
+        overrides: dotted ``key=value`` overrides of a config file.
     """
 
     def __init__(self, config: str | Path | RunConfig, overrides: list[str] = ()) -> None:
-        from fedgraph_sim.scenario import cached_scenario
+        self._config, self._overrides = config, list(overrides)
 
-        self.config = config if isinstance(config, RunConfig) else load_config(config, list(overrides))
-        self.scenario = cached_scenario(self.config.model_dump_json())
+    @cached_property
+    def config(self) -> RunConfig:
+        if isinstance(self._config, RunConfig):
+            return self._config
+        return load_config(self._config, self._overrides)
+
+    @cached_property
+    def scenario(self):
+        from fedgraph_sim.scenario import cached_scenario
+        return cached_scenario(self.config.model_dump_json())
 
     @property
     def num_features(self) -> int:
@@ -133,10 +159,22 @@ class Federation:
     def num_classes(self) -> int:
         return self.scenario.dataset.num_classes
 
+    def for_message(self, msg: Message) -> "Federation":
+        """The federation of the run ``msg`` comes from: a fedgraph_sim server sends its run's
+        config (``fedgraph-config``: an audit's seed and data, say), which then rules; else this one."""
+        sent = msg.content["config"].get("fedgraph-config")
+        return self if sent is None else _sent_federation(str(sent))
+
     def batches(self, msg: Message, partition_id: int) -> list[list]:
         """The PyG graphs of each local step of the round ``msg`` asks this client to train (its
         train config says the round, steps and batch size); writes the record of them that the
         server's evaluator scores against, when the server audits the round."""
         from clients.turn import turn_batches
 
-        return turn_batches(self.config, self.scenario, partition_id, msg.content["config"])
+        federation = self.for_message(msg)
+        return turn_batches(federation.config, federation.scenario, partition_id, msg.content["config"])
+
+
+@lru_cache(maxsize=4)
+def _sent_federation(config_json: str) -> Federation:
+    return Federation(RunConfig.model_validate_json(config_json))

@@ -36,13 +36,18 @@ def test_pygs_gin_example_trains_and_every_attack_runs_or_says_why(tmp_path, mon
                for r in by_attack["grain"])
 
 
-def test_the_audit_of_pygs_gin_names_what_applied_and_why_the_rest_did_not(tmp_path):
+@pytest.mark.parametrize("app", [[], ["federation.client_app=docs/examples/mutag_gin/client_app.py:app"]],
+                         ids=["bench_clients", "users_client_app"])
+def test_the_audit_of_pygs_gin_names_what_applied_and_why_the_rest_did_not(tmp_path, app):
     out = tmp_path / "audit"
     done = subprocess.run([sys.executable, "-m", "fedgraph_sim", "audit", "--config", EXAMPLE, "--out", str(out),
-                           "--no-what-if", "--seconds", "5", "--jobs", "1", *DATA], cwd=ROOT, capture_output=True,
+                           "--seconds", "5", "--jobs", "1", *DATA, *app], cwd=ROOT, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
-    attacks = json.loads((out / "audit.json").read_text())["attacks"]
+    facts = json.loads((out / "audit.json").read_text())
+    if app:  # the user's clients apply their own defenses: no what-if ladder, and the page says why
+        assert "your own ClientApp" in facts["what_if_note"]
+    attacks = facts["attacks"]
     assert attacks["dlg"]["applies"] and attacks["random"]["applies"]
     assert not attacks["grain@ext"]["applies"] and "BatchNorm" in attacks["grain@ext"]["reason"]
     assert not attacks["graphdlg"]["applies"] and "a user's model (Net)" in attacks["graphdlg"]["reason"]
@@ -96,3 +101,20 @@ def test_the_users_own_flower_app_and_fedgraph_sim_run_write_equal_rows(tmp_path
     distances = [r["info_gradient_distance"] for r in ours if r["attack"] == "dlg"]
     assert len(distances) == 4 and all(d > 0 for d in distances)  # DLG ran on each client's gradient
     assert ours == theirs
+
+
+def test_fedgraph_sim_run_with_the_users_client_app_writes_the_bench_clients_rows(tmp_path):
+    """``federation.client_app``: the user's ClientApp in place of the bench's clients, under the
+    bench's server; it takes the run's config from the server (``Federation.for_message``)."""
+    import sys
+
+    from fedgraph_sim.runtime.in_process_backend import IN_PROCESS
+
+    overrides = [*DATA, "attack.names=[random, dlg]", "attack.time_budget=5"]
+    bench = run(load_config(ROOT / EXAMPLE, [*overrides, f"output.dir={tmp_path / 'bench'}"]), engine=IN_PROCESS)
+    config = load_config(ROOT / EXAMPLE, [*overrides, f"output.dir={tmp_path / 'user'}",
+                                          f"federation.client_app={ROOT / 'docs/examples/mutag_gin/client_app.py'}:app"])
+    user = run(config)
+    (module,) = [m for name, m in sys.modules.items() if name.startswith("fedgraph_user_client_app_")]
+    assert module.federation.cache_info().hits >= 7  # the user's train() ran every turn but the first
+    assert stable(read_rows(user.run_dir)) == stable(read_rows(bench.run_dir))

@@ -28,7 +28,7 @@ def federation(config_file: str) -> fedgraph_sim.Federation:
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
-    data = federation(str(context.run_config.get("config-file", "gin.yaml")))
+    data = federation(str(context.run_config.get("config-file", "gin.yaml"))).for_message(msg)
     partition_id = int(context.node_config["partition-id"])
     model = Net(in_channels=data.num_features, out_channels=data.num_classes, **data.config.model.args)
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())

@@ -172,10 +172,13 @@ def _what_if_runner(sweep, audit_dir: Path, jobs: int, progress):
     from fedgraph_sim.runtime.sweeps import open_sweep
     from fedgraph_sim.runtime.what_if_plan import plan_what_if
 
+    config = sweep.federations[0].config
+    if config.federation.client_app is not None:
+        return None, ("not run: the federation's clients are your own ClientApp (federation.client_app), which "
+                      "applies its defenses itself; audit a config of the bench's clients to try defenses")
     attacks, rounds = exact_attacks(read_rows(audit_dir))
     if not attacks:
         return None, "not run: no attack rebuilt a graph exactly, so there is no exact attack to stop"
-    config = sweep.federations[0].config
     plan = plan_what_if(config, attacks, _budget(sweep.spec), sweep.spec["what_if"], rounds)
     return open_sweep(plan, audit_dir / "what_if", jobs, progress), None
 
