@@ -112,8 +112,9 @@ def test_fedgraph_sim_run_with_the_users_client_app_writes_the_bench_clients_row
 
     overrides = [*DATA, "attack.names=[random, dlg]", "attack.time_budget=5"]
     bench = run(load_config(ROOT / EXAMPLE, [*overrides, f"output.dir={tmp_path / 'bench'}"]), engine=IN_PROCESS)
+    client_app = ROOT / "docs/examples/mutag_gin/client_app.py"
     config = load_config(ROOT / EXAMPLE, [*overrides, f"output.dir={tmp_path / 'user'}",
-                                          f"federation.client_app={ROOT / 'docs/examples/mutag_gin/client_app.py'}:app"])
+                                          f"federation.client_app={client_app}:app"])
     user = run(config)
     (module,) = [m for name, m in sys.modules.items() if name.startswith("fedgraph_user_client_app_")]
     assert module.federation.cache_info().hits >= 7  # the user's train() ran every turn but the first
