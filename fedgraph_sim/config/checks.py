@@ -37,6 +37,9 @@ def check_cross_fields(config: RunConfig) -> None:
             raise ConfigError(f"model.{own[0]}: describes the bench's own classifier; a user's model (model.module) "
                               "takes its options in model.args")
         check_user_class(config.model.module, config.model.args)
+        if config.canaries.count:
+            raise ConfigError("canaries.count: the DP audit's canaries (their weights and span scores) are built for "
+                              "the bench's classifier (model.conv, ...); not for a user's model (model.module) yet")
     if config.federation.client_app is not None:
         if config.defenses:
             raise ConfigError("federation.client_app: a user's ClientApp applies its defenses itself; the config's "

@@ -27,7 +27,7 @@ def graph(n=5, features=4, label=1) -> Data:
 
 
 @pytest.mark.parametrize("path, says", [
-    ("no_colon", "is not 'package.module:Class'"),
+    ("no_colon", "is not 'package.module:Name'"),
     ("missing/file.py:Net", "no file missing/file.py"),
     ("no_such_package.mod:Net", "importing no_such_package.mod failed: ModuleNotFoundError"),
     (f"{GINS}:Absent", "has no torch.nn.Module subclass named Absent"),
@@ -129,3 +129,19 @@ def test_a_fedavg_reply_with_a_scalar_buffer_reads_as_a_pseudo_gradient():
     update = ObservedUpdate(round=1, client_key=0, global_weights=sent, returned=back, kind="weights",
                             num_examples=2, metrics={}, lr=0.5, local_steps=2, batch_size=1)
     assert update.gradient["w"].tolist() == [1.0, 1.0] and update.gradient["norm.num_batches_tracked"].item() == -2.0
+
+
+def test_dp_activations_noise_a_user_models_message_passing_outputs():
+    from clients.defenses.dp_activations import DPActivations
+    model = build_user_model(f"{GINS}:PlainGIN", {"hidden_channels": 8, "num_layers": 2}, 4, 2)
+    batch = Batch.from_data_list([graph()])
+    clean = model(batch.x, batch.edge_index, batch.batch)
+    with DPActivations(sigma=1.0).training(model, torch.Generator().manual_seed(0)):
+        noisy = model(batch.x, batch.edge_index, batch.batch)
+    assert not torch.allclose(clean, noisy)
+    torch.testing.assert_close(model(batch.x, batch.edge_index, batch.batch), clean)  # the hooks are gone
+
+
+def test_canaries_are_refused_for_a_user_model_with_the_reason():
+    with pytest.raises(ConfigError, match="^canaries.count: .*not for a user's model"):
+        load_config(None, [f"model.module={GINS}:MeanGCN", "canaries={count: 10}"])
