@@ -79,7 +79,7 @@ class FederationConfig(Section):
     # the simulation's Ray: None starts a local one for the run; "auto" or "ray://HOST:10001" joins a cluster
     ray_address: str | None = None
     # a user's own Flower ClientApp ("package.module:app" or "file.py:app") in place of the bench's
-    # clients: it takes its data from fedgraph_sim.Federation (runtime.user_app)
+    # clients: it takes its data from fedgraph_sim.runtime.Federation
     client_app: str | None = None
 
     def sampled_per_round(self) -> int:

@@ -124,7 +124,7 @@ class Session:
         self.defenses = build_defenses(config.defenses, config.model.task)
         self.attacks = build_attacks(config)
         if config.federation.client_app is not None:  # a user's ClientApp: loaded now, before anything runs
-            from fedgraph_sim.runtime.user_app import client_app_of
+            from fedgraph_sim.runtime.client_apps import client_app_of
             client_app_of(config)
         self.scenario = scenario or build_scenario(config)
         check_model_fits(config, self.scenario)

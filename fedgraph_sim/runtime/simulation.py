@@ -131,7 +131,7 @@ def run(config: RunConfig, progress=None, session: Session | None = None,
         config_json = config.model_dump_json()
         server_app = make_server_app(lambda context: session)
         if config.federation.client_app is not None:  # a user's own ClientApp
-            from fedgraph_sim.runtime.user_app import client_app_of
+            from fedgraph_sim.runtime.client_apps import client_app_of
             client_app = client_app_of(config)
         else:
             client_app = make_client_app(lambda context: config_json)

@@ -5,7 +5,7 @@ it aggregates exactly as before, while every reply is turned into what the serve
 attacked, and the run directory ``fedgraph-sim run`` writes (rows, summary, drawings, utility)
 is written beside it::
 
-    strategy = fedgraph_sim.curious(FedAvg(fraction_evaluate=0.0), config="federation.yaml")
+    strategy = curious(FedAvg(fraction_evaluate=0.0), config="federation.yaml")
     strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()), num_rounds=3)
 
 On the clients, :class:`Federation` is what a Flower example's ``load_data`` is: each client's
@@ -111,20 +111,6 @@ def curious(strategy: Strategy, *, config: str | Path | RunConfig, attacks: list
     watched.session = session
     session.strategy = watched
     return watched
-
-
-def client_app_of(config: RunConfig):
-    """The user's Flower ``ClientApp`` of ``federation.client_app``; a :class:`ConfigError` naming
-    the key otherwise."""
-    from flwr.clientapp import ClientApp
-
-    from fedgraph_sim.models.user import load_attribute
-
-    app = load_attribute(config.federation.client_app, "federation.client_app")
-    if not isinstance(app, ClientApp):
-        raise ConfigError(f"federation.client_app: {config.federation.client_app} is a {type(app).__name__}, "
-                          "not a flwr.clientapp.ClientApp")
-    return app
 
 
 class Federation:

@@ -3,7 +3,7 @@
 import torch
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.models import GraphClassifier, evaluate
+from fedgraph_sim.models import GraphClassifier, build_model, evaluate
 from fedgraph_sim.runtime.baseline import CentralisedBaseline
 from fedgraph_sim.scenario import build_scenario
 
@@ -15,7 +15,7 @@ def _baseline(overrides=()):
     scenario = build_scenario(config)
     torch.manual_seed(config.seed)
     ds = scenario.dataset
-    initial = GraphClassifier(ds.num_features, ds.num_classes, **config.model.model_dump()).state_dict()
+    initial = build_model(config.model, ds.num_features, ds.num_classes).state_dict()
     return CentralisedBaseline(config, scenario, initial), [ds.graphs[i] for i in scenario.test], initial, config
 
 

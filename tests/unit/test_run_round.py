@@ -46,7 +46,7 @@ def test_without_a_config_it_runs_the_default_round_grain_can_attack(capsys):
     ("attack.params.glg.alpha=3", "attack.params.glg: 'glg' is not in attack.names"),
     ("model.pool=median", "model.pool:"),
     ("threat.features_known=[glg]", "threat.features_known: 'glg' is not in attack.names"),
-    ("model.pool=flatten", "model.flatten_nodes: the rows of the flatten readout, needed with model.pool: flatten"),
+    ("model.pool=flatten", "model.flatten_nodes: the rows of the flatten readout, needed with pool: flatten"),
     ("model.flatten_nodes=8", "model.flatten_nodes: the rows of the flatten readout"),
     (("model.pool=flatten", "model.flatten_nodes=3"),
      "model.flatten_nodes: 3 rows cannot hold synthetic's largest graph"),

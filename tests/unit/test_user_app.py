@@ -5,7 +5,7 @@ would have to do themselves."""
 import pytest
 from flwr.serverapp.strategy import FedAdam, FedAvg
 
-import fedgraph_sim
+from fedgraph_sim.runtime import curious
 from fedgraph_sim.config import load_config
 from fedgraph_sim.errors import ConfigError
 from server.strategy import Curious
@@ -15,7 +15,7 @@ SYNTHETIC = ["data.dataset=synthetic", "data.options={num_graphs: 20}", "attack.
 
 def test_the_watched_strategy_is_the_users_with_the_servers_eye(tmp_path):
     config = load_config(None, [*SYNTHETIC, f"output.dir={tmp_path}", "train.lr=0.05"])
-    strategy = fedgraph_sim.curious(FedAvg(fraction_train=0.5, min_available_nodes=3), config=config,
+    strategy = curious(FedAvg(fraction_train=0.5, min_available_nodes=3), config=config,
                                     attacks=["random", "majority_type"], run_dir=tmp_path / "run")
     try:
         assert isinstance(strategy, FedAvg) and isinstance(strategy, Curious)
@@ -24,10 +24,10 @@ def test_the_watched_strategy_is_the_users_with_the_servers_eye(tmp_path):
         assert list(strategy.session.attacks) == ["random", "majority_type"]
         assert (tmp_path / "run" / "config.yaml").is_file()
         with pytest.raises(TypeError, match="already watched"):
-            fedgraph_sim.curious(strategy, config=config)
+            curious(strategy, config=config)
     finally:
         strategy.session.close()
-    adam = fedgraph_sim.curious(FedAdam(), config=config, run_dir=tmp_path / "adam")
+    adam = curious(FedAdam(), config=config, run_dir=tmp_path / "adam")
     adam.session.close()
     assert not adam.averages_gradients  # a server optimiser aggregates the clients' stepped weights
 
@@ -39,4 +39,4 @@ def test_the_watched_strategy_is_the_users_with_the_servers_eye(tmp_path):
 def test_what_the_users_clients_must_do_themselves_is_refused(tmp_path, overrides, key):
     config = load_config(None, [*SYNTHETIC, f"output.dir={tmp_path}", *overrides])
     with pytest.raises(ConfigError, match=key):
-        fedgraph_sim.curious(FedAvg(), config=config)
+        curious(FedAvg(), config=config)

@@ -1,6 +1,6 @@
 """mutag_gin: a Flower ClientApp training PyG's GIN example on its partition of MUTAG.
 
-Plain PyTorch and PyG; ``fedgraph_sim.Federation`` plays the part of a Flower example's
+Plain PyTorch and PyG; ``Federation`` plays the part of a Flower example's
 ``load_data``: this client's Dirichlet partition and the graphs of each local step of the round,
 recorded for the auditor that scores the server's reconstructions. One local step is FedSGD (the
 gradient goes back and the server steps); more are FedAvg (the trained weights go back).
@@ -15,15 +15,15 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from torch_geometric.data import Batch
 
-import fedgraph_sim
+from fedgraph_sim.runtime import Federation
 from gin import Net
 
 app = ClientApp()
 
 
 @lru_cache(maxsize=1)
-def federation(config_file: str) -> fedgraph_sim.Federation:
-    return fedgraph_sim.Federation(Path(__file__).parent / config_file)
+def federation(config_file: str) -> Federation:
+    return Federation(Path(__file__).parent / config_file)
 
 
 @app.train()

@@ -1,7 +1,7 @@
 """mutag_gin: a Flower ServerApp whose FedAvg is watched by the honest-but-curious server.
 
 The app is Flower's own (a ``ServerApp``, a ``FedAvg``, ``strategy.start``); the one line that
-is fedgraph_sim's is ``fedgraph_sim.curious(...)``, which aggregates as FedAvg does while it
+is fedgraph_sim's is ``curious(...)``, which aggregates as FedAvg does while it
 attacks every reply, and writes the run directory ``fedgraph-sim run`` writes.
 """
 
@@ -12,7 +12,7 @@ from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
-import fedgraph_sim
+from fedgraph_sim.runtime import Federation, curious
 from gin import Net
 
 app = ServerApp()
@@ -21,9 +21,9 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     config = Path(__file__).parent / str(context.run_config.get("config-file", "gin.yaml"))
-    federation = fedgraph_sim.Federation(config)
+    federation = Federation(config)
     num_clients = federation.config.federation.num_clients
-    strategy = fedgraph_sim.curious(
+    strategy = curious(
         FedAvg(fraction_evaluate=0.0, min_train_nodes=num_clients, min_available_nodes=num_clients),
         config=config)
 
