@@ -30,4 +30,5 @@ def test_anything_else_names_the_key(target, says):
 
 def test_a_user_client_app_refuses_the_benchs_defenses():
     with pytest.raises(ConfigError, match="^federation.client_app: a user's ClientApp applies its defenses"):
-        load_config(None, [f"federation.client_app={EXAMPLE / 'client_app.py'}:app", "defenses=[{name: prune, p: 0.5}]"])
+        load_config(None, [f"federation.client_app={EXAMPLE / 'client_app.py'}:app",
+                           "defenses=[{name: prune, p: 0.5}]"])
