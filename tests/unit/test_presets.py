@@ -38,3 +38,10 @@ def test_a_preset_replaces_the_default_model_and_keys_beside_it_override():
 def test_an_unknown_preset_is_one_line_with_the_choices():
     with pytest.raises(ConfigError, match=r"^model.preset: unknown preset 'gcn'; valid: fedgig_gcn, glg_sage"):
         load_config(None, ["model.preset=gcn"])
+
+
+def test_the_configuration_docs_list_every_preset():
+    from pathlib import Path
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    line = next(text for text in docs.splitlines() if text.startswith("| `model` | `preset`"))
+    assert [name for name in sorted(presets()) if name not in line] == []
