@@ -50,13 +50,17 @@ def default_tree() -> dict:
 WHOLE_MODEL = ("preset", "module")
 
 
+def _names_whole_model(value: Any) -> bool:
+    return isinstance(value, dict) and any(value.get(k) is not None for k in WHOLE_MODEL)
+
+
 def merge_tree(tree: dict, patch: dict, top: bool = True) -> dict:
     """``tree`` with ``patch`` laid over it, section by section (a new dict; lists replaced); a
     ``model`` section naming a whole model (:data:`WHOLE_MODEL`) replaces the one under it."""
     out = dict(tree)
     for key, value in patch.items():
         both = isinstance(value, dict) and isinstance(out.get(key), dict)
-        if both and top and key == "model" and any(value.get(k) is not None for k in WHOLE_MODEL):
+        if both and top and key == "model" and _names_whole_model(value):
             both = False
         out[key] = merge_tree(out[key], value, top=False) if both else value
     return out
@@ -77,7 +81,7 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
     if len(keys) == 2 and keys[0] == "model" and keys[1] in WHOLE_MODEL and value is not None:
         tree["model"] = {keys[1]: value}  # a whole model: the section's other keys described another
         return
-    if keys == ["model"] and isinstance(value, dict) and any(value.get(k) is not None for k in WHOLE_MODEL):
+    if keys == ["model"] and _names_whole_model(value):
         tree["model"] = dict(value)
         return
     node = tree

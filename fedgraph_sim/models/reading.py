@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GINConv, MessagePassing, SAGEConv
 
 from fedgraph_sim.models.classifier import GraphClassifier
+from fedgraph_sim.models.user import probe_graphs
 
 #: The user's layer types a reading understands, as ``model.conv`` names.
 CONVS = {GCNConv: "gcn", GINConv: "gin", SAGEConv: "sage"}
@@ -42,17 +43,6 @@ class ClassifierReading:
         """The user's arrays (weights or a gradient) under the classifier's names; buffers the
         classifier has no use for are left out."""
         return {ours: user_arrays[theirs] for ours, theirs in self.names.items() if theirs in user_arrays}
-
-
-def _probe_graphs(num_features: int, dtype: torch.dtype) -> list[tuple[Tensor, Tensor]]:
-    """Two small graphs (a 6-ring with a chord, a 5-star) with varied one-hot features."""
-    out = []
-    for n, edges in ((6, [(k, (k + 1) % 6) for k in range(6)] + [(0, 3)]), (5, [(0, k) for k in range(1, 5)])):
-        edge_index = torch.tensor(edges + [(b, a) for a, b in edges]).T
-        x = torch.zeros(n, num_features, dtype=dtype)
-        x[torch.arange(n), (torch.arange(n) * 3 + n) % num_features] = 1.0
-        out.append((x, edge_index))
-    return out
 
 
 def _outputs(model: nn.Module, graphs, train: bool) -> Tensor:
@@ -82,7 +72,7 @@ def _random_training_forward(model: nn.Module, graphs) -> str | None:
 def read_as_classifier(model: nn.Module, num_features: int, num_classes: int) -> ClassifierReading | str:
     """The :class:`ClassifierReading` of ``model``, or why there is none."""
     dtype = next(model.parameters()).dtype
-    graphs = _probe_graphs(num_features, dtype)
+    graphs = probe_graphs(num_features, dtype)
     reason = _random_training_forward(model, graphs)
     if reason is not None:
         return reason

@@ -236,23 +236,30 @@ def message_passing_layers(model: nn.Module) -> list[str]:
     return [type(m).__name__ for m in model.modules() if isinstance(m, MessagePassing)]
 
 
+def probe_graphs(num_features: int, dtype: torch.dtype) -> list[tuple[Tensor, Tensor]]:
+    """Two fixed small graphs, ``(x, edge_index)``: a 6-ring with a chord and a 5-star, with varied
+    one-hot features; what a user's model is checked on before an attack reads it."""
+    out = []
+    for n, edges in ((6, [(k, (k + 1) % 6) for k in range(6)] + [(0, 3)]), (5, [(0, k) for k in range(1, 5)])):
+        edge_index = torch.tensor(edges + [(b, a) for a, b in edges]).T
+        x = torch.zeros(n, num_features, dtype=dtype)
+        x[torch.arange(n), (torch.arange(n) * 3 + n) % num_features] = 1.0
+        out.append((x, edge_index))
+    return out
+
+
 def relaxation_error(model: nn.Module, num_features: int) -> float:
     """The relative difference between :meth:`UserModel.forward_dense` at a binary adjacency and
-    the model's own forward, on a fixed 6-node graph (a ring with a chord; one-hot features):
-    about 1e-7 where the relaxation is the model, large where a layer normalises over its edges."""
-    n = 6
-    edges = [(k, (k + 1) % n) for k in range(n)] + [(0, 3)]
-    edge_index = torch.tensor(edges + [(b, a) for a, b in edges]).T
-    dtype = next(model.parameters()).dtype
-    x = torch.zeros(n, num_features, dtype=dtype)
-    x[torch.arange(n), torch.arange(n) % num_features] = 1.0
-    adj = torch.zeros(n, n, dtype=dtype)
+    the model's own forward, on the first of :func:`probe_graphs` (a ring with a chord): about
+    1e-7 where the relaxation is the model, large where a layer normalises over its edges."""
+    x, edge_index = probe_graphs(num_features, next(model.parameters()).dtype)[0]
+    adj = torch.zeros(x.size(0), x.size(0), dtype=x.dtype)
     adj[edge_index[1], edge_index[0]] = 1.0
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            sparse = model(x, edge_index, torch.zeros(n, dtype=torch.long))
+            sparse = model(x, edge_index, torch.zeros(x.size(0), dtype=torch.long))
             dense = model.forward_dense(x, adj)
     finally:
         model.train(was_training)
