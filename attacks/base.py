@@ -146,6 +146,9 @@ class Attack(ABC):
     #: True when the paper rebuilds a graph exactly (up to node order) when it succeeds, so its
     #: rows can count graphs rebuilt exactly; ``fedgraph-sim audit`` runs these attacks first.
     exact: ClassVar[bool] = False
+    #: True when the attack reads a malicious server's crafted update (``update.crafted``) knowing
+    #: the crafting; the others are not applicable there, unless they use no update at all.
+    reads_crafting: ClassVar[bool] = False
 
     @dataclass
     class Params:
@@ -186,6 +189,9 @@ class Attack(ABC):
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         """Why this attack cannot run on this update under this threat model, or None."""
         req = self.requires
+        if update.crafted is not None and not self.reads_crafting and req.model != "none":
+            return (f"the server crafted this round's weights ({update.crafted.crafting}, threat.server: malicious); "
+                    f"{self.name} reads honest updates only")
         if req.exact_gradient and not update.exact:
             return (f"needs the exact gradient of one batch (FedSGD: train.local_steps=1); got {update.kind} after "
                     f"{update.local_steps} local steps")

@@ -30,6 +30,28 @@ ARRAY_KEYS = "array-keys"
 
 
 @dataclass(frozen=True)
+class CraftedRound:
+    """What a malicious server (``threat.server: malicious``) sent in a crafted round, which it
+    knows when it reads the replies.
+
+    ``crafting`` names the crafting (``fedgraph_sim.crafting``); ``base`` holds every slot's part
+    at once (each client received the part of its ``slot`` and zeros elsewhere, or what the
+    crafting's docstring says); ``slots`` maps the clients whose replies an update holds
+    (``client_key``, or the members of a secure aggregate) to their slots; ``plan`` holds the
+    crafting's own numbers (its group widths), as JSON-able values.
+    """
+
+    crafting: str
+    base: dict[str, np.ndarray] = field(repr=False)
+    slots: dict[int, int]
+    plan: dict
+
+    def for_clients(self, keys: dict[int, int]) -> "CraftedRound":
+        """The same round, for the update of the clients ``keys`` (``client_key -> slot``)."""
+        return replace(self, slots=dict(keys))
+
+
+@dataclass(frozen=True)
 class ObservedUpdate:
     """One client reply as the server sees it.
 
@@ -46,6 +68,8 @@ class ObservedUpdate:
     behind Flower's SecAgg+ (``secaggplus``), the sampled clients that dropped out (``dropped``).
     ``per_node`` holds a leaky client's per-node gradients (``threat.per_node_gradients``): each
     labelled node's loss gradient by parameter name, ``[nodes, *shape]``; None otherwise.
+    ``crafted`` is set when a malicious server crafted the round's weights (:class:`CraftedRound`):
+    ``global_weights`` are then what this client received (an aggregate's: the crafting's base).
     """
 
     round: int
@@ -61,6 +85,7 @@ class ObservedUpdate:
     per_node: dict[str, np.ndarray] | None = field(default=None, repr=False)
     same_batch: bool = False
     members: tuple[int, ...] = ()
+    crafted: CraftedRound | None = field(default=None, repr=False)
     gradient: dict[str, torch.Tensor] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -36,7 +36,7 @@ from flwr.serverapp.strategy.strategy_utils import sample_nodes
 
 from fedgraph_sim.config import AGGREGATION_KEYS, RunConfig
 from fedgraph_sim.models import build_model
-from fedgraph_sim.threat import AGGREGATE, PER_NODE_PREFIX, ClientFailure, ObservedUpdate
+from fedgraph_sim.threat import AGGREGATE, PER_NODE_PREFIX, ClientFailure, CraftedRound, ObservedUpdate
 
 Observer = Callable[[list[ObservedUpdate], list[ClientFailure]], None]
 log = logging.getLogger(__name__)
@@ -62,11 +62,15 @@ def secure_aggregate(updates: list[ObservedUpdate]) -> ObservedUpdate:
     metrics = {"num-examples": total, "clients": len(updates)}
     for key in {k for u in updates for k in u.metrics if k.startswith("defense-")}:
         metrics[key] = max(u.metrics[key] for u in updates if key in u.metrics)  # the worst client
-    return ObservedUpdate(round=first.round, client_key=AGGREGATE, global_weights=first.global_weights,
+    crafted = first.crafted  # a malicious server knows which slot each member's weights filled
+    if crafted is not None:
+        crafted = crafted.for_clients({k: slot for u in updates for k, slot in u.crafted.slots.items()})
+    return ObservedUpdate(round=first.round, client_key=AGGREGATE,
+                          global_weights=first.global_weights if crafted is None else crafted.base,
                           returned=returned, kind=first.kind, num_examples=total, metrics=metrics,
                           lr=first.lr, local_steps=first.local_steps,
                           batch_size=sum(u.batch_size for u in updates), same_batch=first.same_batch,
-                          members=tuple(u.client_key for u in updates))
+                          members=tuple(u.client_key for u in updates), crafted=crafted)
 
 
 def failed(reply: Message) -> bool:
@@ -139,6 +143,15 @@ class Curious:
         """The global arrays sent in ``server_round``."""
         return self._sent[server_round]
 
+    def sent_to(self, server_round: int, node: int, sent: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The arrays ``node`` received in ``server_round``: the round's global arrays ``sent``
+        (a malicious server's own, ``server.malicious``, differ per client)."""
+        return sent
+
+    def crafted_for(self, server_round: int, node: int, client_key: int) -> CraftedRound | None:
+        """The crafting behind ``node``'s weights in ``server_round``, if the server crafted them."""
+        return None
+
     def partition_of(self, node: int) -> int | None:
         """The partition a Flower node trains (from its replies or the roll call), if known."""
         return self._partition_of.get(node)
@@ -192,7 +205,9 @@ class Curious:
             arrays = {k: v.numpy() for k, v in reply.content["arrays"].items()}
             per_node = {k.removeprefix(PER_NODE_PREFIX): v for k, v in arrays.items() if k.startswith(PER_NODE_PREFIX)}
             updates.append(ObservedUpdate(
-                round=server_round, client_key=int(metrics["partition-id"]), global_weights=sent,
+                round=server_round, client_key=int(metrics["partition-id"]),
+                global_weights=self.sent_to(server_round, node, sent),
+                crafted=self.crafted_for(server_round, node, int(metrics["partition-id"])),
                 returned={k: v for k, v in arrays.items() if not k.startswith(PER_NODE_PREFIX)}, kind=kind,
                 num_examples=int(metrics["num-examples"]), metrics=metrics, lr=self.lr,
                 local_steps=self.local_steps, batch_size=self.batch_size, per_node=per_node or None,
@@ -301,6 +316,9 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
     ``federation.min_available`` are connected; ``audits(round)``: whether the round's ground truth
     will be read."""
     cls, names = STRATEGIES[config.aggregation.strategy], AGGREGATION_KEYS[config.aggregation.strategy]
+    if config.threat.server == "malicious":
+        from server.malicious import Malicious
+        cls = type(f"Malicious{cls.__name__}", (Malicious, cls), {})
     chosen = {flower: getattr(config.aggregation, ours) for ours, flower in names.items()
               if getattr(config.aggregation, ours) is not None}  # unset: Flower's own default
     if issubclass(cls, FedOpt):
@@ -308,8 +326,13 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
     fed = config.federation
     available = fed.min_available or fed.num_clients
     user_clients = config.model_dump_json() if config.federation.client_app else ""
-    return cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
-               config_json=user_clients,
-               same_batch=config.train.sampling == "repeat", run_dir=str(run_dir), observer=observer,
-               secure_aggregation=config.threat.secure_aggregation, audits=audits, fraction_train=fed.fraction_train,
-               min_train_nodes=available if fed.fraction_train == 1 else 1, min_available_nodes=available, **chosen)
+    strategy = cls(lr=config.train.lr, local_steps=config.train.local_steps, batch_size=config.train.batch_size,
+                   config_json=user_clients,
+                   same_batch=config.train.sampling == "repeat", run_dir=str(run_dir), observer=observer,
+                   secure_aggregation=config.threat.secure_aggregation, audits=audits,
+                   fraction_train=fed.fraction_train, min_train_nodes=available if fed.fraction_train == 1 else 1,
+                   min_available_nodes=available, **chosen)
+    if config.threat.server == "malicious":
+        from fedgraph_sim.crafting import crafting
+        strategy.arm(crafting(config.threat.crafting), config.model.model_dump(), config.seed)
+    return strategy

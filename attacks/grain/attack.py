@@ -104,15 +104,15 @@ first-hop nodes omits the centre's other neighbours).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Reconstruction,
-                          Requirements, register)
+from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Budget,
+                          Reconstruction, Requirements, register)
 from attacks.common.user_models import as_classifier, reading_of
 from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
 from attacks.grain.blocks import (Block, concat_one_hop, is_complete, one_hop_blocks, structure_filter,
@@ -129,6 +129,7 @@ from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.ranking import nearest_one_hop, unexplained_centres
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
+from fedgraph_sim.crafting import crafting
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -141,6 +142,7 @@ class GRAIN(Attack):
     audit_options = {"local_steps": True, "batches": True, "noise_aware": True, "pooled_readout": True,
                      "other_convs": True, "unknown_degrees": True, "float32_rounding": True}
     exact = True  # "exactly up to isomorphism when the replayed gradient matches" (the paper's claim)
+    reads_crafting = True  # a malicious server's members, each read as an honest update
     threat_model = ("exact FedSGD gradient of one graph (of a batch with the [ext] `batches`; local steps on one "
                     "batch with the [ext] `local_steps`; a noisy or clipped update with the [ext] `noise_aware`, "
                     "its noise read from the spectrum, and [ext] `rank_closed` ranking candidates where the noise "
@@ -257,6 +259,8 @@ class GRAIN(Attack):
         return reading if isinstance(reading, str) else None
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        if update.crafted is not None:  # each member's part is read as its own honest update
+            update, knowledge = crafting(update.crafted.crafting).members(update, knowledge)[0]
         reason = super().not_applicable(update, knowledge)
         if reason:
             return reason
@@ -325,6 +329,8 @@ class GRAIN(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
+        if update.crafted is not None:
+            return self.members(update, knowledge, ctx)
         if knowledge.model.get("module") is not None:  # a user's model, read as the classifier it computes
             update, knowledge = as_classifier(update, knowledge, reading_of(knowledge))
         run = _Run(self.params, update, knowledge, ctx)
@@ -333,6 +339,25 @@ class GRAIN(Attack):
         except AttackStopped as exc:  # the rows say how far the stages got
             exc.info = {**run.info, **exc.info}
             raise
+
+
+    def members(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
+                ctx: AttackContext) -> list[Reconstruction]:
+        """A malicious server's crafted update: each member's own update, read in turn with an equal
+        share of what is left of the budget. A member that fails or runs out adds no graph."""
+        members = crafting(update.crafted.crafting).members(update, knowledge)
+        recs, stops = [], []
+        for i, (member, narrow) in enumerate(members):
+            share = replace(ctx, budget=Budget(max(0.0, ctx.budget.deadline - time.monotonic()) / (len(members) - i)))
+            try:
+                recs += self.reconstruct(member, narrow, share)
+            except AttackStopped as exc:
+                stops.append(exc)
+        for rec in recs:
+            rec.info.update(crafted=update.crafted.crafting, members_failed=len(stops))
+        if not recs and stops:
+            raise stops[0]
+        return recs
 
 
 class _Run:
@@ -353,7 +378,8 @@ class _Run:
         if p.float32_rounding and update.kind == "gradient":
             rounding = {n: gradient_rounding(g) for n, g in self.grad.items()}
             self.noise = [max(noise, rounding[n]) for noise, n in zip(self.noise, self.names)]
-            self.exact_tol += 2 * float(np.mean([rounding[n] * self.grad[n].numel() ** 0.5 for n in order]))
+            self.exact_tol += 2 * float(np.mean([rounding[n] * self.grad[n].numel() ** 0.5 for n in order
+                                                 if n in rounding]))
         self.fit_scale = False
         if p.noise_aware:  # the defense's noise, from the spectrum of the update alone
             estimate = NoiseEstimate.of({n: self.grad[n] for n in self.names})

@@ -51,9 +51,12 @@ class GradientScorer:
                  fit_scale: bool = False) -> None:
         self.model, self.loss, self.num_classes = model, loss, num_classes
         self.steps, self.lr, self.per_step, self.max_orders = steps, lr, per_step, max_orders
-        self.names = [n for n, _ in model.named_parameters()]
-        self.params = [p for _, p in model.named_parameters()]
-        self.target = [observed[name].to(torch.float64) for name, _ in model.named_parameters()]
+        # the tensors the update carries: a crafted round's member update leaves out those its
+        # members share (``attacks/common/crafted.py``), which no one member's gradient explains
+        named = [(n, p) for n, p in model.named_parameters() if n in observed]
+        self.names = [n for n, _ in named]
+        self.params = [p for _, p in named]
+        self.target = [observed[name].to(torch.float64) for name in self.names]
         self.type_rows = type_rows.to(torch.float64)
         self.node_labels = node_labels
         self.fit_scale = fit_scale

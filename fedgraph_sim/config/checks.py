@@ -108,6 +108,7 @@ def check_cross_fields(config: RunConfig) -> None:
     elif config.threat.secaggplus != SecAggPlusConfig():  # changed, to no effect: a mistake
         raise ConfigError("threat.secaggplus: changed, but threat.secure_aggregation is "
                           f"{config.threat.secure_aggregation!r}; the parameters apply only to secaggplus")
+    _check_malicious(config)
     for grant in ATTACK_GRANTS:
         granted = getattr(config.threat, grant)
         for name in granted if isinstance(granted, list) else ():
@@ -123,6 +124,22 @@ def check_cross_fields(config: RunConfig) -> None:
         if prefix != "client" or not index.isdigit() or int(index) >= fed.num_clients:
             raise ConfigError(f"aux.source: '{config.aux.source}' must be holdout or client:K "
                               f"with K in 0..{fed.num_clients - 1}")
+
+
+def _check_malicious(config: RunConfig) -> None:
+    from fedgraph_sim.crafting import CRAFTINGS
+
+    threat = config.threat
+    if threat.crafting not in CRAFTINGS:
+        raise ConfigError(f"threat.crafting: unknown crafting '{threat.crafting}'; valid: {', '.join(CRAFTINGS)}")
+    if threat.server != "malicious":
+        return
+    if threat.secure_aggregation == "secaggplus":
+        raise ConfigError("threat.server: malicious sends each client its own weights; Flower's SecAgg+ workflow "
+                          "sends one model to all (use threat.secure_aggregation: true, the exact aggregate)")
+    problem = CRAFTINGS[threat.crafting]().problem(config.model.model_dump(), config.federation.num_clients)
+    if problem is not None:
+        raise ConfigError(f"threat.crafting: {threat.crafting} {problem}")
 
 
 def _check_secaggplus(config: RunConfig) -> None:

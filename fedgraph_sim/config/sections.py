@@ -209,6 +209,11 @@ class ThreatConfig(Section):
     # Flower's SecAgg+ protocol (masks, Shamir shares, dropouts, its quantisation; threat.secaggplus)
     secure_aggregation: bool | Literal["secaggplus"] = False
     secaggplus: SecAggPlusConfig = SecAggPlusConfig()
+    # honest: the server sends the model training produced. malicious: in every attacked round it
+    # sends each client weights of threat.crafting's making (fedgraph_sim.crafting), reads the
+    # replies knowing them, and keeps its honest model (a crafted round is not aggregated)
+    server: Literal["honest", "malicious"] = "honest"
+    crafting: str = "separated_clients"
 
     @field_validator("secure_aggregation", mode="before")
     @classmethod

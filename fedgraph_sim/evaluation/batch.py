@@ -31,9 +31,11 @@ def _distance(a, b) -> float:
     return abs(na - nb) / n + 0.5 * float(np.abs(ha - hb).sum()) + float(np.abs(padded[0] - padded[1]).mean()) / n
 
 
-def batch_assignment(recs: list[Reconstruction], graphs: list[Data], schema) -> list[int]:
-    """For each graph, the index of the reconstruction scored against it."""
-    if len(graphs) < 2 or len(recs) < len(graphs):
+def batch_assignment(recs: list[Reconstruction], graphs: list[Data], schema) -> list[int | None]:
+    """For each graph, the index of the reconstruction scored against it; None for the graphs left
+    without one when the attack returned fewer graphs than the batch holds (a member it could not
+    rebuild)."""
+    if len(graphs) < 2 or not recs:
         return list(range(len(graphs)))
     width = max(int(schema.node_types(g.x).max()) + 1 for g in graphs) + 1
     truth = [_profile(schema.node_types(g.x).numpy(), torch.bincount(g.edge_index[0], minlength=g.num_nodes).numpy(),
@@ -45,7 +47,7 @@ def batch_assignment(recs: list[Reconstruction], graphs: list[Data], schema) -> 
         guesses.append(_profile(types, adj.sum(1).numpy(), width))
     cost = np.array([[_distance(guess, true) for true in truth] for guess in guesses])
     rows, cols = linear_sum_assignment(cost)
-    order = [0] * len(graphs)
+    order: list[int | None] = [None] * len(graphs)
     for r, c in zip(rows, cols):
         order[c] = int(r)
     return order

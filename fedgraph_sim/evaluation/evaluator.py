@@ -121,15 +121,19 @@ class Evaluator:
         update, recs = outcome.update, outcome.reconstructions
         record = self.audit.read(update.round, update.client_key, update.members)  # only after the attack returned
         graphs = record.graphs[: self.config.attack.max_graphs]
-        if len(recs) >= len(graphs) > 1:  # which reconstruction is which graph of the batch
-            recs = [recs[j] for j in batch_assignment(recs[: len(record.graphs)], graphs, self.knowledge.schema)]
+        returned = len(recs)
+        if len(graphs) > 1 and recs:  # which reconstruction is which graph of the batch
+            recs = [None if j is None else recs[j]
+                    for j in batch_assignment(recs[: len(record.graphs)], graphs, self.knowledge.schema)]
         rows = []
         for i, graph in enumerate(graphs):
             row = self.base_row(outcome, i, graph, len(graphs))
-            if row.status == "ok" and i >= len(recs):
-                row.status, row.message = "error", f"attack returned {len(recs)} graphs for {len(graphs)}"
+            if row.status == "ok" and (i >= len(recs) or recs[i] is None):
+                row.status, row.message = (("failed", f"the attack returned {returned} graphs for {len(graphs)}; "
+                                            "none was matched to this one") if returned else
+                                           ("error", f"attack returned {returned} graphs for {len(graphs)}"))
             # ok rows, and timed-out attacks that returned their best graph so far, are scored
-            if row.status == "ok" or (row.status == "timeout" and i < len(recs)):
+            if row.status == "ok" or (row.status == "timeout" and i < len(recs) and recs[i] is not None):
                 self.score_graph(row, update, i, record.graphs, recs[i])
                 self.drawings.keep(row, graph, recs[i])
             elif row.status != "not_applicable":  # attempted: failures count 0 beside these priors

@@ -103,8 +103,11 @@ def test_unscored_rows_carry_the_status_and_no_metrics(tmp_path):
     evaluator = Evaluator(config, tmp_path, knowledge, build_priors(config))
     short = RandomGuess().reconstruct(update, knowledge.with_hints(node_counts=[5]), _Ctx())
     rows = evaluator(AttackOutcome("random", update, knowledge, "ok", reconstructions=short))
-    assert [r.status for r in rows] == ["ok", "error"]  # one graph returned for a batch of two
-    assert "returned 1 graphs for 2" in rows[1].message and not rows[1].scored
+    # one graph returned for a batch of two: scored against the graph it matches, the other failed
+    assert sorted(r.status for r in rows) == ["failed", "ok"]
+    unmatched = next(r for r in rows if r.status == "failed")
+    assert "returned 1 graphs for 2; none was matched" in unmatched.message and not unmatched.scored
+    assert unmatched.priors  # attempted: it counts 0 beside its priors
     failed = evaluator(AttackOutcome("random", update, knowledge, "failed", "no candidate",
                                      info={"rank_1": 4, "stage": "t0", "skipped": [1, 2]}))
     assert all(r.status == "failed" and "identity_adj_auc" not in r.as_dict() for r in failed)
@@ -170,6 +173,7 @@ def test_a_batch_of_reconstructions_is_assigned_to_its_graphs():
     shuffled = [exact[2], exact[0], exact[1]]
     assert batch_assignment(shuffled, graphs, data.schema) == [1, 2, 0]
     assert batch_assignment(exact[:1], graphs[:1], data.schema) == [0]  # one graph: nothing to assign
+    assert batch_assignment([exact[2]], graphs, data.schema) == [None, None, 0]  # fewer: the rest get none
 
 
 def test_the_first_exact_reconstruction_is_kept_renumbered_onto_the_truth(tmp_path):

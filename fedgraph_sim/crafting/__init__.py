@@ -1,0 +1,55 @@
+"""Craftings: the weights a malicious server sends in place of the global model.
+
+An honest-but-curious server sends the model training produced. A malicious one
+(``threat.server: malicious``) sends weights of its choosing, within the architecture the clients
+run: no new layer, no shape the client code would refuse. A crafting is a module here with a class
+registered in :data:`CRAFTINGS`; its docstring names its paper, its idea and its limits. It is used
+from both sides of the threat boundary, which is why it lives in the core:
+
+- the server calls :meth:`Crafting.craft` for a round's clients and sends each its part;
+- an attack calls :meth:`Crafting.members` on an update whose ``crafted`` names the crafting, and
+  reads each member's part as an honest update of a smaller model.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from fedgraph_sim.threat import AttackerKnowledge, CraftedRound, ObservedUpdate
+
+
+class Crafting:
+    """One way of crafting a round's weights. Subclasses set ``name`` and ``paper``."""
+
+    name: ClassVar[str]
+    paper: ClassVar[str]
+
+    def problem(self, model: dict, clients: int) -> str | None:
+        """Why this crafting cannot serve ``clients`` clients of a model of architecture ``model``
+        (the ``model`` section's keys), if so: one line, said before anything runs."""
+        raise NotImplementedError
+
+    def craft(self, weights: dict[str, np.ndarray], model: dict, clients: int,
+              seed: int) -> tuple[CraftedRound, list[dict[str, np.ndarray]]]:
+        """The round's crafting (``slots`` still empty) and what each of the ``clients`` slots
+        receives, given the honest global ``weights`` of a model of architecture ``model``."""
+        raise NotImplementedError
+
+    def members(self, update: ObservedUpdate,
+                knowledge: AttackerKnowledge) -> list[tuple[ObservedUpdate, AttackerKnowledge]]:
+        """Each member's own update inside ``update`` (one client's reply or a secure aggregate),
+        with the knowledge of the model it was computed on."""
+        raise NotImplementedError
+
+
+def crafting(name: str) -> Crafting:
+    """The crafting registered as ``name`` (``threat.crafting``)."""
+    return CRAFTINGS[name]()
+
+
+from fedgraph_sim.crafting.separated_clients import SeparatedClients  # noqa: E402  (it subclasses Crafting)
+
+#: ``threat.crafting`` -> its class.
+CRAFTINGS: dict[str, type[Crafting]] = {SeparatedClients.name: SeparatedClients}

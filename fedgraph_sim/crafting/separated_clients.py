@@ -1,0 +1,170 @@
+r"""``separated_clients``: each client of a round computes on its own channels, so a secure aggregate
+is the sum of updates the server can pull apart.
+
+Paper: the model-inconsistency attack on secure aggregation (Pasquini, Francati and Ateniese,
+"Eluding Secure Aggregation in Federated Learning via Model Inconsistency", ACM CCS 2022) sends
+each client its own model; there, all but one target client get a model whose gradient is zero,
+so the aggregate is the target's update, one client per round. Here every client of the round is
+a target at once: the channels of each message-passing layer and of the readout's first layer are
+split into ``S`` groups (``S`` = the round's clients), and client ``c`` receives weights that are
+zero outside its group ``c``.
+
+Idea. Write a GCN layer's weight as blocks over the groups. Client ``c`` receives
+:math:`W_1[c, :]` (its group's rows of layer 1), :math:`W_k[c, c]` for the later layers, the rows
+of group ``c`` of the readout's first layer (over the node's input features and its own group's
+channels) and the columns of group ``c`` of the readout's second layer; every other block is zero,
+and the layers after that are shared. Another client ``d`` then has zero activations on group
+``c`` (ReLU of zero), and since :math:`\mathrm{ReLU}'(0) = 0` in PyTorch, a zero gradient on every
+block of group ``c``. So each block of the aggregate
+
+.. math::
+    \bar g[c] = \frac{n_c}{\sum_d n_d}\, g_c[c]
+
+is client ``c``'s own gradient of a model ``S`` times narrower (width ``hidden // S``; the
+readout's first layer ``readout_hidden[0] // S``), which the server knows: it drew each group from
+that narrower model's own initialisation. The tensors after the readout's first layer are shared
+and their gradients stay mixed; an attack compares only the separated ones.
+
+Limits. The members' models are ``S`` times narrower than the honest one, so a reconstruction
+attack meets the narrow-model limits (GRAIN's Table 11: width 32 rebuilds fewer molecules than 300,
+none above 25 atoms). It separates clients, not the graphs of one client's batch, and it needs
+GCN layers without attention or skip terms. A crafted round does not train: the server discards
+its replies and keeps the honest model. A client sees a model most of whose units are exactly dead
+on its own data, which a client-side check flags (``clients/crafted_check.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from fedgraph_sim.crafting import Crafting
+from fedgraph_sim.models import build_model
+from fedgraph_sim.threat import AGGREGATE, AttackerKnowledge, CraftedRound, ObservedUpdate
+
+
+class SeparatedClients(Crafting):
+    name = "separated_clients"
+    paper = "Pasquini, Francati and Ateniese, CCS 2022 (model inconsistency)"
+
+    def problem(self, model: dict, clients: int) -> str | None:
+        if model.get("module") is not None:
+            return "separates the channels of the bench's GraphClassifier; a user's model (model.module) is not one"
+        if model.get("conv", "gcn") != "gcn" or model.get("heads", 1) != 1 or model.get("residual", False):
+            return f"needs GCN layers without heads or skips (model.conv is {model.get('conv', 'gcn')})"
+        if model.get("readout", "linear") != "mlp" or model.get("task", "graph") != "graph":
+            return "needs a graph classifier with an MLP readout (model.readout: mlp), whose first layer it splits"
+        if model.get("pool") == "flatten":
+            return "needs a pooling or per-node readout, not pool: flatten"
+        widths = _widths(model)
+        if min(widths) // clients < 1:
+            return (f"splits the model's channels among the round's {clients} clients; the narrowest layer "
+                    f"has {min(widths)} (model.hidden, model.readout_hidden)")
+        return None
+
+    def craft(self, weights: dict[str, np.ndarray], model: dict, clients: int,
+              seed: int) -> tuple[CraftedRound, list[dict[str, np.ndarray]]]:
+        num_features = weights["convs.0.lin.weight"].shape[1]
+        layout = _Layout(model, num_features, clients)
+        num_classes = weights[f"classifier.{2 * layout.after}.weight"].shape[0]
+        narrow = []
+        for slot in range(clients):
+            with torch.random.fork_rng():
+                torch.manual_seed(seed * 1009 + slot)  # each group: the narrow model's own initialisation
+                narrow.append({k: v.numpy() for k, v in
+                               build_model(layout.narrow_model(), num_features, num_classes).state_dict().items()})
+        base = {k: np.zeros_like(v) for k, v in weights.items()}
+        parts = []
+        for slot in range(clients):
+            part = {k: np.zeros_like(v) for k, v in weights.items()}
+            for name, (rows, cols) in layout.blocks(slot).items():
+                index = np.ix_(*rows_cols(part[name], rows, cols))
+                part[name][index] = base[name][index] = narrow[slot][name]
+            for name in layout.shared:  # the same for every client
+                part[name] = base[name] = narrow[0][name].copy()
+            parts.append(part)
+        plan = {"clients": clients, "hidden": layout.hidden, "readout_width": layout.readout}
+        return CraftedRound(self.name, base, {}, plan), parts
+
+    def members(self, update: ObservedUpdate,
+                knowledge: AttackerKnowledge) -> list[tuple[ObservedUpdate, AttackerKnowledge]]:
+        crafted = update.crafted
+        layout = _Layout(knowledge.model, knowledge.num_features, int(crafted.plan["clients"]))
+        narrow_knowledge = replace(knowledge, model=layout.narrow_model())
+        shape = build_model(layout.narrow_model(), knowledge.num_features, knowledge.num_classes).state_dict()
+        count = len(crafted.slots)
+        examples = update.num_examples / count  # each member's share: equal batches, as configured
+        scale = update.num_examples / examples if update.client_key == AGGREGATE else 1.0
+        out = []
+        for key, slot in sorted(crafted.slots.items()):
+            blocks = layout.blocks(slot)
+            sent = {k: _take(crafted.base[k], *blocks[k]).reshape(shape[k].shape) if k in blocks
+                    else np.asarray(crafted.base[k]) for k in shape}
+            returned = {k: _take(np.asarray(update.returned[k], np.float64), *blocks[k]).reshape(shape[k].shape)
+                        * scale for k in layout.separated}
+            member = ObservedUpdate(
+                round=update.round, client_key=key, global_weights=sent, returned=returned, kind=update.kind,
+                num_examples=max(1, round(examples)), metrics={}, lr=update.lr, local_steps=update.local_steps,
+                batch_size=update.batch_size // count if update.client_key == AGGREGATE else update.batch_size,
+                same_batch=update.same_batch)
+            out.append((member, narrow_knowledge))
+        return out
+
+
+def _widths(model: dict) -> list[int]:
+    hidden = int(model.get("hidden", 16))
+    readout = model.get("readout_hidden") or [hidden]
+    return [hidden, int(readout[0])]
+
+
+def rows_cols(array: np.ndarray, rows, cols) -> tuple:
+    """Index lists for ``np.ix_``: all columns when ``cols`` is None, and a vector's one axis."""
+    rows = np.arange(array.shape[0]) if rows is None else rows
+    if array.ndim == 1:
+        return (rows,)
+    return rows, np.arange(array.shape[1]) if cols is None else cols
+
+
+def _take(array: np.ndarray, rows, cols) -> np.ndarray:
+    return array[np.ix_(*rows_cols(array, rows, cols))]
+
+
+class _Layout:
+    """Which rows and columns of each tensor belong to a slot's group, for a GCN per-node or pooled
+    MLP-readout classifier split among ``clients`` slots."""
+
+    def __init__(self, model: dict, num_features: int, clients: int) -> None:
+        self.model, self.clients, self.num_features = dict(model), clients, num_features
+        widths = _widths(model)
+        self.hidden, self.readout = widths[0] // clients, widths[1] // clients
+        self.layers = int(model.get("layers", 2))
+        self.bias = bool(model.get("conv_bias", True))
+        self.concat = model.get("readout_input", "last") == "concat_input"
+        readout_hidden = model.get("readout_hidden") or [int(model.get("hidden", 16))]
+        self.after = len(readout_hidden)  # index of the final linear among the readout's linears
+        self.separated = [f"convs.{k}.lin.weight" for k in range(self.layers)]
+        self.separated += [f"convs.{k}.bias" for k in range(self.layers)] if self.bias else []
+        self.separated += ["classifier.0.weight", "classifier.0.bias", "classifier.2.weight"]
+        names = [f"classifier.{2 * j}.{t}" for j in range(self.after + 1) for t in ("weight", "bias")]
+        self.shared = [n for n in names if n not in self.separated]
+
+    def narrow_model(self) -> dict:
+        readout_hidden = list(self.model.get("readout_hidden") or [int(self.model.get("hidden", 16))])
+        return dict(self.model, hidden=self.hidden, readout_hidden=[self.readout, *readout_hidden[1:]])
+
+    def blocks(self, slot: int) -> dict[str, tuple]:
+        """``name -> (rows, cols)`` of slot ``slot``'s group (None: every row or column)."""
+        h = np.arange(slot * self.hidden, (slot + 1) * self.hidden)
+        r = np.arange(slot * self.readout, (slot + 1) * self.readout)
+        out: dict[str, tuple] = {"convs.0.lin.weight": (h, None)}
+        for k in range(1, self.layers):
+            out[f"convs.{k}.lin.weight"] = (h, h)
+        if self.bias:
+            out.update({f"convs.{k}.bias": (h, None) for k in range(self.layers)})
+        first = self.num_features if self.concat else 0
+        out["classifier.0.weight"] = (r, np.concatenate([np.arange(first), first + h]))
+        out["classifier.0.bias"] = (r, None)
+        out["classifier.2.weight"] = (None, r)
+        return out
