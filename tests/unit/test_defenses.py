@@ -153,8 +153,8 @@ def test_bad_defense_entries_name_the_key(entries, message):
 
 def test_a_defense_for_graph_classifiers_is_refused_for_a_node_classifier():
     with pytest.raises(ConfigError, match=r"^defenses\.0\.name: dp_sgd serves model.task graph, not node; "
-                                          r"with model.task: node use one of dp_activations, dp_gradients, "
-                                          r"dp_hybrid, flwr_adaptive_dp, flwr_central_dp, flwr_local_dp, "
+                                          r"with model.task: node use one of crafted_check, dp_activations, "
+                                          r"dp_gradients, dp_hybrid, flwr_adaptive_dp, flwr_central_dp, flwr_local_dp, "
                                           r"flwr_server_dp, prune$"):
         build_defenses([{"name": "dp_sgd"}], task="node")
     assert build_defenses([{"name": "prune", "p": 0.5}], task="node")

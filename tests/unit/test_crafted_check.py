@@ -1,0 +1,58 @@
+"""``crafted_check``: a client refuses a round whose model is mostly dead on its own batch."""
+
+import copy
+
+import pytest
+import torch
+
+from clients.defenses import build_defenses
+from clients.defenses.base import ClientTurn
+from clients.defenses.crafted_check import CraftedCheck, dead_fraction
+from clients.training import mean_gradient
+from fedgraph_sim.crafting import crafting
+from fedgraph_sim.errors import ConfigError
+from tests.unit.grain_cases import GCN, molecule, victim
+
+TURN = ClientTurn(partition_size=4, batch_size=1, local_steps=1, rounds=1, round=1)
+
+
+def _turn(check: CraftedCheck, model, graph):
+    check.begin(TURN, None)
+    with check.training(model, torch.Generator()):
+        grads, _ = mean_gradient(model.train(), [graph], "bce")
+    return check.apply(grads, torch.Generator()), check.report()
+
+
+def test_dead_fraction_counts_units_zero_on_every_row():
+    output = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    assert dead_fraction(output) == pytest.approx(1 / 3)
+
+
+def test_the_honest_model_passes_and_its_update_is_unchanged():
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = copy.deepcopy(victim("gcn"))  # trained here: not the shared copy
+    update, report = _turn(CraftedCheck(), model, graph)
+    assert report["crafted-flag"] == 0.0 and report["dead-fraction"] < 0.5
+    honest, _ = mean_gradient(model, [graph], "bce")
+    assert all(torch.equal(update[k], honest[k]) for k in honest)
+
+
+def test_a_separated_clients_round_is_refused_with_a_zero_update():
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = copy.deepcopy(victim("gcn"))  # trained here: not the shared copy
+    honest = {k: v.numpy() for k, v in model.state_dict().items()}
+    _, parts = crafting("separated_clients").craft(honest, GCN, 8, seed=0)
+    crafted = type(model)(140, 2, **GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[3].items()})
+    update, report = _turn(CraftedCheck(), crafted, graph)
+    assert report["crafted-flag"] == 1.0 and report["dead-fraction"] >= 7 / 8
+    assert all(not v.any() for v in update.values())
+    flagged, report = _turn(CraftedCheck(action="flag"), crafted, graph)  # reported, not refused
+    assert report["crafted-flag"] == 1.0 and any(v.any() for v in flagged.values())
+
+
+def test_bad_settings_are_one_line():
+    with pytest.raises(ConfigError, match=r"^defenses\.0\.action: unknown value 'drop'; valid: refuse, flag$"):
+        build_defenses([{"name": "crafted_check", "action": "drop"}])
+    with pytest.raises(ConfigError, match=r"^defenses\.0\.dead: must be in"):
+        build_defenses([{"name": "crafted_check", "dead": 2}])
