@@ -56,3 +56,18 @@ def test_bad_settings_are_one_line():
         build_defenses([{"name": "crafted_check", "action": "drop"}])
     with pytest.raises(ConfigError, match=r"^defenses\.0\.dead: must be in"):
         build_defenses([{"name": "crafted_check", "dead": 2}])
+
+
+def test_two_clients_are_caught_by_their_zeroed_units_not_by_dead_ones():
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = copy.deepcopy(victim("gcn"))
+    honest = {k: v.numpy() for k, v in model.state_dict().items()}
+    _, parts = crafting("separated_clients").craft(honest, GCN, 2, seed=0)
+    crafted = type(model)(140, 2, **GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    _, report = _turn(CraftedCheck(zero=1.0 - 1e-9), crafted, graph)  # the zero count off: dead units alone
+    assert report["zero-fraction"] == 0.5 and report["crafted-flag"] == 0.0
+    _, report = _turn(CraftedCheck(), crafted, graph)
+    assert report["crafted-flag"] == 1.0
+    _, report = _turn(CraftedCheck(), model, graph)
+    assert report["zero-fraction"] == 0.0

@@ -1,0 +1,52 @@
+"""How often the clients' ``crafted_check`` flags, from the run directories of
+``experiments/configs/crafted_check/*.yaml`` (each row of a run is one client's turn in an attacked
+round, with the check's report): flagged turns over all turns with a Wilson 95% interval, the
+largest fraction of dead units an unflagged turn saw, and the run's final test utility.
+
+    fedgraph-sim run --config experiments/configs/crafted_check/honest_fedsgd.yaml
+    python experiments/crafted_check_rates.py runs/<stamp>-crafted_check_honest_fedsgd [more runs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from fedgraph_sim.metrics.aggregate import wilson_interval
+from fedgraph_sim.utility import final_utility
+
+
+def rates(run_dir: Path) -> dict:
+    rows = pd.read_parquet(run_dir / "results.parquet")
+    turns = rows.drop_duplicates(["round", "client"])  # one row per client turn (the first graph's)
+    flagged = int((turns["defense_crafted_flag"] == 1.0).sum())
+    low, high = wilson_interval(flagged, len(turns))
+    dead = turns["defense_dead_fraction"]
+    return {"run": run_dir.name, "turns": len(turns), "flagged": flagged,
+            "flagged %": f"{100 * flagged / len(turns):.1f} [{100 * low:.1f}, {100 * high:.1f}]",
+            "dead fraction (median, max)": f"{dead.median():.3f}, {dead.max():.3f}",
+            **{k: round(v, 4) for k, v in final_utility(run_dir).items() if k in ("test_accuracy", "test_auc")}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run directories")
+    args = parser.parse_args(argv)
+    missing = [str(r) for r in args.runs if not (r / "results.parquet").is_file()]
+    if missing:
+        print(f"runs: no results.parquet in {', '.join(missing)}", file=sys.stderr)
+        return 2
+    table = [rates(r) for r in args.runs]
+    columns = list(dict.fromkeys(k for row in table for k in row))
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in table:
+        print("| " + " | ".join(str(row.get(c, "-")) for c in columns) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
