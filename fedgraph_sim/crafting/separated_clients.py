@@ -12,16 +12,16 @@ zero outside its group ``c``.
 Idea. Write a GCN layer's weight as blocks over the groups. Client ``c`` receives
 :math:`W_1[c, :]` (its group's rows of layer 1), :math:`W_k[c, c]` for the later layers, the rows
 of group ``c`` of the readout's first layer (over the node's input features and its own group's
-channels) and the columns of group ``c`` of the readout's second layer; every other block is zero,
-and the layers after that are shared. Another client ``d`` then has zero activations on group
-``c`` (ReLU of zero), and since :math:`\mathrm{ReLU}'(0) = 0` in PyTorch, a zero gradient on every
-block of group ``c``. So each block of the aggregate
+channels) and the columns of group ``c`` of the readout's second layer (a linear readout: its
+columns of group ``c``); every other block is zero, and the layers after that are shared. Another
+client ``d`` then has zero activations on group ``c`` (ReLU of zero), and since
+:math:`\mathrm{ReLU}'(0) = 0` in PyTorch, a zero gradient on every block of group ``c``. So each block of the aggregate
 
 .. math::
     \bar g[c] = \frac{n_c}{\sum_d n_d}\, g_c[c]
 
 is client ``c``'s own gradient of a model ``S`` times narrower (width ``hidden // S``; the
-readout's first layer ``readout_hidden[0] // S``), which the server knows: it drew each group from
+readout's first layer, if it is an MLP, ``readout_hidden[0] // S``), which the server knows: it drew each group from
 that narrower model's own initialisation. The tensors after the readout's first layer are shared
 and their gradients stay mixed; an attack compares only the separated ones.
 
@@ -54,8 +54,8 @@ class SeparatedClients(Crafting):
             return "separates the channels of the bench's GraphClassifier; a user's model (model.module) is not one"
         if model.get("conv", "gcn") != "gcn" or model.get("heads", 1) != 1 or model.get("residual", False):
             return f"needs GCN layers without heads or skips (model.conv is {model.get('conv', 'gcn')})"
-        if model.get("readout", "linear") != "mlp" or model.get("task", "graph") != "graph":
-            return "needs a graph classifier with an MLP readout (model.readout: mlp), whose first layer it splits"
+        if model.get("task", "graph") != "graph":
+            return "needs a graph classifier (model.task: graph)"
         if model.get("pool") == "flatten":
             return "needs a pooling or per-node readout, not pool: flatten"
         widths = _widths(model)
@@ -68,7 +68,7 @@ class SeparatedClients(Crafting):
               seed: int) -> tuple[CraftedRound, list[dict[str, np.ndarray]]]:
         num_features = weights["convs.0.lin.weight"].shape[1]
         layout = _Layout(model, num_features, clients)
-        num_classes = weights[f"classifier.{2 * layout.after}.weight"].shape[0]
+        num_classes = weights[layout.final].shape[0]
         narrow = []
         for slot in range(clients):
             with torch.random.fork_rng():
@@ -114,9 +114,12 @@ class SeparatedClients(Crafting):
 
 
 def _widths(model: dict) -> list[int]:
+    """The widths split among the clients: the message-passing layers' and, with an MLP readout,
+    its first layer's."""
     hidden = int(model.get("hidden", 16))
-    readout = model.get("readout_hidden") or [hidden]
-    return [hidden, int(readout[0])]
+    if model.get("readout", "linear") != "mlp":
+        return [hidden]
+    return [hidden, int((model.get("readout_hidden") or [hidden])[0])]
 
 
 def rows_cols(array: np.ndarray, rows, cols) -> tuple:
@@ -138,19 +141,29 @@ class _Layout:
     def __init__(self, model: dict, num_features: int, clients: int) -> None:
         self.model, self.clients, self.num_features = dict(model), clients, num_features
         widths = _widths(model)
-        self.hidden, self.readout = widths[0] // clients, widths[1] // clients
+        self.hidden = widths[0] // clients
+        self.mlp = len(widths) == 2
+        self.readout = widths[-1] // clients if self.mlp else 0
         self.layers = int(model.get("layers", 2))
         self.bias = bool(model.get("conv_bias", True))
         self.concat = model.get("readout_input", "last") == "concat_input"
-        readout_hidden = model.get("readout_hidden") or [int(model.get("hidden", 16))]
-        self.after = len(readout_hidden)  # index of the final linear among the readout's linears
         self.separated = [f"convs.{k}.lin.weight" for k in range(self.layers)]
         self.separated += [f"convs.{k}.bias" for k in range(self.layers)] if self.bias else []
-        self.separated += ["classifier.0.weight", "classifier.0.bias", "classifier.2.weight"]
-        names = [f"classifier.{2 * j}.{t}" for j in range(self.after + 1) for t in ("weight", "bias")]
+        if self.mlp:  # the readout's first layer split by rows, the second by columns
+            readout_hidden = model.get("readout_hidden") or [int(model.get("hidden", 16))]
+            self.after = len(readout_hidden)  # index of the final linear among the readout's linears
+            self.separated += ["classifier.0.weight", "classifier.0.bias", "classifier.2.weight"]
+            names = [f"classifier.{2 * j}.{t}" for j in range(self.after + 1) for t in ("weight", "bias")]
+        else:  # a linear readout split by columns
+            self.after = 0
+            self.separated += ["classifier.weight"]
+            names = ["classifier.weight", "classifier.bias"]
         self.shared = [n for n in names if n not in self.separated]
+        self.final = f"classifier.{2 * self.after}.weight" if self.mlp else "classifier.weight"
 
     def narrow_model(self) -> dict:
+        if not self.mlp:
+            return dict(self.model, hidden=self.hidden)
         readout_hidden = list(self.model.get("readout_hidden") or [int(self.model.get("hidden", 16))])
         return dict(self.model, hidden=self.hidden, readout_hidden=[self.readout, *readout_hidden[1:]])
 
@@ -164,7 +177,11 @@ class _Layout:
         if self.bias:
             out.update({f"convs.{k}.bias": (h, None) for k in range(self.layers)})
         first = self.num_features if self.concat else 0
-        out["classifier.0.weight"] = (r, np.concatenate([np.arange(first), first + h]))
+        readout_columns = np.concatenate([np.arange(first), first + h])
+        if not self.mlp:
+            out["classifier.weight"] = (None, readout_columns)
+            return out
+        out["classifier.0.weight"] = (r, readout_columns)
         out["classifier.0.bias"] = (r, None)
         out["classifier.2.weight"] = (None, r)
         return out

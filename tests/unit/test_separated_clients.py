@@ -14,6 +14,7 @@ from tests.unit.grain_cases import molecule
 GRAIN_GCN = dict(conv="gcn", hidden=30, conv_bias=False, last_activation=False, readout="mlp",
                  readout_hidden=[30, 8], readout_input="concat_input", readout_placement="per_node")
 POOLED = dict(conv="gcn", layers=3, hidden=24, readout="mlp", readout_hidden=[12, 6], pool="sum")
+LINEAR = dict(conv="gcn", layers=2, hidden=12, pool="mean")  # GraphDLG's: a mean pool and a linear readout
 SMILES = ("CCO", "c1ccncc1", "OCC(O)CO")
 
 
@@ -40,7 +41,7 @@ def _aggregate(model_spec: dict, kind: str = "gradient"):
     return graphs, update, knowledge
 
 
-@pytest.mark.parametrize("spec", [GRAIN_GCN, POOLED], ids=["per_node", "pooled"])
+@pytest.mark.parametrize("spec", [GRAIN_GCN, POOLED, LINEAR], ids=["per_node", "pooled", "linear"])
 def test_each_member_is_its_own_gradient_of_the_narrow_model(spec):
     graphs, update, knowledge = _aggregate(spec)
     members = crafting("separated_clients").members(update, knowledge)
@@ -77,7 +78,7 @@ def test_every_client_receives_zeros_outside_its_group():
 
 @pytest.mark.parametrize("spec, reason", [
     (dict(GRAIN_GCN, conv="gat"), "needs GCN layers"),
-    (dict(GRAIN_GCN, readout="linear", readout_hidden=None), "MLP readout"),
+    (dict(GRAIN_GCN, task="node"), "graph classifier"),
     (dict(GRAIN_GCN, hidden=2), "narrowest layer has 2"),
     ({"module": "x.py:Net"}, "a user's model"),
 ])
