@@ -185,11 +185,25 @@ def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note:
                          "gains": gains(at_level)}
     settings = what_if(others, list(what_if_federations), claims) if what_if_federations else []
     return {"config": plan["config"], "rounds": plan["rounds"], "budget": plan["budget"], "levels": levels,
+            "caught": caught([r for r in base if r.get("threat_level") == "malicious"]),
             "attacks": applicability(base), "utility": utility, "majority_rate": plan.get("majority_rate"),
             "unfinished": plan.get("unfinished", 0),
             "what_if": settings, "skipped_what_if": plan.get("skipped", {}), "what_if_note": what_if_note,
             "what_if_rounds": sorted({r["round"] for r in others}),
             "cheapest_stop": cheapest_stop(settings) if settings else None}
+
+
+def caught(rows: list[dict]) -> dict | None:
+    """Of the malicious level's attacked updates, how many its clients' ``crafted_check`` flagged
+    (an aggregate: when one of its clients did); None where the level ran no check."""
+    flags = {}
+    for row in rows:
+        flag = row.get("defense_crafted_flag")
+        if flag is not None and flag == flag:  # not NaN: the check ran
+            flags[(row["round"], row["client"])] = float(flag)
+    if not flags:
+        return None
+    return {"flagged": sum(flag == 1.0 for flag in flags.values()), "updates": len(flags)}
 
 
 def _rounds(facts: dict) -> str:
@@ -248,6 +262,11 @@ def verdict_lines(facts: dict) -> list[str]:
             continue
         parts = [f"round {rnd}: {describe(c)}" for rnd, c in entry["rounds"].items()]
         lines.append(f"From {entry['text']}: " + "; ".join(parts) + ".")
+    if facts.get("caught"):
+        found = facts["caught"]
+        lines.append(f"Would the clients catch a malicious server? Their crafted_check flagged {found['flagged']} of "
+                     f"{found['updates']} crafted updates (a client flags weights most of whose units are dead on "
+                     "its batch or zeroed).")
     stop = facts.get("cheapest_stop")
     for setting in facts.get("what_if") or []:
         check = setting.get("claim_check") or {}

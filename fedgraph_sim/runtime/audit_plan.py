@@ -12,7 +12,8 @@ What it attacks:
 - **Three threat levels**, what the curious server holds besides the update (``LEVELS``): the
   update alone; the update and auxiliary graphs of the same distribution (``aux``); and those
   with per-graph hints, the node count and the label. The priors are always scored with the
-  auxiliary graphs and the node count: a prior gets every advantage any attack gets.
+  auxiliary graphs and the node count: a prior gets every advantage any attack gets. A fourth,
+  ``malicious``, is a server that crafts the weights it sends (:func:`plan_malicious`).
 - **Three rounds of the user's own training**: the first, the middle and the last.
 - **The budget where leaks are**: the strongest level runs first, every attack on each audited
   round's first updates, the attacks that can rebuild a graph exactly (``Attack.exact``) first
@@ -47,8 +48,17 @@ LEVELS = {
     "hints": {"aux_graphs": True, "node_count": True, "label": True},
 }
 STRONGEST = "hints"
+#: The fourth level: a malicious server (``threat.server: malicious``) with the hints' knowledge,
+#: attacked by the attacks that read its crafted updates (``Attack.reads_crafting``). A crafted
+#: round trains nothing, so it runs on a federation of its own (:func:`plan_malicious`), whose
+#: clients also run ``CAUGHT_BY``: the check that reports, without refusing, whether they would
+#: have caught the crafting.
+MALICIOUS = "malicious"
+THREATS = {**LEVELS, MALICIOUS: {**LEVELS[STRONGEST], "server": "malicious"}}
+CAUGHT_BY = {"name": "crafted_check", "action": "flag"}
 LEVEL_TEXT = {"update": "the update alone", "aux": "the update and auxiliary graphs",
-              "hints": "the update, auxiliary graphs and each graph's node count and label"}
+              "hints": "the update, auxiliary graphs and each graph's node count and label",
+              MALICIOUS: "weights the server crafted (threat.crafting), with the hints' knowledge"}
 
 #: The what-if ladder: label -> run-config overrides of the user's federation. ``defenses`` entries
 #: are added after the user's own; ``train.batch_size`` multiplies the user's.
@@ -155,7 +165,7 @@ def cell_of(federation: Federation, names: dict[str, dict], rounds: list[int], l
 
     tree = federation.config.model_dump(mode="json")
     tree["attack"] = _attack_section(tree, names, rounds, budget, every_client, workers, clients)
-    tree["threat"].update(LEVELS[level])
+    tree["threat"].update(THREATS[level])
     config, _ = resolve(tree, scenario=scenario)
     Session(config, scenario=scenario)
     cell_id = f"{federation.id}__{level}-{_short_hash(config.model_dump(mode='json'))}"
@@ -169,12 +179,13 @@ def _user_tree(config: RunConfig) -> dict:
 
 
 def plan_audit(config: RunConfig, budget: AuditBudget = AuditBudget(), what_if: list[str] | None = None,
-               attacks: list[str] | None = None) -> Sweep:
+               attacks: list[str] | None = None, malicious: bool = True) -> Sweep:
     """The audit of ``config``: its federation, attacked at the strongest threat level in the first,
     middle and last round by every candidate attack (``attacks``: only those); the weaker levels
-    follow from its rows (:func:`plan_levels`). ``what_if`` (default every ``WHAT_IF`` change,
-    ``[]`` none) is recorded for the what-if stage. Every job is validated here; ConfigError names
-    the key."""
+    follow from its rows (:func:`plan_levels`), the malicious level from the config
+    (:func:`plan_malicious`, unless ``malicious`` is False). ``what_if`` (default every ``WHAT_IF``
+    change, ``[]`` none) is recorded for the what-if stage. Every job is validated here; ConfigError
+    names the key."""
     budget.check()
     what_if = list(WHAT_IF) if what_if is None else list(what_if)
     for name in what_if:
@@ -188,7 +199,8 @@ def plan_audit(config: RunConfig, budget: AuditBudget = AuditBudget(), what_if: 
                           "the audit asks what a well-behaved client's update gives away")
     user = _user_tree(config)
     sweep = Sweep(name=_slug(f"audit-{config.name}"), folder=Path("."),
-                  spec={"audit": user, "budget": asdict(budget), "what_if": what_if, "attacks": attacks})
+                  spec={"audit": user, "budget": asdict(budget), "what_if": what_if, "attacks": attacks,
+                        "malicious": malicious})
     rounds = audited_rounds(config.federation.rounds)
     federation, scenario = federation_of(user, "", {}, rounds, budget, None)
     sweep.federations.append(federation)
@@ -245,14 +257,62 @@ def plan_levels(sweep: Sweep, rows: list[dict]) -> list[Cell]:
     return [cell_of(federation, names, list(leaks), level, budget, None) for level in LEVELS if level != STRONGEST]
 
 
+def malicious_problem(sweep: Sweep) -> str | None:
+    """Why the audit does not attack at the malicious level, or None."""
+    from fedgraph_sim.crafting import crafting
+
+    if sweep.spec.get("malicious") is False:
+        return "not attacked: --no-malicious"
+    config = sweep.federations[0].config
+    if not _readers(sweep):
+        return "not attacked: none of the audited attacks reads a malicious server's crafted updates"
+    if config.threat.secure_aggregation == "secaggplus":
+        return ("not attacked: the crafting sends each client its own weights, and Flower's SecAgg+ workflow sends "
+                "one model to all")
+    problem = crafting(config.threat.crafting).problem(config.model.model_dump(), config.federation.num_clients)
+    return None if problem is None else f"not attacked: the crafting {config.threat.crafting} {problem}"
+
+
+def _readers(sweep: Sweep) -> dict[str, dict]:
+    return {name: params for name, params in candidates(sweep.spec.get("attacks")).items()
+            if registry.attacks.get(name.split("@")[0]).reads_crafting}
+
+
+def plan_malicious(sweep: Sweep) -> list[Cell]:
+    """The malicious level's cell, once: the user's federation under ``threat.server: malicious``
+    (added to ``sweep.federations``), with ``CAUGHT_BY`` after the user's defenses where it stacks,
+    attacked in the audited rounds by the attacks that read crafted updates; none when
+    :func:`malicious_problem` says why."""
+    from clients.defenses import build_defenses
+
+    if malicious_problem(sweep) is not None or any(f.config.threat.server == "malicious" for f in sweep.federations):
+        return []
+    user, config = sweep.spec["audit"], sweep.federations[0].config
+    overrides: dict = {"threat.server": "malicious"}
+    try:
+        build_defenses([*config.defenses, CAUGHT_BY], task=config.model.task)
+        if config.federation.client_app is None:  # a user's ClientApp applies its own defenses
+            overrides["defenses"] = [CAUGHT_BY]
+    except ConfigError:  # does not stack with the user's defenses: the cost of being caught is not measured
+        pass
+    budget = AuditBudget(**sweep.spec["budget"])
+    rounds = audited_rounds(config.federation.rounds)
+    federation, scenario = federation_of(user, "", overrides, rounds, budget, None)
+    sweep.federations.append(federation)
+    return [cell_of(federation, _readers(sweep), rounds, MALICIOUS, budget, scenario)]
+
+
 def not_attacked(sweep: Sweep, rows: list[dict]) -> dict[str, dict[str, str]]:
-    """Level -> round -> why the audit did not attack that weaker-level cell."""
+    """Level -> round -> why the audit did not attack that cell."""
     leaks = _exact_by_round(rows)
     first = AuditBudget(**sweep.spec["budget"]).clients
     reason = (f"not attacked: no attack rebuilt a graph exactly in this round's first {first} update(s) at the "
               "strongest level, which gives the server more")
     rounds = audited_rounds(sweep.federations[0].config.federation.rounds)
-    return {level: {str(rnd): reason for rnd in rounds if rnd not in leaks} for level in LEVELS if level != STRONGEST}
+    out = {level: {str(rnd): reason for rnd in rounds if rnd not in leaks} for level in LEVELS if level != STRONGEST}
+    malicious = malicious_problem(sweep)
+    out[MALICIOUS] = {} if malicious is None else {str(rnd): malicious for rnd in rounds}
+    return out
 
 
 def majority_rate(config: RunConfig) -> float | None:
@@ -278,6 +338,6 @@ def describe(sweep: Sweep, rows: list[dict], what_if: Sweep | None = None) -> di
                        "clients": config.federation.num_clients, "rounds": config.federation.rounds,
                        "train": config.train.model_dump(mode="json"), "defenses": config.defenses},
             "rounds": audited_rounds(config.federation.rounds), "budget": sweep.spec["budget"],
-            "levels": list(LEVELS), "level_text": LEVEL_TEXT, "not_attacked": not_attacked(sweep, rows),
+            "levels": list(THREATS), "level_text": LEVEL_TEXT, "not_attacked": not_attacked(sweep, rows),
             "majority_rate": majority_rate(config),
             "skipped": what_if.spec.get("skipped", {}) if what_if is not None else {}}

@@ -61,7 +61,8 @@ def facts(exact_by_level, stop=None, what_if=True):
 
 
 def test_fail_on_conditions_hold_exactly_when_the_facts_say_so():
-    assert set(FAIL_ON) == {"exact", "exact@update", "exact@aux", "exact@hints", "no-stop", "unmeasured"}
+    assert set(FAIL_ON) == {"exact", "exact@update", "exact@aux", "exact@hints", "exact@malicious", "no-stop",
+                            "unmeasured"}
     leaky = facts({"update": 0, "aux": None, "hints": 2})
     assert failing(leaky, "exact") and failing(leaky, "exact@hints")
     assert not failing(leaky, "exact@update") and not failing(leaky, "exact@aux")
@@ -70,6 +71,8 @@ def test_fail_on_conditions_hold_exactly_when_the_facts_say_so():
     assert not failing(facts({"hints": 2}, stop={"setting": "dp"}), "no-stop")
     assert not failing(facts({"hints": 2}, what_if=False), "no-stop")  # not run: nothing to judge
     assert failing(leaky, "unmeasured")  # aux: not measured
+    crafted = facts({"update": 0, "aux": 0, "hints": 0, "malicious": 3})
+    assert failing(crafted, "exact@malicious") and failing(crafted, "exact") and not failing(crafted, "exact@hints")
     assert not failing(facts({"update": 0, "aux": 0, "hints": 2}), "unmeasured")
 
 

@@ -156,3 +156,13 @@ def test_a_settings_dp_claim_stands_beside_its_canaries_bound_and_a_refuted_one_
     refuted = [line for line in verdict_lines(facts) if line.startswith("DP CLAIM REFUTED")]
     assert refuted == ["DP CLAIM REFUTED for dp: its canaries show epsilon >= 2.59 where it claims 0.8: the defense "
                        "or its accountant is wrong."]
+
+
+def test_caught_counts_the_crafted_updates_a_client_flagged():
+    from fedgraph_sim.report.audit_facts import caught
+
+    rows = [{"round": 1, "client": -1, "defense_crafted_flag": 1.0, "attack": a} for a in ("grain", "random")]
+    rows += [{"round": 3, "client": -1, "defense_crafted_flag": 0.0, "attack": "grain"}]
+    assert caught(rows) == {"flagged": 1, "updates": 2}  # one per update, not per row
+    assert caught([{"round": 1, "client": 0, "defense_crafted_flag": float("nan")}]) is None  # no check ran
+    assert caught([]) is None

@@ -82,7 +82,7 @@ def test_the_weaker_levels_run_only_the_attacks_that_rebuilt_graphs_at_the_stron
         assert cell.config.attack.names == ["grain@ext"] and cell.config.attack.rounds == [1]
         assert cell.config.threat.aux_graphs == LEVELS[cell.attack]["aux_graphs"]
     reasons = not_attacked(sweep, rows)
-    assert set(reasons) == {"update", "aux"} and set(reasons["aux"]) == {"3", "5"}
+    assert set(reasons) == {"update", "aux", "malicious"} and set(reasons["aux"]) == {"3", "5"}
     assert "no attack rebuilt a graph exactly in this round's first 2 update(s)" in reasons["aux"]["3"]
     assert plan_levels(sweep, [row("grain", 0.0, 1)]) == []  # nothing rebuilt: nothing repeated with less
 
@@ -131,7 +131,8 @@ def test_the_description_of_an_audit_names_its_federation_rounds_budget_levels_a
     what_if = plan_what_if(validate_config({**USER, "threat": {"secure_aggregation": True}}), ["grain"])
     plan = describe(sweep, [row("grain", 1.0, 3)], what_if)
     assert plan["config"]["name"] == "mine" and plan["config"]["clients"] == 2 and plan["rounds"] == [1, 3, 5]
-    assert plan["budget"]["seconds"] == 7 and plan["levels"] == list(LEVELS) and plan["level_text"] == LEVEL_TEXT
+    assert plan["budget"]["seconds"] == 7 and plan["levels"] == [*LEVELS, "malicious"]
+    assert plan["level_text"] == LEVEL_TEXT
     assert plan["skipped"] == {"secure_aggregation": "the federation already has it"}
     assert set(plan["not_attacked"]["update"]) == {"1", "5"}
     assert plan["majority_rate"] is None  # no test split, no floor
@@ -139,3 +140,32 @@ def test_the_description_of_an_audit_names_its_federation_rounds_budget_levels_a
     rate = describe(plan_audit(tested), [])["majority_rate"]
     assert 0.5 <= rate <= 1  # the floor beside the model's accuracy
     assert describe(sweep, [])["skipped"] == {}
+
+
+def test_the_malicious_level_is_a_federation_of_its_own_attacked_by_the_attacks_that_read_crafted_updates():
+    from fedgraph_sim.runtime.audit_plan import CAUGHT_BY, not_attacked, plan_malicious
+
+    sweep = plan_audit(validate_config(USER))
+    cell, = plan_malicious(sweep)
+    honest, crafted = sweep.federations
+    assert crafted.config.threat.server == "malicious" and honest.config.threat.server == "honest"
+    assert crafted.setting == "" and crafted.config.attack.rounds == [1, 3, 5]  # its rows are the audit's own
+    assert crafted.config.defenses == [CAUGHT_BY]  # the clients report whether they would catch it
+    assert cell.columns == {"threat_level": "malicious"} and cell.config.threat.node_count
+    assert cell.config.attack.names == ["grain", "grain@ext"]  # the attacks that read crafted updates
+    assert plan_malicious(sweep) == []  # planned once
+    assert not_attacked(sweep, [])["malicious"] == {}
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"threat": {"secure_aggregation": "secaggplus"}}, "Flower's SecAgg+ workflow sends one model to all"),
+    ({"model": {"conv": "gat", "heads": 2}}, "the crafting separated_clients needs GCN layers"),
+])
+def test_the_malicious_level_says_why_it_was_not_attacked(change, reason):
+    from fedgraph_sim.runtime.audit_plan import not_attacked, plan_malicious
+
+    sweep = plan_audit(validate_config({**USER, **change}))
+    assert plan_malicious(sweep) == [] and len(sweep.federations) == 1
+    assert all(reason in why for why in not_attacked(sweep, [])["malicious"].values())
+    off = plan_audit(validate_config(USER), malicious=False)
+    assert plan_malicious(off) == [] and not_attacked(off, [])["malicious"]["1"] == "not attacked: --no-malicious"

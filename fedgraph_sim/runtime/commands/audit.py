@@ -6,7 +6,9 @@
 
 The federation config is taken unchanged (its ``attack`` section is the audit's own). The audit
 runs it, attacks the first, middle and last round with every registered attack at the strongest
-threat level and, with the attacks that rebuilt graphs there, at the two weaker ones; trains a
+threat level and, with the attacks that rebuilt graphs there, at the two weaker ones; runs it
+again under a malicious server that crafts the weights of those rounds, attacked by the attacks
+that read crafted updates, its clients checking whether they would have caught it; trains a
 small what-if ladder of defenses on the same config over seeds and attacks it until each claim
 is decided or the wall budget (``--minutes``) ends (``runtime.what_if_plan``); and writes
 ``audit.html`` (one self-contained page: the verdict, the evidence, the reconstructions, leakage
@@ -30,6 +32,7 @@ FAIL_ON = {
     "exact@update": "some attack rebuilt a graph exactly from the update alone",
     "exact@aux": "... from the update and auxiliary graphs",
     "exact@hints": "... from the update, auxiliary graphs and hints",
+    "exact@malicious": "... from weights a malicious server crafted",
     "no-stop": "no what-if setting is shown to stop the exact attacks",
     "unmeasured": "some verdict cell was not measured (no attack applied, every call failed, a federation "
                   "diverged, or the wall budget ended first); cells the audit skipped by its rules do not count",
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the what-if changes to try (default all: dp_sgd_nm0.1 dp_sgd_nm1 prune_0.9 batch_x4 "
                              "secure_aggregation)")
     parser.add_argument("--no-what-if", action="store_true", help="skip the what-if stage")
+    parser.add_argument("--no-malicious", action="store_true",
+                        help="skip the malicious level (a federation of its own, under a server that crafts weights)")
     parser.add_argument("--attacks", nargs="+", default=None, metavar="NAME",
                         help="audit with these attacks only (default: every registered one; bounds the time)")
     parser.add_argument("--fail-on", action="append", default=[], metavar="CONDITION",
@@ -147,14 +152,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _first_stage(sweep, runner, deadline: float) -> tuple[list[str], int]:
     """The strongest level, every other update of its rounds that decided nothing, then the weaker
-    levels its rows call for (each planned from rows that a resumed audit reads alike); failures
-    and the jobs the wall budget left unfinished."""
+    levels its rows call for and the malicious level (each planned from rows that a resumed audit
+    reads alike); failures and the jobs the wall budget left unfinished."""
     from fedgraph_sim.results import read_rows
-    from fedgraph_sim.runtime.audit_plan import plan_extension, plan_levels
+    from fedgraph_sim.runtime.audit_plan import plan_extension, plan_levels, plan_malicious
 
     failures = []
     for plan_next in (lambda: plan_extension(sweep, read_rows(runner.cell_dir(sweep.cells[0]))),
-                      lambda: plan_levels(sweep, read_rows(runner.dir))):
+                      lambda: plan_levels(sweep, read_rows(runner.dir)) + plan_malicious(sweep)):
         result = runner.run(deadline)
         failures += result.failures
         if result.out_of_time:
@@ -253,7 +258,7 @@ def _plan(args):
         if not isinstance(spec, dict) or "audit" not in spec:
             raise ConfigError(f"--resume: {audit_dir} holds a sweep, not an audit (fedgraph-sim sweep --resume)")
         return plan_audit(validate_config(spec["audit"]), _budget(spec), spec.get("what_if"),
-                          spec.get("attacks")), audit_dir
+                          spec.get("attacks"), spec.get("malicious", True)), audit_dir
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError(f"--out: {args.out} is a file, not an audit directory")
     config = load_config(args.config, args.overrides)
@@ -261,7 +266,8 @@ def _plan(args):
                          minutes=args.minutes)
     if args.no_what_if and args.what_if:
         raise ConfigError("--what-if: names changes to try, but --no-what-if skips them; give one of the two")
-    return plan_audit(config, budget, [] if args.no_what_if else args.what_if, args.attacks), None
+    return plan_audit(config, budget, [] if args.no_what_if else args.what_if, args.attacks,
+                      not args.no_malicious), None
 
 
 if __name__ == "__main__":
