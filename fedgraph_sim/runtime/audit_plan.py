@@ -217,6 +217,8 @@ def plan_extension(sweep: Sweep, rows: list[dict]) -> list[Cell]:
     from fedgraph_sim.report.stop_rule import LEAKS, cell, decided
 
     federation = sweep.federations[0]
+    if federation.config.threat.secure_aggregation:  # a round's one update, the aggregate, is attacked already
+        return []
     budget = AuditBudget(**sweep.spec["budget"])
     params = candidates(sweep.spec.get("attacks"))
     exact = {name: p for name, p in params.items() if registry.attacks.get(name.split("@")[0]).exact}

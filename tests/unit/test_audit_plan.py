@@ -68,6 +68,8 @@ def test_rounds_that_decided_nothing_at_the_strongest_level_get_every_other_upda
         assert cell.config.attack.names == ["grain", "grain@ext"] and cell.config.attack.clients_per_round is None
         assert cell.columns == {"threat_level": "hints"}
     assert plan_extension(sweep, [row("grain", 1.0, r, client=c) for r in (1, 3, 5) for c in (0, 1)]) == []
+    aggregated = plan_audit(validate_config({**USER, "threat": {"secure_aggregation": True}}))
+    assert plan_extension(aggregated, rows) == []  # one update per round, the aggregate: no other to attack
 
 
 def test_the_weaker_levels_run_only_the_attacks_that_rebuilt_graphs_at_the_strongest_in_those_rounds():
