@@ -340,7 +340,6 @@ class GRAIN(Attack):
             exc.info = {**run.info, **exc.info}
             raise
 
-
     def members(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                 ctx: AttackContext) -> list[Reconstruction]:
         """A malicious server's crafted update: each member's own update, read in turn with an equal
@@ -352,11 +351,12 @@ class GRAIN(Attack):
             try:
                 recs += self.reconstruct(member, narrow, share)
             except AttackStopped as exc:
-                stops.append(exc)
+                stops.append((member.client_key, exc))
+        failures = "; ".join(f"client {key}: {exc}" for key, exc in stops)
         for rec in recs:
-            rec.info.update(crafted=update.crafted.crafting, members_failed=len(stops))
+            rec.info.update(crafted=update.crafted.crafting, members_failed=len(stops), member_failures=failures)
         if not recs and stops:
-            raise stops[0]
+            raise stops[0][1]
         return recs
 
 
