@@ -1,7 +1,8 @@
 """How often the clients' ``crafted_check`` flags, from the run directories of
 ``experiments/configs/crafted_check/*.yaml`` (each row of a run is one client's turn in an attacked
 round, with the check's report): flagged turns over all turns with a Wilson 95% interval, the
-largest fraction of dead units an unflagged turn saw, and the run's final test utility.
+median and largest fraction of dead units and the largest of zeroed units a turn saw, and the run's
+final test utility (the mean over the last tenth of the rounds).
 
     fedgraph-sim run --config experiments/configs/crafted_check/honest_fedsgd.yaml
     python experiments/crafted_check_rates.py runs/<stamp>-crafted_check_honest_fedsgd [more runs]
@@ -28,6 +29,7 @@ def rates(run_dir: Path) -> dict:
     return {"run": run_dir.name, "turns": len(turns), "flagged": flagged,
             "flagged %": f"{100 * flagged / len(turns):.1f} [{100 * low:.1f}, {100 * high:.1f}]",
             "dead fraction (median, max)": f"{dead.median():.3f}, {dead.max():.3f}",
+            "zero fraction (max)": f"{turns['defense_zero_fraction'].max():.3f}",
             **{k: round(v, 4) for k, v in final_utility(run_dir).items() if k in ("test_accuracy", "test_auc")}}
 
 

@@ -1,6 +1,7 @@
 """``fedgraph-sim audit`` end to end on MUTAG with GRAIN's architecture (real data: CI sets
-FEDGRAPH_DATA_ROOT): the verdict reports exact reconstructions; the what-if with DP-SGD (noise
-multiplier 1) reports the drop and its accuracy cost; the page opens in Chromium without errors;
+FEDGRAPH_DATA_ROOT): the verdict reports exact reconstructions, at the malicious level too, and how
+many crafted updates the clients flagged; the what-if with DP-SGD (noise multiplier 1) reports the
+drop and its accuracy cost; the page opens in Chromium without errors;
 a finished audit resumed re-renders at once, and ``--fail-on exact`` exits 1."""
 
 import json
@@ -49,8 +50,13 @@ def test_an_audit_reports_exact_reconstructions_and_what_dp_sgd_costs_to_stop_th
     assert dp["best"]["outcome"] != "leaks" or dp["best"]["exact"] < own["best"]["exact"]  # the drop
     assert dp["accuracy_cost"] is not None and dp["epsilon"] is not None
     assert dp["stop"] in ("stops", "undecided", "leaks", "not measured")  # a stop needs its Fisher test
+    malicious = facts["levels"]["malicious"]["rounds"].values()  # the fourth level: crafted weights
+    assert any(c["outcome"] == "leaks" and c["attack"] == "grain" for c in malicious)
+    caught = facts["caught"]  # 4 clients' updates in rounds 1 and 2, each flagged by its client
+    assert caught["updates"] >= 2 and caught["flagged"] == caught["updates"]
     text = (out / "audit.html").read_text()
     assert "graphs rebuilt exactly by grain" in text and "dp_sgd_nm1" in text
+    assert "Would the clients catch a malicious server?" in text
     if dp["stops"]:
         assert "stops the exact attacks (rounds 1, 2, 2 seeds) is dp_sgd_nm1: no leak found: 0 of" in text
 
@@ -85,3 +91,5 @@ def test_an_audit_of_pyg_s_gin_runs_grain_beyond_its_paper_and_says_why_paper_mo
     rounds = facts["levels"]["hints"]["rounds"].values()
     assert any(c["attack"] == "grain@ext" and c["outcome"] == "leaks" for c in rounds)
     assert "grain@ext" in (out / "audit.html").read_text()
+    for cell in facts["levels"]["malicious"]["rounds"].values():  # the crafting needs GCN layers
+        assert cell["outcome"] == "not measured" and "separated_clients needs GCN layers" in cell["reason"]
