@@ -28,7 +28,8 @@ class Malicious:
         """Craft with ``crafting`` for a model of architecture ``model`` (the ``model`` section),
         each round's crafting drawn from ``seed`` and the round."""
         self.crafting, self.model_spec, self.crafting_seed = crafting, dict(model), seed
-        self._crafted: dict[int, tuple[CraftedRound, dict[int, int], dict[int, dict[str, np.ndarray]]]] = {}
+        # round -> its crafting, node -> slot, and each slot's arrays
+        self._crafted: dict[int, tuple[CraftedRound, dict[int, int], list[dict[str, np.ndarray]]]] = {}
         self._honest: dict[int, ArrayRecord] = {}
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -41,23 +42,19 @@ class Malicious:
         crafted, parts = self.crafting.craft(honest, self.model_spec, len(messages),
                                              seed=self.crafting_seed * 100_003 + server_round)
         slots = {m.metadata.dst_node_id: slot for slot, m in enumerate(messages)}
-        self._crafted[server_round] = (crafted, slots, dict(zip(slots, parts)))
+        self._crafted[server_round] = (crafted, slots, parts)
         self._honest[server_round] = arrays
         return [Message(RecordDict({self.arrayrecord_key: ArrayRecord({k: Array(v) for k, v in part.items()}),
                                     self.configrecord_key: m.content[self.configrecord_key]}),
                         message_type=m.metadata.message_type, dst_node_id=m.metadata.dst_node_id)
                 for m, part in zip(messages, parts)]
 
-    def sent_to(self, server_round: int, node: int, sent: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def received(self, server_round: int, node: int, client_key: int,
+                 sent: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], CraftedRound | None]:
         if server_round not in self._crafted:
-            return super().sent_to(server_round, node, sent)
-        return self._crafted[server_round][2][node]
-
-    def crafted_for(self, server_round: int, node: int, client_key: int) -> CraftedRound | None:
-        if server_round not in self._crafted:
-            return None
-        crafted, slots, _ = self._crafted[server_round]
-        return crafted.for_clients({client_key: slots[node]})
+            return super().received(server_round, node, client_key, sent)
+        crafted, slots, parts = self._crafted[server_round]
+        return parts[slots[node]], crafted.for_clients({client_key: slots[node]})
 
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:

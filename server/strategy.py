@@ -143,14 +143,12 @@ class Curious:
         """The global arrays sent in ``server_round``."""
         return self._sent[server_round]
 
-    def sent_to(self, server_round: int, node: int, sent: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The arrays ``node`` received in ``server_round``: the round's global arrays ``sent``
-        (a malicious server's own, ``server.malicious``, differ per client)."""
-        return sent
-
-    def crafted_for(self, server_round: int, node: int, client_key: int) -> CraftedRound | None:
-        """The crafting behind ``node``'s weights in ``server_round``, if the server crafted them."""
-        return None
+    def received(self, server_round: int, node: int, client_key: int,
+                 sent: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], CraftedRound | None]:
+        """What ``node`` (training ``client_key``) received in ``server_round``: the round's global
+        arrays ``sent``, and no crafting (a malicious server's own differ per client:
+        ``server.malicious``)."""
+        return sent, None
 
     def partition_of(self, node: int) -> int | None:
         """The partition a Flower node trains (from its replies or the roll call), if known."""
@@ -204,10 +202,10 @@ class Curious:
                 continue
             arrays = {k: v.numpy() for k, v in reply.content["arrays"].items()}
             per_node = {k.removeprefix(PER_NODE_PREFIX): v for k, v in arrays.items() if k.startswith(PER_NODE_PREFIX)}
+            key = int(metrics["partition-id"])
+            weights, crafted = self.received(server_round, node, key, sent)
             updates.append(ObservedUpdate(
-                round=server_round, client_key=int(metrics["partition-id"]),
-                global_weights=self.sent_to(server_round, node, sent),
-                crafted=self.crafted_for(server_round, node, int(metrics["partition-id"])),
+                round=server_round, client_key=key, global_weights=weights, crafted=crafted,
                 returned={k: v for k, v in arrays.items() if not k.startswith(PER_NODE_PREFIX)}, kind=kind,
                 num_examples=int(metrics["num-examples"]), metrics=metrics, lr=self.lr,
                 local_steps=self.local_steps, batch_size=self.batch_size, per_node=per_node or None,

@@ -52,7 +52,7 @@ class GradientScorer:
         self.model, self.loss, self.num_classes = model, loss, num_classes
         self.steps, self.lr, self.per_step, self.max_orders = steps, lr, per_step, max_orders
         # the tensors the update carries: a crafted round's member update leaves out those its
-        # members share (``attacks/common/crafted.py``), which no one member's gradient explains
+        # members share (``fedgraph_sim.crafting``), which no one member's gradient explains
         named = [(n, p) for n, p in model.named_parameters() if n in observed]
         self.names = [n for n, _ in named]
         self.params = [p for _, p in named]

@@ -76,14 +76,13 @@ class SeparatedClients(Crafting):
                 narrow.append({k: v.numpy() for k, v in
                                build_model(layout.narrow_model(), num_features, num_classes).state_dict().items()})
         base = {k: np.zeros_like(v) for k, v in weights.items()}
+        base.update({name: narrow[0][name] for name in layout.shared})  # the same for every client
         parts = []
         for slot in range(clients):
-            part = {k: np.zeros_like(v) for k, v in weights.items()}
+            part = {k: base[k].copy() if k in layout.shared else np.zeros_like(v) for k, v in weights.items()}
             for name, (rows, cols) in layout.blocks(slot).items():
-                index = np.ix_(*rows_cols(part[name], rows, cols))
+                index = np.ix_(*_rows_cols(part[name], rows, cols))
                 part[name][index] = base[name][index] = narrow[slot][name]
-            for name in layout.shared:  # the same for every client
-                part[name] = base[name] = narrow[0][name].copy()
             parts.append(part)
         plan = {"clients": clients, "hidden": layout.hidden, "readout_width": layout.readout}
         return CraftedRound(self.name, base, {}, plan), parts
@@ -93,22 +92,20 @@ class SeparatedClients(Crafting):
         crafted = update.crafted
         layout = _Layout(knowledge.model, knowledge.num_features, int(crafted.plan["clients"]))
         narrow_knowledge = replace(knowledge, model=layout.narrow_model())
-        shape = build_model(layout.narrow_model(), knowledge.num_features, knowledge.num_classes).state_dict()
         count = len(crafted.slots)
-        examples = update.num_examples / count  # each member's share: equal batches, as configured
-        scale = update.num_examples / examples if update.client_key == AGGREGATE else 1.0
+        aggregate = update.client_key == AGGREGATE
+        scale = count if aggregate else 1  # the mean's weight of one member's equal batch, undone
+        batch_size = update.batch_size // count if aggregate else update.batch_size
         out = []
         for key, slot in sorted(crafted.slots.items()):
             blocks = layout.blocks(slot)
-            sent = {k: _take(crafted.base[k], *blocks[k]).reshape(shape[k].shape) if k in blocks
-                    else np.asarray(crafted.base[k]) for k in shape}
-            returned = {k: _take(np.asarray(update.returned[k], np.float64), *blocks[k]).reshape(shape[k].shape)
-                        * scale for k in layout.separated}
+            sent = {k: _take(v, *blocks[k]) if k in blocks else np.asarray(v) for k, v in crafted.base.items()}
+            returned = {k: _take(np.asarray(update.returned[k], np.float64), *block) * scale
+                        for k, block in blocks.items()}
             member = ObservedUpdate(
                 round=update.round, client_key=key, global_weights=sent, returned=returned, kind=update.kind,
-                num_examples=max(1, round(examples)), metrics={}, lr=update.lr, local_steps=update.local_steps,
-                batch_size=update.batch_size // count if update.client_key == AGGREGATE else update.batch_size,
-                same_batch=update.same_batch)
+                num_examples=max(1, round(update.num_examples / count)), metrics={}, lr=update.lr,
+                local_steps=update.local_steps, batch_size=batch_size, same_batch=update.same_batch)
             out.append((member, narrow_knowledge))
         return out
 
@@ -122,7 +119,7 @@ def _widths(model: dict) -> list[int]:
     return [hidden, int((model.get("readout_hidden") or [hidden])[0])]
 
 
-def rows_cols(array: np.ndarray, rows, cols) -> tuple:
+def _rows_cols(array: np.ndarray, rows, cols) -> tuple:
     """Index lists for ``np.ix_``: all columns when ``cols`` is None, and a vector's one axis."""
     rows = np.arange(array.shape[0]) if rows is None else rows
     if array.ndim == 1:
@@ -131,7 +128,7 @@ def rows_cols(array: np.ndarray, rows, cols) -> tuple:
 
 
 def _take(array: np.ndarray, rows, cols) -> np.ndarray:
-    return array[np.ix_(*rows_cols(array, rows, cols))]
+    return array[np.ix_(*_rows_cols(array, rows, cols))]
 
 
 class _Layout:
@@ -139,7 +136,7 @@ class _Layout:
     MLP-readout classifier split among ``clients`` slots."""
 
     def __init__(self, model: dict, num_features: int, clients: int) -> None:
-        self.model, self.clients, self.num_features = dict(model), clients, num_features
+        self.model, self.num_features = dict(model), num_features
         widths = _widths(model)
         self.hidden = widths[0] // clients
         self.mlp = len(widths) == 2
@@ -147,25 +144,19 @@ class _Layout:
         self.layers = int(model.get("layers", 2))
         self.bias = bool(model.get("conv_bias", True))
         self.concat = model.get("readout_input", "last") == "concat_input"
-        self.separated = [f"convs.{k}.lin.weight" for k in range(self.layers)]
-        self.separated += [f"convs.{k}.bias" for k in range(self.layers)] if self.bias else []
-        if self.mlp:  # the readout's first layer split by rows, the second by columns
-            readout_hidden = model.get("readout_hidden") or [int(model.get("hidden", 16))]
-            self.after = len(readout_hidden)  # index of the final linear among the readout's linears
-            self.separated += ["classifier.0.weight", "classifier.0.bias", "classifier.2.weight"]
-            names = [f"classifier.{2 * j}.{t}" for j in range(self.after + 1) for t in ("weight", "bias")]
-        else:  # a linear readout split by columns
-            self.after = 0
-            self.separated += ["classifier.weight"]
-            names = ["classifier.weight", "classifier.bias"]
-        self.shared = [n for n in names if n not in self.separated]
-        self.final = f"classifier.{2 * self.after}.weight" if self.mlp else "classifier.weight"
+        self.readout_hidden = list(model.get("readout_hidden") or [int(model.get("hidden", 16))])
+        if self.mlp:  # the readout's linears: classifier.0, .2, ..., the final one last
+            linears = [f"classifier.{2 * j}" for j in range(len(self.readout_hidden) + 1)]
+        else:
+            linears = ["classifier"]
+        self.final = f"{linears[-1]}.weight"
+        separated = self.blocks(0)  # every slot's blocks lie in the same tensors
+        self.shared = [n for lin in linears for n in (f"{lin}.weight", f"{lin}.bias") if n not in separated]
 
     def narrow_model(self) -> dict:
         if not self.mlp:
             return dict(self.model, hidden=self.hidden)
-        readout_hidden = list(self.model.get("readout_hidden") or [int(self.model.get("hidden", 16))])
-        return dict(self.model, hidden=self.hidden, readout_hidden=[self.readout, *readout_hidden[1:]])
+        return dict(self.model, hidden=self.hidden, readout_hidden=[self.readout, *self.readout_hidden[1:]])
 
     def blocks(self, slot: int) -> dict[str, tuple]:
         """``name -> (rows, cols)`` of slot ``slot``'s group (None: every row or column)."""
