@@ -37,7 +37,7 @@ class Malicious:
         messages = list(super().configure_train(server_round, arrays, config, grid))
         if not messages or not self.audits(server_round):
             return messages
-        messages.sort(key=lambda m: m.metadata.dst_node_id)
+        messages.sort(key=lambda m: self._slot_order(m.metadata.dst_node_id))
         honest = {k: v.numpy() for k, v in arrays.items()}
         crafted, parts = self.crafting.craft(honest, self.model_spec, len(messages),
                                              seed=self.crafting_seed * 100_003 + server_round)
@@ -48,6 +48,12 @@ class Malicious:
                                     self.configrecord_key: m.content[self.configrecord_key]}),
                         message_type=m.metadata.message_type, dst_node_id=m.metadata.dst_node_id)
                 for m, part in zip(messages, parts)]
+
+    def _slot_order(self, node: int) -> tuple:
+        """Slots follow the partitions the roll call named: Flower draws node ids anew every run,
+        and a slot's weights following them made the same config give other rows."""
+        partition = self.partition_of(node)
+        return (partition is None, node if partition is None else partition)
 
     def received(self, server_round: int, node: int, client_key: int,
                  sent: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], CraftedRound | None]:
