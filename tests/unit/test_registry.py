@@ -76,3 +76,56 @@ def test_a_declared_piece_that_does_not_load_is_one_line():
     with pytest.raises(ConfigError, match=r"^attack.names: attack 'broken' is declared as attacks.no_such_module:"
                                           r"Nothing but does not load: ModuleNotFoundError"):
         reg.get("broken", key="attack.names")
+
+
+def write_package(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_a_module_in_the_package_declares_its_piece_with_the_decorator_alone(tmp_path, monkeypatch):
+    """One module is the whole declaration: the registry reads the decorated class and its name from
+    the source, lists it without importing the module, and imports it on first lookup."""
+    import sys
+
+    write_package(tmp_path, {
+        "gadgets_for_test/__init__.py": "",
+        "gadgets_for_test/base.py": "from fedgraph_sim.registry import Registry\nreg = Registry('gadget')\n",
+        "gadgets_for_test/spring.py": ("from gadgets_for_test.base import reg\n\n\n@reg.register\nclass Spring:\n"
+                                       "    name = 'spring'\n"),
+        "gadgets_for_test/deep/lever.py": ("from gadgets_for_test import base\n\n\n@base.reg.register\nclass Lever:\n"
+                                           "    name = 'lever'\n\n\nclass Undecorated:\n    name = 'not_a_piece'\n"),
+    })
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = Registry("gadget", package="gadgets_for_test")
+    assert reg.names() == ["lever", "spring"] and "spring" in reg and "not_a_piece" not in reg
+    assert "gadgets_for_test.spring" not in sys.modules
+    import gadgets_for_test.base as base
+
+    monkeypatch.setattr(base, "reg", reg)  # the module's decorator registers into this registry
+    assert reg.get("Spring").__name__ == "Spring" and reg.get("lever").__module__ == "gadgets_for_test.deep.lever"
+    for name in [m for m in sys.modules if m.startswith("gadgets_for_test")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_two_modules_declaring_one_name_are_refused(tmp_path, monkeypatch):
+    piece = "from x import reg\n\n\n@reg.register\nclass {cls}:\n    name = 'same'\n"
+    write_package(tmp_path, {"twice_for_test/__init__.py": "", "twice_for_test/a.py": piece.format(cls="A"),
+                             "twice_for_test/b.py": piece.format(cls="B")})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"'same' is declared twice: twice_for_test.a:A and twice_for_test.b:B"):
+        Registry("gadget", package="twice_for_test").names()
+
+
+def test_the_package_declares_its_attacks_and_defenses_in_their_modules_only():
+    """No entry point of the distribution names a package piece: the decorator is the one declaration."""
+    from importlib import metadata
+
+    from fedgraph_sim import registry
+
+    for kind, group in ((registry.attacks, "fedgraph_sim.attacks"), (registry.defenses, "fedgraph_sim.defenses")):
+        points = [p for p in metadata.entry_points(group=group) if p.value.split(".")[0] in ("attacks", "clients")]
+        assert points == [], f"{group}: {[p.value for p in points]} are declared twice (entry point and decorator)"
+        assert {d.name for d in registry.declarations(kind._package)} == set(kind.names())

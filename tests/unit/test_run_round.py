@@ -36,7 +36,7 @@ def test_without_a_config_it_runs_the_default_round_grain_can_attack(capsys):
     ("federation.rounds=x", "federation.rounds:"),
     ("attack.names=[dlg,nope]", "attack.names: unknown attack 'nope'; valid attacks:"),
     ("data.dataset=nope", "data.dataset: unknown dataset 'nope'; valid datasets: synthetic"),
-    ("defenses=[{name: nope}]", "defenses.0.name: unknown defense 'nope'; valid defenses: crafted_check, "),
+    ("defenses=[{name: nope}]", "defenses.0.name: unknown defense 'nope'; valid defenses: "),
     ("defenses=[{name: prune, p: 1.5}]", "defenses.0.p: must be in [0, 1) (got 1.5)"),
     ("defenses=[{name: dp_gradients, sigma: -1}]", "defenses.0.sigma: must be a number >= 0 (got -1)"),
     ("defenses=[{name: dp_gradients, sigma: 0.1, clip: -2}]", "defenses.0.clip: must be a number > 0"),
