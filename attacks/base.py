@@ -42,6 +42,49 @@ class Requirements:
     model: str = "classifier"
 
 
+#: The victims the interface's contract test builds (tests/unit/test_attack_contract.py):
+#: ``default``, the bench's 2-layer GCN classifier (a node classifier for the node task) on a small
+#: synthetic graph, auxiliary graphs granted; ``grain``, GRAIN's victim (a GCN without conv bias, a
+#: per-node readout over ``[X0 || H2]``) on a 4-node molecule whose features carry its degrees.
+CONTRACT_VICTIMS = ("default", "grain")
+#: What a contract case may grant beyond the node count: the victim's ``features``, or a leaky
+#: node classifier's ``per_node_gradients``.
+CONTRACT_GRANTS = ("features", "per_node_gradients")
+
+
+@dataclass(frozen=True)
+class ContractCase:
+    """A tiny setting where an attack applies, which the contract test runs it in: it must apply,
+    return valid graphs, the same ones from the same seed, and stop with a reason when its budget
+    is spent.
+
+    Args:
+        task: the model task attacked (``graph``, ``node``) or ``regression`` (a graph regressor).
+        params: parameters that keep the call to a second or so (fewer iterations, epochs).
+        victim: one of :data:`CONTRACT_VICTIMS`.
+        grants: any of :data:`CONTRACT_GRANTS`.
+        label: the case's test id when the attack has several for one task.
+    """
+
+    task: str = "graph"
+    params: dict = field(default_factory=dict)
+    victim: str = "default"
+    grants: tuple[str, ...] = ()
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.task not in ("graph", "node", "regression") or self.victim not in CONTRACT_VICTIMS:
+            raise ValueError(f"contract case: task is graph, node or regression (got {self.task!r}), victim one of "
+                             f"{', '.join(CONTRACT_VICTIMS)} (got {self.victim!r})")
+        unknown = [g for g in self.grants if g not in CONTRACT_GRANTS]
+        if unknown:
+            raise ValueError(f"contract case: unknown grants {unknown}; valid: {', '.join(CONTRACT_GRANTS)}")
+
+    @property
+    def id(self) -> str:
+        return self.label or self.task
+
+
 class AttackStopped(RuntimeError):
     """An attack that ended without a reconstruction; ``info`` holds its diagnostics so far (what
     its stages counted), which the rows record as a reconstruction's."""
@@ -149,10 +192,21 @@ class Attack(ABC):
     #: True when the attack reads a malicious server's crafted update (``update.crafted``) knowing
     #: the crafting; the others are not applicable there, unless they use no update at all.
     reads_crafting: ClassVar[bool] = False
+    #: Where the interface's contract test runs it (:class:`ContractCase`); by default one case per
+    #: task it declares (and regression if it does), on the default victim with default parameters.
+    contract_cases: ClassVar[tuple[ContractCase, ...]] = ()
 
     @dataclass
     class Params:
         pass
+
+    @classmethod
+    def contract(cls) -> tuple[ContractCase, ...]:
+        """The attack's contract cases: its own, or one per declared task on the default victim."""
+        if cls.contract_cases:
+            return tuple(cls.contract_cases)
+        req = cls.requires
+        return tuple(ContractCase(task) for task in (*req.tasks, *("regression",) * req.regression))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

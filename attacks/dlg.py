@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, minimise, simulation_problem
 from attacks.common.parametrisations import free, known, schema_softmax_features, sigmoid_adjacency
 from fedgraph_sim.errors import ConfigError
@@ -66,6 +66,8 @@ class DLG(Attack):
                      "TabLeak's sign trick")
     paper = "Zhu, Liu, Han. Deep Leakage from Gradients. NeurIPS 2019"
     requires = Requirements(node_count=True, regression=True, model="forward")
+    # 3 L-BFGS steps of 5 evaluations
+    contract_cases = tuple(ContractCase(task, {"iterations": 3, "max_iter": 5}) for task in ("graph", "regression"))
     after_fit = ("discretize",)  # a "+BP" variant binarises the plain variant's own fit
 
     @dataclass

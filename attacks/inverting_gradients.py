@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, batch_labels, minimise, simulation_problem
 from attacks.common.parametrisations import boxed
 from attacks.idlg import classifier_gradients
@@ -38,6 +38,7 @@ class InvertingGradients(Attack):
     defaults_note = "Adam lr 0.1, signed, decay x0.1 at 3/8, 5/8, 7/8, 100 iterations, cosine distance, no TV prior"
     paper = "Geiping et al. Inverting Gradients: How easy is it to break privacy in FL? NeurIPS 2020"
     requires = Requirements(node_count=True, model="forward")
+    contract_cases = (ContractCase("graph", {"iterations": 10}),)
 
     @dataclass
     class Params:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attacks.base import AttackContext, Reconstruction, Requirements, register
+from attacks.base import AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.dlg import DLG, discretized
 from fedgraph_sim.metrics import match_nodes
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -45,6 +45,7 @@ class TabLeak(DLG):
              "ICML 2023")
 
     requires = Requirements(node_count=True, model="forward")  # its label vote is over classes
+    contract_cases = (ContractCase("graph", {"iterations": 3, "max_iter": 5, "ensemble": 2}),)
 
     @dataclass
     class Params(DLG.Params):

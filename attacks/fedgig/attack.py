@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, batch_labels, minimise
 from attacks.common.aux import aux_fingerprint, trained_once
 from attacks.common.labels import regression_labels
@@ -70,6 +70,9 @@ class FedGIG(Attack):
     paper = ("Xiao, Li, Qi, Wang, Li. FedGIG: Graph Inversion from Gradient in Federated Learning. "
              "arXiv 2412.18513, 2024")
     requires = Requirements(exact_gradient=True, node_count=True, single_graph=True, regression=True)
+    # features: known (the paper's mode) needs the feature grant; SR trains on the auxiliary set
+    contract_cases = tuple(ContractCase(task, {"iterations": 20, "mgae_epochs": 3}, grants=("features",))
+                           for task in ("graph", "regression"))
     keeps_state = True  # the auto-encoder, trained once per run and settings, shared by the variants
     # SR and its auto-encoder act on AMC's graph: fedgig, fedgig@no_sr, fedgig@calibrated share one AMC fit
     after_fit = ("sr", "sr_calibration", "mask_ratio", "mgae_epochs", "mgae_lr", "mgae_hidden", "mgae_latent")

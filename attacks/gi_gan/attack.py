@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.common import GradientMatcher, Schedule, batch_labels, minimise
 from attacks.common.aux import aux_fingerprint, trained_once
 from attacks.gi_gan.generator import Generator, Training, train_generator
@@ -90,6 +90,7 @@ class GIGAN(Attack):
              "2021 (GIAS) and Li et al., Generative Gradient Leakage, CVPR 2022 (GGL), with De Cao & Kipf's "
              "MolGAN generator, arXiv:1805.11973")
     requires = Requirements(exact_gradient=True, node_count=True, single_graph=True, aux_graphs=True)
+    contract_cases = (ContractCase("graph", {"gan_steps": 5, "n_critic": 2, "gan_batch": 8, "iterations": 10}),)
     keeps_state = True  # the generator, trained once per run, settings and auxiliary set
 
     @dataclass

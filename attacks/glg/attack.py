@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attacks.base import Attack, AttackContext, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Requirements, register
 from attacks.common.fedavg import check_fedavg, read_as_gradient
 from attacks.common.labels import batch_labels
 from attacks.glg.initial import analytic_start
@@ -84,6 +84,9 @@ class GLG(Attack):
     paper = ("Sinha, Liu, Du, Shen. Gradient Inversion Attack on Graph Neural Networks. "
              "arXiv 2411.19440, 2024")
     requires = Requirements(exact_gradient=True, node_count=True, tasks=("graph", "node"))
+    contract_cases = (ContractCase("graph", {"iterations": 20}, label="graph_c"),
+                      ContractCase("node", {"iterations": 20, "d_tree": 2}, label="node_1"),
+                      ContractCase("node", {"iterations": 20}, grants=("per_node_gradients",), label="node_2c"))
 
     @dataclass
     class Params:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.common import Schedule, batch_labels, minimise
 from attacks.common.aux import aux_fingerprint, trained_once
 from attacks.common.distances import l2_distance
@@ -101,6 +101,7 @@ class GRAGFA(Attack):
     paper = ("Chen, Ma, Ma, Zheng, Zhang. An Empirical Evaluation of the Data Leakage in Federated Graph "
              "Learning. IEEE TNSE 11(2), 2024 (GRA-GFA; GraphDLG's App. A.4 and Table 1 'GRA-GRF')")
     requires = Requirements(exact_gradient=True, node_count=True, single_graph=True, aux_graphs=True)
+    contract_cases = (ContractCase("graph", {"generator_epochs": 5, "iterations": 10}),)
     keeps_state = True  # the generator, trained once per run and settings
 
     @dataclass

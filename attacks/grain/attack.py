@@ -111,7 +111,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Budget,
+from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, AttackTimeout, Budget, ContractCase,
                           Reconstruction, Requirements, register)
 from attacks.common.user_models import as_classifier, reading_of
 from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
@@ -156,6 +156,7 @@ class GRAIN(Attack):
     paper = ("Drencheva, Petrov, Baader, Dimitrov, Vechev. GRAIN: Exact Graph Reconstruction from "
              "Gradients. ICLR 2025 (arXiv 2503.01838)")
     requires = Requirements(exact_gradient=True, tasks=("graph", "node"))
+    contract_cases = (ContractCase("graph", victim="grain"), ContractCase("node", victim="grain"))
 
     @dataclass
     class Params:

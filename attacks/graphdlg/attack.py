@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from attacks.base import Attack, AttackContext, Reconstruction, Requirements, register
+from attacks.base import Attack, AttackContext, ContractCase, Reconstruction, Requirements, register
 from attacks.common import DummyGraphs, GradientMatcher, Schedule, label_from_bias, minimise
 from attacks.common.aux import aux_fingerprint
 from attacks.common.fedavg import check_fedavg, read_as_gradient
@@ -83,6 +83,7 @@ class GraphDLG(Attack):
     paper = ("Wei et al. GraphDLG: Exploring Deep Leakage from Gradients in Federated Graph Learning. "
              "arXiv 2601.19745, 2026")
     requires = Requirements(exact_gradient=True, aux_graphs=True)
+    contract_cases = (ContractCase("graph", {"epochs": 3, "warm_epochs": 2, "patience": 2}),)
     batch_output = "one_for_batch"
     keeps_state = True  # the decoder trained in prepare(), shared by the variants
 

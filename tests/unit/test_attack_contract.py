@@ -1,18 +1,17 @@
 """Every registered attack keeps the interface's contract. The list of attacks comes from the
-registry; each of the package's attacks runs in settings of its own (SETTINGS below: the victim,
-the grants and small parameters) where it applies, one per model task it declares and one for
-regression if it declares that, so none is skipped as ``not_applicable``. An attack registered
-without a setting fails ``test_every_registered_attack_has_its_settings``. A plugin's attack gets
-the declaration checks only."""
+registry, and each runs in the cases it declares itself (``Attack.contract_cases``: a victim built
+here, grants and small parameters; by default one per model task it declares, and one for
+regression if it declares that), where it must apply, return valid graphs, the same ones from the
+same seed, and stop with a reason when its budget is spent. So a new attack is checked without
+editing this file."""
 
 from __future__ import annotations
 
 import inspect
 import math
 import pickle
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import lru_cache
-from typing import Callable
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import dense_to_sparse
 
 import attacks
-from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget, Reconstruction
+from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget, ContractCase, Reconstruction
 from clients.training import fedsgd_gradient, per_node_gradients
 from fedgraph_sim import registry
 from fedgraph_sim.data import load_dataset, make_synthetic
@@ -28,7 +27,6 @@ from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, output_problem
 
 NAMES = registry.attacks.names()
-BUILTIN = [n for n in NAMES if registry.attacks.get(n).__module__.split(".")[0] == "attacks"]
 BUDGET = 120.0  # seconds: far above what any setting takes, so running out of it is a failure
 Case = tuple[ObservedUpdate, AttackerKnowledge]
 
@@ -118,66 +116,36 @@ def grain_case(node_labels: bool = False) -> Case:
                    loss="bce")
 
 
-# -- each attack's settings ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Setting:
-    """``kind``: graph or node (the model's task) or regression; ``case`` builds the update and
-    the knowledge; ``params`` keep the attack fast (fewer iterations and epochs)."""
-
-    kind: str
-    case: Callable[[], Case]
-    params: dict = field(default_factory=dict)
-    label: str = ""
-
-    @property
-    def id(self) -> str:
-        return self.label or self.kind
+# -- each attack's cases ------------------------------------------------------------------------
+def build_case(case: ContractCase) -> Case:
+    """The update and the knowledge of an attack's :class:`ContractCase`."""
+    if case.victim == "grain":
+        built = grain_case(node_labels=case.task == "node")
+    elif case.task == "node":
+        built = node_case(per_node="per_node_gradients" in case.grants)
+    else:
+        built = regression_case() if case.task == "regression" else graph_case()
+    return features_granted(built) if "features" in case.grants else built
 
 
-FAST_MATCHING = {"iterations": 3, "max_iter": 5}  # DLG-family fits: 3 L-BFGS steps of 5 evaluations
-FAST_FEDGIG = {"iterations": 20, "mgae_epochs": 3}
-SETTINGS: dict[str, list[Setting]] = {
-    "random": [Setting("graph", graph_case), Setting("node", node_case), Setting("regression", regression_case)],
-    "majority_type": [Setting("graph", graph_case), Setting("node", node_case),
-                      Setting("regression", regression_case)],
-    "aux_mean_adjacency": [Setting("graph", graph_case), Setting("node", node_case),
-                           Setting("regression", regression_case)],
-    "aux_sample": [Setting("graph", graph_case), Setting("node", node_case), Setting("regression", regression_case)],
-    "dlg": [Setting("graph", graph_case, FAST_MATCHING), Setting("regression", regression_case, FAST_MATCHING)],
-    "idlg": [Setting("graph", graph_case, FAST_MATCHING), Setting("regression", regression_case, FAST_MATCHING)],
-    "tableak": [Setting("graph", graph_case, {**FAST_MATCHING, "ensemble": 2})],
-    "inverting_gradients": [Setting("graph", graph_case, {"iterations": 10})],
-    # Paper mode needs the default victim: GCN, mean pooling, one linear classifier after it.
-    "graphdlg": [Setting("graph", graph_case, {"epochs": 3, "warm_epochs": 2, "patience": 2})],
-    "gi_gan": [Setting("graph", graph_case, {"gan_steps": 5, "n_critic": 2, "gan_batch": 8, "iterations": 10})],
-    "gra_gfa": [Setting("graph", graph_case, {"generator_epochs": 5, "iterations": 10})],
-    # features: known (the paper's mode) needs the feature grant; SR trains on the auxiliary set.
-    "fedgig": [Setting("graph", lambda: features_granted(graph_case()), FAST_FEDGIG),
-               Setting("regression", lambda: features_granted(regression_case()), FAST_FEDGIG)],
-    "glg": [Setting("graph", graph_case, {"iterations": 20}, "graph_c"),
-            Setting("node", node_case, {"iterations": 20, "d_tree": 2}, "node_1"),
-            Setting("node", lambda: node_case(per_node=True), {"iterations": 20}, "node_2c")],
-    "grain": [Setting("graph", grain_case), Setting("node", lambda: grain_case(node_labels=True))],
-}
-
-
-def missing_settings(names) -> list[str]:
-    """What is wrong with SETTINGS for the attacks ``names``, one line each."""
-    problems = [f"attack '{n}' has no contract setting: add its settings to SETTINGS in "
-                f"tests/unit/test_attack_contract.py (a case where it applies, small params)"
-                for n in names if n not in SETTINGS]
-    for name in names:
-        if name in SETTINGS:
-            req = registry.attacks.get(name).requires
-            needed = set(req.tasks) | ({"regression"} if req.regression else set())
-            for kind in sorted(needed - {s.kind for s in SETTINGS[name]}):
-                problems.append(f"attack '{name}' declares {kind} but SETTINGS has no {kind} setting for it")
-    problems += [f"SETTINGS names '{n}', which is not a registered attack" for n in SETTINGS if n not in names]
+def case_problems(name: str) -> list[str]:
+    """What is wrong with the contract cases attack ``name`` declares, one line each."""
+    cls = registry.attacks.get(name)
+    req = cls.requires
+    needed = set(req.tasks) | ({"regression"} if req.regression else set())
+    cases = cls.contract()
+    problems = [f"attack '{name}' declares {task} but no contract case for it (contract_cases)"
+                for task in sorted(needed - {c.task for c in cases})]
+    problems += [f"attack '{name}' has a {c.task} contract case but does not declare {c.task} (requires)"
+                 for c in cases if c.task not in needed]
+    ids = [c.id for c in cases]
+    problems += [f"attack '{name}' has two contract cases with id '{i}': give them labels" for i in sorted(set(ids))
+                 if ids.count(i) > 1]
     return problems
 
 
-CASES = [pytest.param(name, setting, id=f"{name}-{setting.id}")
-         for name in BUILTIN for setting in SETTINGS.get(name, ())]
+CASES = [pytest.param(name, case, id=f"{name}-{case.id}")
+         for name in NAMES for case in registry.attacks.get(name).contract()]
 
 
 def run(attack: Attack, case: Case, budget: float = BUDGET) -> list[Reconstruction]:
@@ -228,17 +196,23 @@ def sealed(tmp_path, monkeypatch, offline):
 # -- the tests -----------------------------------------------------------------------------------
 def test_every_attack_in_the_package_is_registered():
     assert {"random", "dlg", "idlg", "inverting_gradients", "graphdlg", "grain", "tableak", "majority_type",
-            "aux_mean_adjacency", "aux_sample", "fedgig", "gi_gan", "gra_gfa", "glg"} <= set(BUILTIN)
+            "aux_mean_adjacency", "aux_sample", "fedgig", "gi_gan", "gra_gfa", "glg"} <= set(NAMES)
 
 
-def test_every_registered_attack_has_its_settings():
-    assert missing_settings(BUILTIN) == []
+@pytest.mark.parametrize("name", NAMES)
+def test_the_attack_has_a_contract_case_for_every_task_it_declares(name):
+    assert case_problems(name) == []
 
 
-def test_an_attack_registered_without_a_setting_is_reported():
-    assert missing_settings(list(SETTINGS) + ["newcomer"]) == [
-        "attack 'newcomer' has no contract setting: add its settings to SETTINGS in "
-        "tests/unit/test_attack_contract.py (a case where it applies, small params)"]
+def test_a_case_for_an_undeclared_task_is_reported(monkeypatch):
+    from attacks.random_guess import RandomGuess
+
+    monkeypatch.setattr(RandomGuess, "requires", replace(RandomGuess.requires, regression=False))
+    monkeypatch.setattr(RandomGuess, "contract_cases", (ContractCase("graph"), ContractCase("node"),
+                                                        ContractCase("regression"), ContractCase("graph")))
+    assert case_problems("random") == [
+        "attack 'random' has a regression contract case but does not declare regression (requires)",
+        "attack 'random' has two contract cases with id 'graph': give them labels"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -252,10 +226,10 @@ def test_the_attack_declares_its_paper_threat_model_and_defaults(name):
 
 
 @pytest.mark.parametrize("name, setting", CASES)
-def test_the_attack_applies_in_its_setting_and_returns_valid_graphs_deterministically(name, setting, sealed):
+def test_the_attack_applies_in_its_case_and_returns_valid_graphs_deterministically(name, setting, sealed):
     """Applicable (no ``not_applicable``, no failure, no timeout), valid graphs, the same ones
     again from the same seed, with nothing to read beyond the update and the knowledge."""
-    case = setting.case()
+    case = build_case(setting)
     update, knowledge = case
     cls = registry.attacks.get(name)
     reason = cls(**setting.params).not_applicable(update, knowledge)
@@ -272,7 +246,7 @@ def test_the_attack_applies_in_its_setting_and_returns_valid_graphs_deterministi
 def test_a_spent_budget_stops_the_attack_with_a_reason_or_it_returns_valid_graphs(name, setting, sealed):
     """With no time left an attack raises its own timeout or failure, with a message, or returns
     valid graphs (those that check their budget only between stages)."""
-    case = setting.case()
+    case = build_case(setting)
     cls = registry.attacks.get(name)
     try:
         recs = run(cls(**setting.params), case, budget=0.0)
