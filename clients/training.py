@@ -117,3 +117,35 @@ def fedavg_weights(model: GraphClassifier, batches: Sequence[Sequence[Data]], lr
                 param.add_(grads[name], alpha=-lr)
         losses.append(loss)
     return {n: t.detach().clone() for n, t in model.state_dict().items()}, float(np.mean(losses))
+
+
+def defended_update(model: GraphClassifier, batches: Sequence[Sequence[Data]], defenses, rng: torch.Generator,
+                    lr: float, loss: str = "cross_entropy") -> tuple[dict[str, torch.Tensor], float]:
+    """A client's update under its defenses, from the weights ``model`` holds (those sent).
+
+    The local pass runs inside the defenses' training hooks with their gradient function: one
+    FedSGD gradient for one batch, else SGD over ``batches``. The defenses then act on the update
+    itself: the gradient, or the weight delta ``W_new - W_sent`` in FedAvg.
+
+    Args:
+        model: the client's model, loaded with the sent weights (it trains in place).
+        batches: the turn's batches (one per local step).
+        defenses: the client's :class:`clients.defenses.DefenseStack`, its turn begun.
+        rng: the generator every defense draws its noise from.
+        lr: the local learning rate (FedAvg).
+        loss: the training loss's name.
+
+    Returns:
+        The reply's arrays (the gradient, or the new weights) and the mean training loss.
+    """
+    sent = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    with defenses.training(model, rng):
+        gradient_fn = defenses.gradient_fn(rng)
+        if len(batches) == 1:
+            update, value = fedsgd_gradient(model, batches[0], gradient_fn, loss)
+        else:
+            update, value = fedavg_weights(model, batches, lr, gradient_fn, loss)
+    if len(batches) == 1:
+        return defenses.apply(update, rng), value
+    delta = defenses.apply({k: update[k] - sent[k] for k in update}, rng)
+    return {k: sent[k] + delta[k] for k in update}, value

@@ -13,7 +13,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from clients.defenses import ClientTurn, build_defenses
-from clients.training import fedavg_weights, fedsgd_gradient, per_node_gradients, round_batches
+from clients.training import defended_update, per_node_gradients, round_batches
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.models import build_model
@@ -100,8 +100,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
 
     ds = scenario.dataset
     model = build_model(config.model, ds.num_features, ds.num_classes)
-    sent = msg.content["arrays"].to_torch_state_dict()  # load_state_dict copies: stays the sent weights
-    model.load_state_dict(sent)
+    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     batches = turn_batches(config, scenario, partition_id, settings)
 
     # The leaky client's extra channel (threat.per_node_gradients), at the sent weights, undefended.
@@ -113,18 +112,7 @@ def _turn(msg: Message, partition_id: int, config_json: str, state: RecordDict |
                               sampled_clients=fed.sampled_per_round(), num_clients=fed.num_clients),
                    _saved_state(state))
     defense_rng = torch.Generator().manual_seed(turn_seed(config.seed, round_, partition_id, DEFENSE_NOISE_STREAM))
-    with defenses.training(model, defense_rng):
-        gradient_fn = defenses.gradient_fn(defense_rng)
-        if steps == 1:
-            update, loss = fedsgd_gradient(model, batches[0], gradient_fn, config.train.loss)
-        else:
-            update, loss = fedavg_weights(model, batches, lr, gradient_fn, config.train.loss)
-    # The defended quantity is the update itself: the gradient, or the weight delta in FedAvg.
-    if steps == 1:
-        update = defenses.apply(update, defense_rng)
-    else:
-        delta = defenses.apply({k: update[k] - sent[k] for k in update}, defense_rng)
-        update = {k: sent[k] + delta[k] for k in update}
+    update, loss = defended_update(model, batches, defenses, defense_rng, lr, config.train.loss)
     if defenses:
         state[DEFENSE_STATE] = ConfigRecord({"json": json.dumps(defenses.state())})
 

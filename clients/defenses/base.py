@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ClassVar, ContextManager
 
 import torch
 from torch import Tensor
@@ -82,6 +82,10 @@ class Defense:
     tasks: tuple[str, ...] = ("graph", "node")
     reply_mod: bool = False
     weight_replies: bool = False
+    #: What the defense contract test builds it with (its required parameters, at small values):
+    #: a client's turn for each task it serves must keep the update's shapes, stay finite and be
+    #: the same from the same generator.
+    contract_params: ClassVar[dict[str, Any]] = {}
 
     def plan(self, turn: ClientTurn) -> None:
         """Raise ConfigError if this client's turn is impossible (a target epsilon)."""

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 @registry.defenses.register
 class DPActivations(Defense):
     name = "dp_activations"
+    contract_params = {"sigma": 0.01}
     hooks_forward = True  # noise on the layer outputs, added by forward hooks
 
     def __init__(self, sigma: float, noise: str = "laplace", laplace_param: str = "scale") -> None:

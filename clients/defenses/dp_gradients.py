@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 @registry.defenses.register
 class DPGradients(Defense):
     name = "dp_gradients"
+    contract_params = {"sigma": 0.01}
 
     def __init__(self, sigma: float, noise: str = "laplace", laplace_param: str = "scale",
                  clip: float | None = None, delta: float = 1e-5) -> None:

@@ -16,6 +16,7 @@ from fedgraph_sim import registry
 @registry.defenses.register
 class DPHybrid(Defense):
     name = "dp_hybrid"
+    contract_params = {"sigma": 0.01}
     hooks_forward = True  # noise on the layer outputs, added by forward hooks
 
     def __init__(self, sigma: float, noise: str = "laplace", laplace_param: str = "scale") -> None:

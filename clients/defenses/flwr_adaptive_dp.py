@@ -56,6 +56,7 @@ from fedgraph_sim.errors import require
 @registry.defenses.register
 class FlowerAdaptiveDP(Defense):
     name = "flwr_adaptive_dp"
+    contract_params = {"noise_multiplier": 0.1}
     reply_mod = True
 
     def __init__(self, noise_multiplier: float, initial_clipping_norm: float = 0.1,

@@ -40,6 +40,7 @@ from fedgraph_sim import registry
 @registry.defenses.register
 class FlowerLocalDP(Defense):
     name = "flwr_local_dp"
+    contract_params = {"clipping_norm": 1.0, "sensitivity": 1.0, "epsilon": 1.0, "delta": 1e-5}
     reply_mod = True
 
     def __init__(self, clipping_norm: float, sensitivity: float, epsilon: float, delta: float) -> None:

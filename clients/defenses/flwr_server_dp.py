@@ -48,6 +48,7 @@ from fedgraph_sim import registry
 @registry.defenses.register
 class FlowerServerDP(Defense):
     name = "flwr_server_dp"
+    contract_params = {"clipping_norm": 1.0, "noise_multiplier": 0.1}
     weight_replies = True
 
     def __init__(self, clipping_norm: float, noise_multiplier: float, delta: float = 1e-5) -> None:

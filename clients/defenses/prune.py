@@ -30,6 +30,7 @@ def prune_smallest(values: torch.Tensor, p: float) -> torch.Tensor:
 @registry.defenses.register
 class Prune(Defense):
     name = "prune"
+    contract_params = {"p": 0.5}
 
     def __init__(self, p: float, scope: str = "tensor") -> None:
         self.p, self.scope = check_number(p, "p", high=1.0), check_choice(scope, "scope", SCOPES)
