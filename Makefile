@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-.PHONY: run test test-integration bench flwr-run
+.PHONY: run test test-integration bench docs flwr-run
 run: $(VENV)/.installed
 	$(PY) experiments/run_round.py
 
@@ -30,6 +30,10 @@ test: $(VENV)/.installed
 
 test-integration: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2 --dist loadfile tests/integration
+
+# The README's attack table and defense and metric lists, from the registries (a test keeps them equal).
+docs: $(VENV)/.installed
+	$(PY) -m fedgraph_sim attacks --write README.md
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_foundation.py

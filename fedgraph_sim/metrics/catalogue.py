@@ -4,9 +4,11 @@ A :class:`Metric` holds a metric's column name, its short header, its direction,
 graph it scores (node features or structure: a part the threat model grants earns no gain) and
 the function that computes it. Result rows, the
 information gain, summaries, terminal and markdown tables, reproduction tables and figures are all
-derived from :func:`all_metrics`: the package's metrics, then those plugins add with
-:func:`register_metric` (a ``plugins:`` module's import, in every process that scores or reports).
-Adding a metric is one entry and its function. Where a metric is shown by default is the entry's
+derived from :func:`all_metrics`: the package's metrics, then those added with
+:func:`register_metric`. Adding a metric is one module: in this package, a module that computes it
+and calls :func:`register_metric` at module level (found by reading the package's source, and
+imported when the catalogue is first read, in every process); outside it, a ``plugins:`` module
+doing the same. Where a metric is shown by default is the entry's
 own ``shown`` (:data:`PLACES`; :func:`shown_in` lists a place's).
 
 **Sign convention.** The information gain over the prior is positive when the attack knows more
@@ -31,9 +33,11 @@ Metrics with ``counts_failures`` get that summary too (``<metric>_all_mean``, ``
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from fedgraph_sim import registry
 from fedgraph_sim.metrics import reconstruction as r
 
 MAJORITY_TYPE, AUX_MEAN_ADJACENCY, AUX_SAMPLE = "majority_type", "aux_mean_adjacency", "aux_sample"  # attacks/priors.py
@@ -126,8 +130,21 @@ def register_metric(entry: Metric) -> Metric:
     return entry
 
 
+_modules_loaded = False
+
+
+def _load_metric_modules() -> None:
+    """Import, once per process, this package's modules that add a metric."""
+    global _modules_loaded
+    if not _modules_loaded:
+        _modules_loaded = True
+        for module in registry.modules_calling(__package__, "register_metric"):
+            importlib.import_module(module)
+
+
 def all_metrics() -> tuple[Metric, ...]:
-    """Every metric: the package's, then the plugins'."""
+    """Every metric: the catalogue's, then those its package's modules and plugins add."""
+    _load_metric_modules()
     return _BUILT_IN + tuple(_plugged)
 
 

@@ -8,7 +8,7 @@ inspect datasets before running anything, report on results after.
     fedgraph-sim audit --config FILE [key=value ...]   does it leak, and what stops it: audit.html
     fedgraph-sim datasets [--json]      every dataset that loads here, with its stats
     fedgraph-sim info NAME [--json]     one dataset (``--task``, ``--max-nodes``)
-    fedgraph-sim attacks [--plugin M] [--json | --markdown]   every registered attack: paper, needs, defaults
+    fedgraph-sim attacks [--plugin M] [--json | --markdown | --write README.md]   every attack: paper, needs, defaults
     fedgraph-sim report DIR [--html]    report.md and figures/ (and report.html) for a run or sweep
 """
 
@@ -20,6 +20,7 @@ import json
 import logging
 import sys
 import warnings
+from pathlib import Path
 
 from fedgraph_sim.errors import ConfigError, RunFailed
 from fedgraph_sim.runtime.stopping import defer_startup_signals, startup_checkpoint
@@ -151,6 +152,23 @@ def readme_lists(plugins: list[str]) -> dict[str, str]:
     return {"attacks": attacks, "defenses": defenses, "metrics": metrics}
 
 
+def write_generated(path: Path, parts: dict[str, str]) -> None:
+    """Replace each generated part of the markdown file ``path`` (the text between
+    ``<!-- name: fedgraph-sim attacks --markdown -->`` and ``<!-- /name -->``) with ``parts[name]``."""
+    import re
+
+    if not path.is_file():
+        raise ConfigError(f"--write: {path} is not a file (the markdown file whose generated parts to fill)")
+    text = path.read_text(encoding="utf-8")
+    for name, part in parts.items():
+        block = re.compile(rf"(<!-- {name}: fedgraph-sim attacks --markdown -->\n).*?(\n<!-- /{name} -->)", re.S)
+        if not block.search(text):
+            raise ConfigError(f"--write: {path} has no '<!-- {name}: fedgraph-sim attacks --markdown -->' ... "
+                              f"'<!-- /{name} -->' block to fill")
+        text = block.sub(lambda m: m.group(1) + part + m.group(2), text)
+    path.write_text(text, encoding="utf-8")
+
+
 def cmd_attacks(args) -> int:
     from rich.table import Table
 
@@ -159,6 +177,9 @@ def cmd_attacks(args) -> int:
     rows = attack_catalogue(args.plugin)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
+        return 0
+    if args.write:
+        write_generated(Path(args.write), readme_lists(args.plugin))
         return 0
     if args.markdown:
         for name, text in readme_lists(args.plugin).items():
@@ -229,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", action="store_true",
                    help="the README's generated parts: the attack table, the defense and metric lists")
+    p.add_argument("--write", metavar="FILE", help="fill FILE's generated parts in place (make docs: README.md)")
     p.set_defaults(func=cmd_attacks)
     p = sub.add_parser("metrics", help="every metric with its header, direction and where it is shown")
     p.add_argument("--plugin", action="append", default=[], help="a plugin module to import first (repeatable)")

@@ -83,6 +83,6 @@ def test_a_plugins_attack_defense_and_metric_join_the_listings(tmp_path):
     markdown = listing("attacks", "--markdown")
     assert "| `throwaway_attack` | a test's plugin | whatever the server sees | nothing | - |" in markdown
     assert "`throwaway_defense`" in markdown and "| `grain` |" in markdown
-    assert "`adj_mse` (adj MSE), `throwaway_metric` (throwaway)." in markdown  # after the package's
+    assert "`adj_mse` (adj MSE), " in markdown and ", `throwaway_metric` (throwaway)." in markdown  # last
     assert "throwaway_attack" in listing("attacks") and '"name": "throwaway_attack"' in listing("attacks", "--json")
     assert "throwaway_metric" in listing("metrics") and '"name": "throwaway_metric"' in listing("metrics", "--json")
