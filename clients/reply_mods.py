@@ -6,7 +6,8 @@ first mod listed sees the turn's reply, the last one's output goes to the server
 reply (no arrays, its reason) goes to the server untouched, so it stays a ``client_failed`` row.
 
 Flower's mods draw their noise from NumPy's global generator; it is seeded per turn from the run's
-seed, the round and the client, so a run's rows do not depend on which process ran the turn.
+seed, the round and the client, so a run's rows do not depend on which process ran the turn, and
+restored once the mods have run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from flwr.app import Context, Message
 from clients.defenses import build_defenses
 from clients.turn import turn_seed
 from fedgraph_sim.config import RunConfig
+from fedgraph_sim.numpy_state import restored_numpy_state
 from fedgraph_sim.plugins import load_plugins
 
 MOD_NOISE_STREAM = 2  # the turn's own defenses draw from stream 1 (clients.turn)
@@ -42,14 +44,16 @@ def defense_mods(config_for: Callable[[Context], str]):
         if not mods or reply.has_error() or "failed" in reply.content["metrics"]:
             return reply
         partition_id = int(context.node_config["partition-id"])
-        np.random.seed(turn_seed(seed, int(msg.content["config"]["server-round"]), partition_id, MOD_NOISE_STREAM))
 
         def handler(_msg: Message, _context: Context) -> Message:
             return reply  # the turn already ran: the mods rewrite its reply
 
         for flower_mod in mods:  # the first listed wraps the turn most closely: it rewrites first
             handler = _wrapped(flower_mod, handler)
-        return handler(msg, context)
+        with restored_numpy_state():
+            np.random.seed(turn_seed(seed, int(msg.content["config"]["server-round"]), partition_id,
+                                     MOD_NOISE_STREAM))
+            return handler(msg, context)
 
     return mod
 

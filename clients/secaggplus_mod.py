@@ -8,11 +8,11 @@ while the project's train handler speaks the Message API; :func:`secaggplus_mods
 between them, the names travelling as ``array-keys`` in the fit config and the reply's metrics.
 
 Flower's stochastic rounding draws from NumPy's global generator; it is seeded per turn from the
-run's seed, the round and the client, so a run's aggregates do not depend on which process ran
-the turn (the masks, drawn from the OS, cancel in the sum). A turn that fails (an empty partition,
-a failing defense) drops out of the protocol, as a client that crashed would: its reply is Flower's
-error reply naming the partition and the reason, and the server removes its masks with its
-neighbours' shares (``server.secaggplus``).
+run's seed, the round and the client, so a run's aggregates do not depend on which process ran the
+turn (the masks, drawn from the OS, cancel in the sum), and restored once Flower's mod has answered
+the message. A turn that fails (an empty partition, a failing defense) drops out of the protocol,
+as a client that crashed would: its reply is Flower's error reply naming the partition and the
+reason, and the server removes its masks with its neighbours' shares (``server.secaggplus``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from flwr.compat.common import recorddict_compat as compat
 
 from clients.turn import turn_seed
 from fedgraph_sim.config import RunConfig
+from fedgraph_sim.numpy_state import restored_numpy_state
 from fedgraph_sim.threat import ARRAY_KEYS
 
 QUANTISATION_STREAM = 3  # the turn's defenses draw from streams 1 and 2 (clients.turn, clients.reply_mods)
@@ -68,7 +69,8 @@ def secaggplus_mods(config_for: Callable[[Context], str]):
             return Message(_as_fitres(reply, keys), reply_to=legacy)
 
         try:
-            return secaggplus_mod(msg, context, fit)
+            with restored_numpy_state():  # the rounding follows fit, inside Flower's mod
+                return secaggplus_mod(msg, context, fit)
         except TurnFailed as exc:  # Flower's error reply, without the traceback Flower would log for it
             return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=str(exc)), reply_to=msg)
 

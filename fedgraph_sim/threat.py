@@ -142,6 +142,27 @@ def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
 HINTS = ("node_counts", "labels", "adjacencies", "features", "node_label_counts")
 
 
+class _Hint:
+    """A per-graph hint field of :class:`AttackerKnowledge`: reading it, when granted (not None),
+    records its name in the object's reads. The value lives in the object's ``__dict__`` under the
+    field's name (so copies and pickles carry it); the dataclass takes the field's default, None,
+    from ``__get__`` on the class."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner: type | None = None):
+        if obj is None:
+            return None
+        value = obj.__dict__[self.name]
+        if value is not None:
+            obj.__dict__["_hints_read"].add(self.name)
+        return value
+
+    def __set__(self, obj, value) -> None:  # the dataclass's __init__ only: the class is frozen
+        obj.__dict__[self.name] = value
+
+
 @dataclass(frozen=True)
 class AttackerKnowledge:
     """What the threat model grants beyond the update.
@@ -166,27 +187,21 @@ class AttackerKnowledge:
     task_type: str = "classification"  # regression: one real output per graph, labels are reals
     aux_graphs: tuple[Data, ...] = ()
     aux_scenario: str = "none"
-    node_counts: tuple[int, ...] | None = None
-    labels: tuple[int | float, ...] | None = None
-    adjacencies: tuple[torch.Tensor, ...] | None = None
-    features: tuple[torch.Tensor, ...] | None = None
-    node_label_counts: tuple[tuple[int, ...], ...] | None = None
+    node_counts: tuple[int, ...] | None = _Hint()
+    labels: tuple[int | float, ...] | None = _Hint()
+    adjacencies: tuple[torch.Tensor, ...] | None = _Hint()
+    features: tuple[torch.Tensor, ...] | None = _Hint()
+    node_label_counts: tuple[tuple[int, ...], ...] | None = _Hint()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hints_read", set())
 
-    def __getattribute__(self, name: str):
-        value = object.__getattribute__(self, name)
-        if name in HINTS and value is not None:  # a granted hint, read
-            object.__getattribute__(self, "_hints_read").add(name)
-        return value
-
     def hints_read(self) -> frozenset[str]:
         """The granted hints (names in :data:`HINTS`) read since :meth:`forget_reads`."""
-        return frozenset(object.__getattribute__(self, "_hints_read"))
+        return frozenset(self._hints_read)
 
     def forget_reads(self) -> None:
-        object.__getattribute__(self, "_hints_read").clear()
+        self._hints_read.clear()
 
     def with_hints(self, node_counts=None, labels=None, adjacencies=None, features=None,
                    node_label_counts=None) -> "AttackerKnowledge":

@@ -11,11 +11,12 @@ proposed upstream (flwrlabs/flower pull request 7631, "Guard DP clipping against
 updates"); every other update goes through Flower's own function.
 
 Two things are ours, in a mixin over Flower's classes: the wrappers draw their noise from NumPy's
-global generator, which is seeded per round from the run's seed (so a run's utility does not
-depend on what else the server process drew); and the curious strategy's ``witness`` sees every
-reply first, also in a round Flower refuses to aggregate (it skips any round with an error
-reply), while Flower's wrapper gets the replies of the turns that trained (a failed turn's reply,
-a row of ours, carries no arrays and none of the metrics Flower's adaptive clipping reads).
+global generator, which is seeded per round from the run's seed (so a run's utility does not depend
+on what else the server process drew) and restored after the round's aggregation (so no other draw
+depends on the seeding); and the curious strategy's ``witness`` sees every reply first, also in a
+round Flower refuses to aggregate (it skips any round with an error reply), while Flower's wrapper
+gets the replies of the turns that trained (a failed turn's reply, a row of ours, carries no arrays
+and none of the metrics Flower's adaptive clipping reads).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import numpy as np
 from flwr.serverapp.strategy import (DifferentialPrivacyClientSideAdaptiveClipping,
                                      DifferentialPrivacyClientSideFixedClipping,
                                      DifferentialPrivacyServerSideFixedClipping)
+
+from fedgraph_sim.numpy_state import restored_numpy_state
 
 SERVER_NOISE_STREAM = 3  # a turn's own defenses draw from stream 1, Flower's client mods from 2
 
@@ -37,9 +40,10 @@ class SeededRounds:
         replies = list(replies)
         if hasattr(self.strategy, "witness"):  # the curious server sees every reply, Flower's wrapper
             replies = self.strategy.witness(server_round, replies)  # those of the turns that trained
-        np.random.seed(int(np.random.SeedSequence([self.seed, server_round, SERVER_NOISE_STREAM])
-                           .generate_state(1)[0]))
-        return super().aggregate_train(server_round, replies)
+        with restored_numpy_state():
+            np.random.seed(int(np.random.SeedSequence([self.seed, server_round, SERVER_NOISE_STREAM])
+                               .generate_state(1)[0]))
+            return super().aggregate_train(server_round, replies)
 
 
 class SeededFixedClipping(SeededRounds, DifferentialPrivacyClientSideFixedClipping):

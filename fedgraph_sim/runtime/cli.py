@@ -263,6 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommands() -> list[str]:
+    """Every subcommand's name, as the parser lists them (``--help`` shows them in this order)."""
+    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
 COMMANDS = {"run": "run one federation and score its attacks",
             "sweep": "run a defense-vs-attack sweep (or resume one)",
             "reproduce": "run a paper table's cases and write ours beside the paper's",

@@ -56,5 +56,23 @@ def test_a_server_side_round_with_a_zero_update_is_aggregated():
     assert arrays is not None and all(np.isfinite(arrays[k].numpy()).all() for k in arrays)
 
 
+def test_the_servers_noise_is_seeded_per_round_and_leaves_numpys_global_state():
+    aggregates = []
+    for global_seed in (5, 6):  # another global state before the round: the same noise
+        curious = CuriousFedAvg(lr=0.1, local_steps=5, batch_size=1, min_train_nodes=3, min_available_nodes=3,
+                                observer=lambda updates, failures: None)
+        (defense,) = build_defenses([{"name": "flwr_server_dp", "clipping_norm": 0.5,
+                                      "noise_multiplier": 1.0}]).defenses
+        server = defense.wrap_strategy(curious, 3, seed=0)
+        list(server.configure_train(1, global_arrays(), ConfigRecord({}), FakeGrid()))
+        np.random.seed(global_seed)
+        before = np.random.get_state()[1].copy()
+        arrays, _ = server.aggregate_train(1, replies(np.random.default_rng(0)))
+        assert np.array_equal(np.random.get_state()[1], before)
+        aggregates.append(arrays)
+    first, again = aggregates
+    assert all(np.array_equal(first[k].numpy(), again[k].numpy()) for k in first)
+
+
 def _sent() -> Message:
     return Message(RecordDict({"config": ConfigRecord({})}), dst_node_id=11, message_type="train")

@@ -1,6 +1,9 @@
-"""fedgraph_sim.threat.output_problem: what an attack may return, checked before anything is scored."""
+"""fedgraph_sim.threat.output_problem: what an attack may return, checked before anything is scored;
+and which granted hints an attack read."""
 
+import dataclasses
 import math
+import pickle
 
 import pytest
 import torch
@@ -43,3 +46,16 @@ def test_a_regression_label_is_a_number():
                                    task_type="regression")
     assert output_problem([_graph(label=0.37)], regression, 1) is None
     assert output_problem([_graph(label="x")], regression, 1) == "graph 0: label 'x' is not a number"
+
+
+def test_reading_a_granted_hint_is_recorded_and_survives_a_copy_to_a_worker():
+    granted = KNOWLEDGE.with_hints(node_counts=[3], labels=[1])
+    assert granted.hints_read() == frozenset()
+    assert granted.features is None and granted.hints_read() == frozenset()  # not granted: no read
+    assert granted.labels == (1,) and granted.hints_read() == {"labels"}
+    granted.forget_reads()
+    copied = pickle.loads(pickle.dumps(granted))  # as an attack worker receives it
+    assert copied.hints_read() == frozenset() and copied.node_counts == (3,)
+    assert copied.hints_read() == {"node_counts"} and granted.hints_read() == frozenset()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        granted.labels = (0,)

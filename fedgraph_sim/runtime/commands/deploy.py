@@ -19,8 +19,8 @@ import logging
 import sys
 from pathlib import Path
 
-from fedgraph_sim.config import DEFAULT_ROUND, load_config
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.runtime.stopping import startup_checkpoint
 
 
 def _partitions(text: str) -> list[int]:
@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides")
     args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    from fedgraph_sim.config import DEFAULT_ROUND, load_config  # here: --help needs none of it
     from fedgraph_sim.runtime.deployment import Launch
+
+    startup_checkpoint()  # a Ctrl-C during these imports ends the command here
 
     try:
         config_file = Path(args.config or DEFAULT_ROUND).resolve()

@@ -22,12 +22,13 @@ import time
 from pathlib import Path
 
 from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
-from fedgraph_sim.runtime.reproduction import case_grid, load_reproduction, markdown, size_buckets, table_columns
-from fedgraph_sim.yaml_files import read_yaml
+from fedgraph_sim.runtime.stopping import startup_checkpoint
 
 
 def reusable_run(reuse: list[Path], label: str, config) -> Path | None:
     """The earlier run of case ``label`` if its resolved configuration equals ``config``'s."""
+    from fedgraph_sim.yaml_files import read_yaml
+
     if not reuse:
         return None
     runs = {}
@@ -60,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_intermixed_args(argv)  # options may follow the overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    # here, not at the top: --help needs none of the configuration and reproduction code
+    from fedgraph_sim.runtime.reproduction import case_grid, load_reproduction, markdown, size_buckets, table_columns
+    from fedgraph_sim.yaml_files import read_yaml
+
+    startup_checkpoint()  # a Ctrl-C during these imports ends the command here
     try:
         spec, cases, reference = load_reproduction(args.config, args.overrides,
                                                    args.cases or None)

@@ -14,8 +14,6 @@ import argparse
 import logging
 import sys
 
-
-from fedgraph_sim.config import DEFAULT_ROUND, load_config, to_yaml
 from fedgraph_sim.errors import ConfigError, RunFailed, Stopped
 from fedgraph_sim.runtime.stopping import defer_startup_signals, startup_checkpoint
 
@@ -34,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     defer_startup_signals()  # start-up (imports, data, workers) ends on Ctrl-C or SIGTERM too
     try:
+        from fedgraph_sim.config import DEFAULT_ROUND, load_config, to_yaml  # here: --help needs none of it
+
         config = load_config(args.config or DEFAULT_ROUND, args.overrides)
         startup_checkpoint()
         if not config.attack.names and not config.canaries.count:  # a captured federation (sweeps) may
