@@ -1,5 +1,5 @@
 """The command line's help and its file- and option-level errors load none of the heavy libraries
-(their timing is ``benchmarks/bench_startup.py``'s and ``bench_help.py``'s; this checks the cause,
+(their timing is ``benchmarks/bench_startup.py``'s; this checks the cause,
 which does not vary)."""
 
 import subprocess
