@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from clients.defenses.accounting import released_model_report
 from clients.defenses.base import ClientTurn, Defense, check_number
-from clients.defenses.flower_wrappers import SeededFixedClipping, seeded, guard_zero_norm_clipping
+from clients.defenses.flower_wrappers import SeededFixedClipping, guard_zero_norm_clipping, seeded
 from fedgraph_sim import registry
 
 
@@ -51,6 +51,10 @@ class FlowerCentralDP(Defense):
     name = "flwr_central_dp"
     contract_params = {"clipping_norm": 1.0, "noise_multiplier": 0.1}
     reply_mod = True
+    #: The server's half: Flower's strategy wrapper with fixed clipping, its noise seeded per round.
+    wrapper = SeededFixedClipping
+    #: The prefix of the row columns it reports.
+    columns = "flwr-central-dp"
 
     def __init__(self, clipping_norm: float, noise_multiplier: float, delta: float = 1e-5) -> None:
         self.clipping_norm = check_number(clipping_norm, "clipping_norm", strict=True)
@@ -68,10 +72,9 @@ class FlowerCentralDP(Defense):
         return fixedclipping_mod
 
     def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
-        return seeded(SeededFixedClipping(strategy, self.noise_multiplier, self.clipping_norm,
-                                          num_sampled_clients), seed)
+        return seeded(self.wrapper(strategy, self.noise_multiplier, self.clipping_norm, num_sampled_clients), seed)
 
     def report(self) -> dict[str, float]:
-        return {"flwr-central-dp-clipping-norm": self.clipping_norm,
-                "flwr-central-dp-noise-multiplier": self.noise_multiplier,
-                **released_model_report("flwr-central-dp", self.noise_multiplier, self.turn, self.delta)}
+        return {f"{self.columns}-clipping-norm": self.clipping_norm,
+                f"{self.columns}-noise-multiplier": self.noise_multiplier,
+                **released_model_report(self.columns, self.noise_multiplier, self.turn, self.delta)}

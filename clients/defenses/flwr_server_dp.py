@@ -39,32 +39,20 @@ Args:
 
 from __future__ import annotations
 
-from clients.defenses.accounting import released_model_report
-from clients.defenses.base import ClientTurn, Defense, check_number
-from clients.defenses.flower_wrappers import SeededServerSideFixedClipping, seeded
+from clients.defenses.flower_wrappers import SeededServerSideFixedClipping
+from clients.defenses.flwr_central_dp import FlowerCentralDP
 from fedgraph_sim import registry
 
 
 @registry.defenses.register
-class FlowerServerDP(Defense):
+class FlowerServerDP(FlowerCentralDP):
+    """``flwr_central_dp`` with the clipping moved to the server: no client mod."""
+
     name = "flwr_server_dp"
-    contract_params = {"clipping_norm": 1.0, "noise_multiplier": 0.1}
+    reply_mod = False
     weight_replies = True
+    wrapper = SeededServerSideFixedClipping
+    columns = "flwr-server-dp"
 
-    def __init__(self, clipping_norm: float, noise_multiplier: float, delta: float = 1e-5) -> None:
-        self.clipping_norm = check_number(clipping_norm, "clipping_norm", strict=True)
-        self.noise_multiplier = check_number(noise_multiplier, "noise_multiplier")
-        self.delta = check_number(delta, "delta", strict=True, high=1.0)
-        self.turn: ClientTurn | None = None
-
-    def begin(self, turn: ClientTurn, state) -> None:
-        self.turn = turn  # the round, and how many clients of how many the server samples
-
-    def wrap_strategy(self, strategy, num_sampled_clients: int, seed: int):
-        return seeded(SeededServerSideFixedClipping(strategy, self.noise_multiplier, self.clipping_norm,
-                                                    num_sampled_clients), seed)
-
-    def report(self) -> dict[str, float]:
-        return {"flwr-server-dp-clipping-norm": self.clipping_norm,
-                "flwr-server-dp-noise-multiplier": self.noise_multiplier,
-                **released_model_report("flwr-server-dp", self.noise_multiplier, self.turn, self.delta)}
+    def mod(self):
+        return None
