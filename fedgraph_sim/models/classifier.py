@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -11,25 +12,10 @@ from torch_geometric.utils import to_dense_adj, to_dense_batch
 
 from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError
+from fedgraph_sim.models.arguments import ACTIVATION_NAMES, ArgumentError, check_arguments
 
-TASKS = ("graph", "node")
-POOLS = ("sum", "mean", "max", "flatten")
-READOUTS = ("linear", "mlp")
-PLACEMENTS = ("after_pool", "per_node")
-READOUT_INPUTS = ("last", "concat_input")
-ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid}
+ACTIVATIONS = dict(zip(ACTIVATION_NAMES, (nn.ReLU, nn.ELU, nn.GELU, nn.Sigmoid)))
 _SPARSE_POOL = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
-
-
-class ArgumentError(ValueError):
-    """A :class:`GraphClassifier` argument it cannot take: ``"<argument>: <reason>"``."""
-
-
-def _check(condition: bool, argument: str, reason: str) -> None:
-    """An :class:`ArgumentError` unless ``condition`` holds: the class names its own arguments;
-    :func:`build_model` turns them into the config's ``model.<key>``."""
-    if not condition:
-        raise ArgumentError(f"{argument}: {reason}")
 
 
 def dense_pool(h: Tensor, mask: Tensor, pool: str, flatten_nodes: int | None = None) -> Tensor:
@@ -87,7 +73,8 @@ class GraphClassifier(nn.Module):
     - ``num_classes=1``: a regression head, one real output per graph (``data.task_type:
       regression``).
 
-    No dropout or batch norm: the attacker's forward is deterministic.
+    No dropout or batch norm: the attacker's forward is deterministic. The class trusts its
+    arguments; :func:`build_model` checks them first (:mod:`fedgraph_sim.models.arguments`).
 
     ``forward`` is the sparse PyG path used for training; ``forward_dense`` evaluates the same
     parameters on padded dense inputs so attacks can differentiate through a soft adjacency and
@@ -102,37 +89,8 @@ class GraphClassifier(nn.Module):
                  heads: int = 1, residual: bool = False, flatten_nodes: int | None = None,
                  task: str = "graph", train_eps: bool = False) -> None:
         super().__init__()
-        _check(task in TASKS, "task", f"unknown task '{task}'; valid: {', '.join(TASKS)}")
-        conv_type = registry.models.get(conv, key="conv")
-        _check(layers >= 1, "layers", f"must be >= 1 (got {layers})")
-        _check(hidden >= 1, "hidden", f"must be >= 1 (got {hidden})")
-        _check(in_channels >= 1, "in_channels", f"must be >= 1 (got {in_channels})")
-        # one output is a regression head (data.task_type: regression, trained with train.loss: mse)
-        _check(num_classes >= 1, "num_classes", f"must be >= 1 (got {num_classes})")
-        _check(pool in POOLS, "pool", f"unknown pool '{pool}'; valid: {', '.join(POOLS)}")
-        _check((pool == "flatten") == (flatten_nodes is not None), "flatten_nodes",
-                "the rows of the flatten readout, needed with pool: flatten and only then")
-        _check(flatten_nodes is None or flatten_nodes >= 1, "flatten_nodes",
-                f"must be >= 1 (got {flatten_nodes})")
-        _check(pool != "flatten" or readout_placement == "after_pool", "readout_placement",
-                "pool: flatten has no per-node readout (the readout sees every node row at once)")
-        _check(readout in READOUTS, "readout",
-                f"unknown readout '{readout}'; valid: {', '.join(READOUTS)}")
-        _check(readout_placement in PLACEMENTS, "readout_placement",
-                f"unknown placement '{readout_placement}'; valid: {', '.join(PLACEMENTS)}")
-        _check(readout_input in READOUT_INPUTS, "readout_input",
-                f"unknown readout input '{readout_input}'; valid: {', '.join(READOUT_INPUTS)}")
-        _check(activation in ACTIVATIONS, "activation",
-                f"unknown activation '{activation}'; valid: {', '.join(ACTIVATIONS)}")
-        _check(heads >= 1, "heads", f"must be >= 1 (got {heads})")
-        _check(conv_type.multi_head or (heads == 1 and not residual), "heads",
-                f"heads and residual apply to attention layers only (conv '{conv}')")
-        _check(conv == "gin" or not train_eps, "train_eps", f"applies to conv: gin only (conv '{conv}')")
+        conv_type = registry.models.get(conv)
         hidden_widths = [hidden] if readout_hidden is None else list(readout_hidden)
-        _check(all(isinstance(w, int) and w >= 1 for w in hidden_widths), "readout_hidden",
-                f"must be a list of widths >= 1 (got {readout_hidden})")
-        _check(readout == "mlp" or readout_hidden is None, "readout_hidden",
-                "applies to readout: mlp only")
         self.conv_name, self.pool, self.readout_placement, self.task = conv, pool, readout_placement, task
         # a node classifier's logits: the last layer's outputs, or (per-node readout) the readout's
         self.node_logits_from_convs = task == "node" and readout_placement != "per_node"
@@ -270,10 +228,13 @@ def build_model(spec: Any, num_features: int, num_classes: int) -> nn.Module:
     if module is not None:
         from fedgraph_sim.models.user import build_user_model
         return build_user_model(module, args, num_features, num_classes)
+    bound = inspect.signature(GraphClassifier).bind(num_features, num_classes, **options)
+    bound.apply_defaults()
     try:
-        return GraphClassifier(num_features, num_classes, **options)
+        check_arguments(bound.arguments)
     except (ArgumentError, ConfigError) as exc:  # the classifier's argument is the config's model.<key>
         raise ConfigError(f"model.{exc}") from None
+    return GraphClassifier(*bound.args, **bound.kwargs)
 
 
 class DenseForward(nn.Module):

@@ -197,12 +197,6 @@ def test_bad_grain_options(kwargs, key):
         build_model(kwargs, 7, 2)
 
 
-def test_the_classifier_names_its_own_arguments_not_config_keys():
-    from fedgraph_sim.models.classifier import ArgumentError
-    with pytest.raises(ArgumentError, match=r"^pool: unknown pool 'median'"):
-        GraphClassifier(7, 2, pool="median")
-
-
 def test_dense_sage_on_a_soft_adjacency_is_the_weighted_mean_of_the_neighbours():
     from fedgraph_sim.models.convs import dense_sage
     from torch_geometric.nn import SAGEConv
