@@ -14,7 +14,15 @@ from typing import Callable
 
 
 def replace_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write`` on a partial path beside ``path``, then rename it over ``path``."""
+    """Call ``write`` on a partial path beside ``path``, then rename it over ``path``.
+
+    Args:
+        path (str or Path): the file to replace (or create).
+        write (Callable[[Path], None]): writes the whole content to the path it is given.
+
+    Returns:
+        ``path``, as a :class:`~pathlib.Path`.
+    """
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     try:
@@ -27,5 +35,10 @@ def replace_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
 
 
 def write_text_atomically(path: str | Path, text: str) -> Path:
-    """``Path.write_text``, whole or not at all."""
+    """``Path.write_text``, whole or not at all; returns ``path`` as a :class:`~pathlib.Path`.
+
+    Args:
+        path (str or Path): the file to replace (or create).
+        text (str): its new content, written with the locale's default encoding.
+    """
     return replace_atomically(path, lambda partial: partial.write_text(text))

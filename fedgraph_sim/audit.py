@@ -24,6 +24,16 @@ OPTIONAL = ("smiles", "node_y", "train_mask", "center")
 
 @dataclass
 class AuditRecord:
+    """The graphs one client trained on in one round.
+
+    Args:
+        round (int): the server round.
+        client_key (int): the client's key, or :data:`~fedgraph_sim.threat.AGGREGATE` for the union
+            behind a securely aggregated update.
+        graphs (list[Data]): the graphs in batch order.
+        steps (int): the local steps the client took.
+    """
+
     round: int
     client_key: int
     graphs: list[Data]  # in batch order; for FedAvg, the batches of all local steps in order (one
@@ -32,6 +42,12 @@ class AuditRecord:
 
 
 class AuditStore:
+    """The ground-truth records of one run, under ``<run_dir>/audit``.
+
+    Args:
+        run_dir (str or Path): the run's directory.
+    """
+
     def __init__(self, run_dir: str | Path) -> None:
         self.root = Path(run_dir) / "audit"
 
@@ -39,6 +55,12 @@ class AuditStore:
         return self.root / f"round_{round}" / f"client_{client_key}.pt"
 
     def write(self, record: AuditRecord) -> None:
+        """Save ``record`` as ``round_<r>/client_<k>.pt``, replacing any earlier one atomically.
+
+        Args:
+            record (AuditRecord): the record; of each graph, ``x``, ``edge_index``, ``y``,
+                ``num_nodes``, ``graph_id`` and the :data:`OPTIONAL` attributes it has are kept.
+        """
         path = self._path(record.round, record.client_key)
         path.parent.mkdir(parents=True, exist_ok=True)
         graphs = [dict(x=g.x, edge_index=g.edge_index, y=g.y, num_nodes=g.num_nodes, graph_id=int(g.graph_id),
@@ -50,7 +72,18 @@ class AuditStore:
     def read(self, round: int, client_key: int, members: tuple[int, ...] = ()) -> AuditRecord:
         """One client's record; for ``AGGREGATE`` (secure aggregation) the union in client order of
         the ``members``' records (all of the round's when none are named), the graphs behind the
-        aggregate."""
+        aggregate.
+
+        Args:
+            round (int): the server round.
+            client_key (int): the client's key, or :data:`~fedgraph_sim.threat.AGGREGATE`.
+            members (tuple[int, ...], optional): for ``AGGREGATE``, the keys of the clients in the
+                aggregate; empty means every client recorded in the round. Ignored otherwise.
+                (default: ``()``)
+
+        Returns:
+            The record; for ``AGGREGATE``, ``steps`` is the first member's.
+        """
         if client_key == AGGREGATE and members:
             paths = [self._path(round, k) for k in sorted(members)]
         elif client_key == AGGREGATE:

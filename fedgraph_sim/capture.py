@@ -20,10 +20,25 @@ _FIELDS = [f.name for f in fields(ObservedUpdate) if f.init]
 
 
 class CaptureStore:
+    """The captured updates of one run, under ``<run_dir>/capture``.
+
+    Args:
+        run_dir (str or Path): the run's directory.
+    """
+
     def __init__(self, run_dir: str | Path) -> None:
         self.root = Path(run_dir) / "capture"
 
     def write(self, round: int, updates: list[ObservedUpdate], failures: list[ClientFailure] = ()) -> None:
+        """Save one round's observed updates and failed turns as ``round_<r>.pt``, replacing any
+        earlier file atomically.
+
+        Args:
+            round (int): the server round.
+            updates (list[ObservedUpdate]): the updates the observer received, in its order.
+            failures (list[ClientFailure], optional): the round's failed client turns.
+                (default: ``()``)
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         path = self.root / f"round_{round}.pt"
         tmp = path.with_suffix(".tmp")
@@ -32,9 +47,15 @@ class CaptureStore:
         tmp.replace(path)
 
     def rounds(self) -> list[int]:
+        """The rounds captured so far, ascending."""
         return sorted(int(p.stem.split("_")[1]) for p in self.root.glob("round_*.pt"))
 
     def read(self, round: int) -> tuple[list[ObservedUpdate], list[ClientFailure]]:
+        """One round's ``(observed updates, failed client turns)``, as written.
+
+        Args:
+            round (int): the server round; its file must exist.
+        """
         blob = torch.load(self.root / f"round_{round}.pt", weights_only=False)
         return ([ObservedUpdate(**entry) for entry in blob["updates"]],
                 [ClientFailure(**entry) for entry in blob["failures"]])

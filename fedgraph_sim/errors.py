@@ -22,7 +22,13 @@ class RunFailed(RuntimeError):
 
 
 def require(condition: bool, key: str, reason: str) -> None:
-    """Raise ``ConfigError("<key>: <reason>")`` unless ``condition`` holds."""
+    """Raise ``ConfigError("<key>: <reason>")`` unless ``condition`` holds.
+
+    Args:
+        condition (bool): what must hold.
+        key (str): the config key (or option) at fault, e.g. ``federation.num_clients``.
+        reason (str): why the value is refused.
+    """
     if not condition:
         raise ConfigError(f"{key}: {reason}")
 

@@ -18,7 +18,16 @@ from typing import Any, Callable
 def lazy_exports(package: str, homes: dict[str, str]) -> tuple[Callable[[str], Any], list[str]]:
     """A module ``__getattr__`` serving each name of ``homes`` (name -> submodule of ``package``
     that defines it) from its submodule, imported when the name is first used and then kept as
-    the package's attribute, and the sorted ``__all__``."""
+    the package's attribute, and the sorted ``__all__``.
+
+    Args:
+        package (str): the package's dotted name (its ``__name__``).
+        homes (dict[str, str]): each exported name -> the submodule (relative to ``package``)
+            that defines it.
+
+    Returns:
+        ``(__getattr__, __all__)``; an unknown name raises :class:`AttributeError`.
+    """
 
     def __getattr__(name: str) -> Any:
         if name not in homes:

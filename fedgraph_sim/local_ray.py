@@ -32,7 +32,12 @@ LOCAL_RAY_ENV = {"RAY_gcs_rpc_server_reconnect_timeout_s": "5"}
 
 def prepare_local_ray(address: str | None) -> None:
     """Before ``ray.init`` (or a library's call of it): set up a Ray started here (``address``
-    None); a cluster joined at ``address`` is left as it is."""
+    None); a cluster joined at ``address`` is left as it is.
+
+    Args:
+        address (str, optional): the Ray cluster to join; None starts one here, which gets
+            :data:`LOCAL_RAY_ENV` (unless set already) and its services in their own session.
+    """
     if address is None:
         for key, value in LOCAL_RAY_ENV.items():
             os.environ.setdefault(key, value)
@@ -42,7 +47,13 @@ def prepare_local_ray(address: str | None) -> None:
 def init_ray(address: str | None, env_vars: dict[str, str] | None = None) -> bool:
     """Start a Ray (``address`` None) or join one, unless this process is connected already; the
     workers import from where this process does (its ``sys.path``) and get ``env_vars``. Returns
-    whether this call connected, so the caller knows it is the one to shut it down."""
+    whether this call connected, so the caller knows it is the one to shut it down.
+
+    Args:
+        address (str, optional): the Ray cluster to join; None starts one here.
+        env_vars (dict[str, str], optional): environment variables of the workers, besides
+            ``PYTHONPATH``. (default: :obj:`None`)
+    """
     import ray
 
     if ray.is_initialized():

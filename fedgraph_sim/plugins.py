@@ -17,7 +17,12 @@ MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def load_plugins(names: list[str]) -> None:
-    """Import each module in ``names`` (once per process; Python caches modules)."""
+    """Import each module in ``names`` (once per process; Python caches modules).
+
+    Args:
+        names (list[str]): dotted module names. One that is not a module name, cannot be found
+            or fails while importing raises :class:`~fedgraph_sim.errors.ConfigError`.
+    """
     for name in names:
         if not isinstance(name, str) or not MODULE_NAME.fullmatch(name):
             raise ConfigError(f"plugins: '{name}' is not a module name (dotted Python identifiers)")

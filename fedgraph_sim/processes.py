@@ -32,7 +32,13 @@ def die_with_parent(parent: int | None, sig: int = signal.SIGKILL) -> None:
     ``PR_SET_PDEATHSIG``; elsewhere a worker notices at its next read from a closed pipe), so a
     killed server, sweep runner or launcher leaves no orphan writing on. With the ``parent``'s PID,
     exit at once if it died before the request took effect (``None``: in a ``preexec_fn``, where
-    the parent is still waiting for the exec)."""
+    the parent is still waiting for the exec).
+
+    Args:
+        parent (int, optional): the parent's PID, to exit with status 1 if it is gone already; None
+            skips that check.
+        sig (int, optional): the signal to receive. (default: ``signal.SIGKILL``)
+    """
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)
     if parent is not None and os.getppid() != parent:
@@ -41,7 +47,12 @@ def die_with_parent(parent: int | None, sig: int = signal.SIGKILL) -> None:
 
 def descendants(root: int | None = None) -> set[int]:
     """The process IDs below ``root`` (default: this process), read from ``/proc`` (Linux; empty
-    elsewhere)."""
+    elsewhere).
+
+    Args:
+        root (int, optional): the PID whose children, grandchildren, ... are listed; None (or 0)
+            means this process. (default: :obj:`None`)
+    """
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -54,7 +65,11 @@ def descendants(root: int | None = None) -> set[int]:
 
 
 def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not).
+
+    Args:
+        pid (int): the process ID. Without ``/proc`` (not Linux), whether a signal can reach it.
+    """
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
@@ -70,7 +85,15 @@ def spawn(command: list[str], die_signal: int | None = signal.SIGKILL, **popen_a
     new process group and session, which gets ``die_signal`` when the thread that started it dies
     (``None``: not at all; the attack workers watch a lifeline pipe instead, because the kernel's
     request follows the starting thread, and a worker restarted from a serving thread must outlive
-    it)."""
+    it).
+
+    Args:
+        command (list[str]): the program and its arguments.
+        die_signal (int, optional): the signal the process gets when its starting thread dies; None
+            for none. (default: ``signal.SIGKILL``)
+        **popen_args: further keyword arguments of :class:`subprocess.Popen` (its ``preexec_fn``
+            is replaced when ``die_signal`` is set).
+    """
     if die_signal is not None:
         popen_args["preexec_fn"] = functools.partial(die_with_parent, None, die_signal)
     return subprocess.Popen(command, start_new_session=True, **popen_args)
@@ -80,7 +103,15 @@ def end(processes: Iterable[subprocess.Popen], grace: float, seen: Iterable[int]
     """Stop ``processes`` and everything below them: SIGTERM to each one's group (none when
     ``grace`` is 0), SIGKILL after ``grace`` seconds to the groups, to their descendants and to the
     PIDs in ``seen`` (those seen below them earlier) still alive; each reaped. Returns every PID
-    it stopped."""
+    it stopped.
+
+    Args:
+        processes (Iterable[subprocess.Popen]): processes started by :func:`spawn`, in start order
+            (SIGTERM goes to the last started first).
+        grace (float): seconds the processes get to exit after SIGTERM; 0 sends SIGKILL at once.
+        seen (Iterable[int], optional): PIDs seen below them earlier, killed too if still alive
+            (e.g. one that left its group). (default: ``()``)
+    """
     processes = list(processes)
     pids = set(seen) | {p.pid for p in processes}
     for proc in processes:
@@ -108,7 +139,11 @@ def end(processes: Iterable[subprocess.Popen], grace: float, seen: Iterable[int]
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL ``proc``'s process group now, without waiting (safe from another thread)."""
+    """SIGKILL ``proc``'s process group now, without waiting (safe from another thread).
+
+    Args:
+        proc (subprocess.Popen): a process started by :func:`spawn` (the leader of its group).
+    """
     _signal_group(proc, signal.SIGKILL)
 
 
@@ -126,7 +161,12 @@ def kill_descendants(root: int | None = None) -> None:
     """SIGKILL every process below ``root`` (default: this process): a stopped sweep's jobs, with
     the Ray clusters and attack workers they started. This process's resource tracker is spared:
     killed, it is relaunched empty and prints a traceback for every semaphore the pool then
-    releases."""
+    releases.
+
+    Args:
+        root (int, optional): the PID whose descendants are killed; None means this process.
+            (default: :obj:`None`)
+    """
     for pid in descendants(root):
         with contextlib.suppress(OSError):
             if not _is_resource_tracker(Path(f"/proc/{pid}/cmdline").read_bytes()):
@@ -163,7 +203,14 @@ def _under_main_guard(tree: ast.Module, line: int) -> bool:
 def check_main_guard(what: str) -> None:
     """Refuse to start spawned processes from a script's top level outside ``if __name__ ==
     "__main__":``. Each spawned interpreter re-imports the script to find its functions, and would
-    run the call again (and again, in its own workers): one line saying what to add instead."""
+    run the call again (and again, in its own workers): one line saying what to add instead.
+
+    Args:
+        what (str): the function being called, for the message (e.g. ``"fedgraph_sim.runtime.sweep()"``).
+
+    Raises:
+        ConfigError: when the calling script's top-level line is outside the guard.
+    """
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     if not path:

@@ -26,6 +26,17 @@ from fedgraph_sim.threat import AttackerKnowledge
 
 @dataclass
 class Scenario:
+    """The case under audit: the dataset and, as indices into it, who holds which graphs.
+
+    Args:
+        dataset (GraphDataset): the loaded dataset (reordered, labelled, canaries appended).
+        clients (list[np.ndarray]): the dataset indices each client holds, in partition-id order.
+        aux (np.ndarray): the dataset indices of the held-out auxiliary split (may be empty).
+        test (np.ndarray): the dataset indices held out to test the global model (may be empty).
+        canaries (Canaries, optional): the DP audit's canaries, whose graphs end the dataset.
+            (default: :obj:`None`)
+    """
+
     dataset: GraphDataset
     clients: list[np.ndarray]  # dataset indices per client (partition-id order)
     aux: np.ndarray  # dataset indices of the holdout auxiliary split (may be empty)
@@ -45,6 +56,13 @@ def _stratified_take(labels: np.ndarray, pool: np.ndarray, fraction: float,
 
 
 def load_config_dataset(config: RunConfig) -> GraphDataset:
+    """The dataset of ``config.data``: loaded (or the one this process loaded last for the same
+    data section), given random node labels if ``data.node_labels`` asks, and its graphs' nodes
+    put in ``data.node_order``, seeded by ``config.seed``.
+
+    Args:
+        config (RunConfig): the run's config.
+    """
     data = config.data
     keywords = {}
     if data.task is not None:
@@ -74,9 +92,21 @@ def _loaded(arguments: str) -> GraphDataset:
 
 
 def build_scenario(config: RunConfig) -> Scenario:
-    """With ``data.subset`` the federation holds the first ``subset`` graphs of a seeded shuffle
+    """The scenario ``config`` describes: the dataset, the test split (stratified), the held-out
+    auxiliary split (stratified), the clients' Dirichlet partitions of the rest and, with
+    ``canaries.count``, the DP audit's canaries (:func:`with_canaries`), all seeded by
+    ``config.seed``.
+
+    With ``data.subset`` the federation holds the first ``subset`` graphs of a seeded shuffle
     (GRAIN's experiments: seed 42, 100 graphs) and a held-out auxiliary split comes from the
-    graphs outside it, so every subset graph is a victim and none is also the attacker's."""
+    graphs outside it, so every subset graph is a victim and none is also the attacker's.
+
+    Args:
+        config (RunConfig): the run's config.
+
+    Raises:
+        ConfigError: when fewer graphs than clients remain for a partition without replacement.
+    """
     dataset = load_config_dataset(config)
     labels = dataset.labels
     rng = np.random.default_rng(config.seed)
@@ -111,7 +141,13 @@ def build_scenario(config: RunConfig) -> Scenario:
 
 def with_canaries(config: RunConfig, scenario: Scenario) -> Scenario:
     """``scenario`` with the DP audit's canaries after its graphs, each included canary in its
-    client's partition (``fedgraph_sim.dp_audit.canaries``)."""
+    client's partition (``fedgraph_sim.dp_audit.canaries``).
+
+    Args:
+        config (RunConfig): the run's config; its ``canaries`` section says how many, of which
+            kind, and their seed and norm.
+        scenario (Scenario): the scenario without canaries.
+    """
     from fedgraph_sim.models import build_model
 
     spec, ds = config.canaries, scenario.dataset
@@ -137,12 +173,24 @@ def with_canaries(config: RunConfig, scenario: Scenario) -> Scenario:
 
 @lru_cache(maxsize=4)
 def cached_scenario(config_json: str) -> Scenario:
-    """Per-process cache: client actors are reused across rounds and clients."""
+    """:func:`build_scenario` of a config, cached per process (the last four): client actors are
+    reused across rounds and clients.
+
+    Args:
+        config_json (str): the :class:`RunConfig` as JSON (``model_dump_json``), the cache key.
+    """
     return build_scenario(RunConfig.model_validate_json(config_json))
 
 
 def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowledge:
-    """What the configured threat model grants (hints are added per update)."""
+    """What the configured threat model grants (hints are added per update): the model's
+    architecture, the feature schema, the loss and the auxiliary graphs of ``config.aux``.
+
+    Args:
+        config (RunConfig): the run's config.
+        scenario (Scenario): its scenario, whose held-out split (or, for ``aux.source:
+            client:<k>``, client ``k``'s partition) the auxiliary graphs are drawn from.
+    """
     ds = scenario.dataset
     aux_cfg = config.aux
     if aux_cfg.scenario == "same":
@@ -169,7 +217,15 @@ def attacker_knowledge(config: RunConfig, scenario: Scenario) -> AttackerKnowled
 def check_model_fits(config: RunConfig, scenario: Scenario) -> None:
     """The model learns the dataset's task, a user's model runs on the dataset's graphs, and the
     flatten readout's ``model.flatten_nodes`` rows hold every graph (a ConfigError before anything
-    runs, not a failed client turn per round)."""
+    runs, not a failed client turn per round).
+
+    Args:
+        config (RunConfig): the run's config.
+        scenario (Scenario): its scenario.
+
+    Raises:
+        ConfigError: naming the ``model.*`` key that does not fit.
+    """
     task = scenario.dataset.task
     if config.model.task != task:
         raise ConfigError(f"model.task: {config.data.dataset} is a {task}-classification dataset, so model.task "

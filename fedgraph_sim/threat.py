@@ -47,7 +47,12 @@ class CraftedRound:
     plan: dict
 
     def for_clients(self, keys: dict[int, int]) -> "CraftedRound":
-        """The same round, for the update of the clients ``keys`` (``client_key -> slot``)."""
+        """The same round, for the update of the clients ``keys``.
+
+        Args:
+            keys (dict[int, int]): ``client_key -> slot`` of the clients whose replies the update
+                holds.
+        """
         return replace(self, slots=dict(keys))
 
 
@@ -102,7 +107,16 @@ class ObservedUpdate:
     def fedsgd(cls, model: torch.nn.Module, gradient: dict[str, torch.Tensor], batch_size: int = 1, *,
                round: int = 1, client_key: int = 0, lr: float = 0.01) -> "ObservedUpdate":
         """A FedSGD reply of ``gradient`` (one step on ``batch_size`` graphs) to ``model``'s weights,
-        as the server would receive it: for tests and benchmarks that attack outside a federation."""
+        as the server would receive it: for tests and benchmarks that attack outside a federation.
+
+        Args:
+            model (torch.nn.Module): the model whose ``state_dict`` the server sent.
+            gradient (dict[str, torch.Tensor]): the reply, by parameter name.
+            batch_size (int, optional): the graphs the gradient was computed on. (default: ``1``)
+            round (int, optional): the server round. (default: ``1``)
+            client_key (int, optional): the replying client. (default: ``0``)
+            lr (float, optional): the learning rate the server configured. (default: ``0.01``)
+        """
         return cls(round=round, client_key=client_key,
                    global_weights={k: v.detach().clone().numpy() for k, v in model.state_dict().items()},
                    returned={k: v.detach().clone().numpy() for k, v in gradient.items()}, kind="gradient",
@@ -116,6 +130,8 @@ class ObservedUpdate:
 
     @property
     def observed(self) -> str:
+        """What the server saw: ``client`` (one reply), ``secure_aggregate`` or
+        ``secaggplus_aggregate``."""
         if self.client_key != AGGREGATE:
             return "client"
         return "secaggplus_aggregate" if self.metrics.get("secaggplus") else "secure_aggregate"
@@ -134,7 +150,17 @@ class ObservedUpdate:
 def attack_seed(seed: int, round: int, client_key: int, attack: str) -> int:
     """The seed of one attack call on one update: fixed by the run's seed, the update and the
     attack (its fit group), never by time or order. The evaluator draws the priors with it too, so
-    a prior's row and the prior beside every other row are one draw."""
+    a prior's row and the prior beside every other row are one draw.
+
+    Args:
+        seed (int): the run's seed.
+        round (int): the update's server round.
+        client_key (int): the update's client (:data:`AGGREGATE` for a secure aggregate).
+        attack (str): the attack's name (its fit group).
+
+    Returns:
+        A seed in ``[0, 2**62)``.
+    """
     return (seed * 1_000_003 + round * 10_007 + client_key * 101 + zlib.crc32(attack.encode())) % 2**62
 
 
@@ -201,10 +227,23 @@ class AttackerKnowledge:
         return frozenset(self._hints_read)
 
     def forget_reads(self) -> None:
+        """Start :meth:`hints_read` afresh (e.g. before the attack call, after a check that read hints)."""
         self._hints_read.clear()
 
     def with_hints(self, node_counts=None, labels=None, adjacencies=None, features=None,
                    node_label_counts=None) -> "AttackerKnowledge":
+        """A copy granting the given per-graph hints for one update (each turned into a tuple); a
+        hint left None is not granted. The copy's reads start empty.
+
+        Args:
+            node_counts (Iterable[int], optional): each graph's node count.
+            labels (Iterable[int or float], optional): each graph's label (a real under regression).
+            adjacencies (Iterable[torch.Tensor], optional): each graph's dense 0/1 adjacency
+                ``[n, n]``.
+            features (Iterable[torch.Tensor], optional): each graph's node features ``[n, F]``.
+            node_label_counts (Iterable[Iterable[int]], optional): each graph's labelled nodes per
+                class.
+        """
         return replace(self, node_counts=None if node_counts is None else tuple(node_counts),
                        labels=None if labels is None else tuple(labels),
                        adjacencies=None if adjacencies is None else tuple(adjacencies),
@@ -214,7 +253,14 @@ class AttackerKnowledge:
 
     def build_model(self, weights: dict[str, np.ndarray] | None = None,
                     dtype: torch.dtype = torch.float32) -> GraphClassifier:
-        """The attacked architecture, loaded with ``weights`` (e.g. the round's global arrays)."""
+        """The attacked architecture, loaded with ``weights`` (e.g. the round's global arrays), in
+        eval mode.
+
+        Args:
+            weights (dict[str, np.ndarray], optional): a full state dict by name; None leaves the
+                fresh initialisation. (default: :obj:`None`)
+            dtype (torch.dtype, optional): the model's parameter type. (default: ``torch.float32``)
+        """
         model = build_model(self.model, self.num_features, self.num_classes)
         if weights is not None:
             state = {k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()}
@@ -240,7 +286,16 @@ def output_problem(recs: object, knowledge: AttackerKnowledge, batch_size: int) 
     list of at most ``batch_size`` :class:`Reconstruction`, each with features ``[n, F]`` of the
     model's width, edge scores ``[n, n]`` in [0, 1] and a label that is None, a class of the task
     (an integer in ``[0, num_classes)``) or, under regression, a number. NaN and inf are left to
-    the ``nan`` status."""
+    the ``nan`` status.
+
+    Args:
+        recs (object): what the attack returned.
+        knowledge (AttackerKnowledge): what it was given (the model's width, classes, task type).
+        batch_size (int): the graphs of the attacked update.
+
+    Returns:
+        One line saying the first problem found, or None.
+    """
     if not isinstance(recs, list):
         return f"returned {type(recs).__name__}, not a list of Reconstruction"
     if len(recs) > batch_size:

@@ -21,7 +21,13 @@ MAX_BYTES = 1 << 20  # 1 MiB: the largest config in the repository is under 10 K
 def read_yaml(path: str | Path, key: str = "--config") -> Any:
     """The parsed content of ``path`` (``None`` for an empty file). Raises :class:`ConfigError`
     ``"<key>: <path> <why>"`` for a missing path, a directory, a file that cannot be read, one
-    larger than :data:`MAX_BYTES`, one that is not UTF-8 text, and one that is not valid YAML."""
+    larger than :data:`MAX_BYTES`, one that is not UTF-8 text, and one that is not valid YAML.
+
+    Args:
+        path (str or Path): the YAML file.
+        key (str, optional): the option or config key that named the file, first in an error.
+            (default: ``"--config"``)
+    """
     path = Path(path)
     try:
         size = path.stat().st_size

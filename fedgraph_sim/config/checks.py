@@ -13,6 +13,17 @@ from fedgraph_sim.errors import ConfigError
 
 
 def check_cross_fields(config: RunConfig) -> None:
+    """Check what the schema cannot: names against the registries (attacks, defenses, conv types),
+    keys that only make sense together (a user's model or ClientApp, node tasks, regression, the
+    attacked rounds and clients, worker and CPU counts against this machine, secure aggregation,
+    a malicious server's crafting, threat grants, aggregation keys, ``aux.source``).
+
+    Args:
+        config (RunConfig): a config the schema has validated (and whose plugins are loaded).
+
+    Raises:
+        ConfigError: at the first problem, naming its key.
+    """
     from fedgraph_sim import registry
 
     # First the names the registries declare, which imports nothing (torch comes with models).

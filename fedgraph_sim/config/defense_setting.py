@@ -25,10 +25,18 @@ class DefenseSetting:
 
     @property
     def label(self) -> str:
+        """The stack's compact name (:func:`defense_label`)."""
         return defense_label(self.stack)
 
     @classmethod
     def of(cls, stack: list[dict[str, Any]], swept: str | None = None) -> "DefenseSetting":
+        """The setting of ``stack``, its family and strength read from the entries.
+
+        Args:
+            stack (list[dict[str, Any]]): the defense entries, each ``{"name": ..., <param>: ...}``.
+            swept (str, optional): the parameter a sweep grid varies; its (first) value is the
+                strength. None takes the stack's only numeric parameter. (default: :obj:`None`)
+        """
         if not stack:
             return cls([], "none", None, 0.0)
         family = "+".join(str(entry.get("name", "?")) for entry in stack)
@@ -42,7 +50,12 @@ class DefenseSetting:
 
 
 def defense_label(entries: list[dict[str, Any]]) -> str:
-    """A compact name for a defense stack, e.g. ``prune(p=0.9)+dp_gradients(sigma=0.1)``."""
+    """A compact name for a defense stack, e.g. ``prune(p=0.9)+dp_gradients(sigma=0.1)``;
+    ``none`` for an empty one.
+
+    Args:
+        entries (list[dict[str, Any]]): the defense entries, each with a ``name``.
+    """
     if not entries:
         return "none"
     parts = []

@@ -27,7 +27,14 @@ DEFAULT_ROUND = PACKAGE / "default_round.yaml"
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """``["federation.rounds=2", ...]`` -> ``{"federation.rounds": 2, ...}``, values parsed as YAML
-    (an empty value is null); the one parser of command-line overrides."""
+    (an empty value is null); the one parser of command-line overrides.
+
+    Args:
+        items (list[str]): ``key=value`` strings, split at the first ``=``, both sides stripped.
+
+    Raises:
+        ConfigError: for an item without ``=`` or a value that is not valid YAML.
+    """
     out = {}
     for item in items:
         if "=" not in item:
@@ -56,7 +63,14 @@ def _names_whole_model(value: Any) -> bool:
 
 def merge_tree(tree: dict, patch: dict, top: bool = True) -> dict:
     """``tree`` with ``patch`` laid over it, section by section (a new dict; lists replaced); a
-    ``model`` section naming a whole model (:data:`WHOLE_MODEL`) replaces the one under it."""
+    ``model`` section naming a whole model (:data:`WHOLE_MODEL`) replaces the one under it.
+
+    Args:
+        tree (dict): the config tree underneath (not modified).
+        patch (dict): the tree laid over it; its values win.
+        top (bool, optional): whether these are the top-level sections, where a whole-model
+            ``model`` replaces the one under it. (default: :obj:`True`)
+    """
     out = dict(tree)
     for key, value in patch.items():
         both = isinstance(value, dict) and isinstance(out.get(key), dict)
@@ -70,7 +84,16 @@ def set_dotted(tree: dict, dotted: dict[str, Any]) -> dict:
     """Set each ``section.key`` of ``dotted`` in ``tree`` (in place; returns it). A mapping value
     is laid over the mapping already there (``model={conv: gat}`` keeps the other model keys);
     anything else replaces it. ``model.preset`` and ``model.module`` name a whole model and
-    replace the ``model`` section (set ``model.args`` after ``model.module``)."""
+    replace the ``model`` section (set ``model.args`` after ``model.module``).
+
+    Args:
+        tree (dict): the config tree to change.
+        dotted (dict[str, Any]): dotted key -> value, applied in order (e.g. from
+            :func:`parse_overrides`).
+
+    Raises:
+        ConfigError: when a key's parent is a value, not a section.
+    """
     for key, value in dotted.items():
         _set_dotted(tree, key, value)
     return tree
@@ -108,7 +131,15 @@ def _check_keys(tree: dict, model: type[BaseModel], prefix: str = "") -> None:
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
     """Read YAML (default: the packaged ``default.yaml``), apply ``key=value`` overrides (values
-    parsed as YAML), validate. Raises ConfigError naming the offending key."""
+    parsed as YAML), validate. Raises ConfigError naming the offending key.
+
+    Args:
+        path (str or Path, optional): the YAML config; its missing keys take the schema's defaults
+            (the packaged ``default.yaml``'s). A model or ClientApp file named relative to it
+            (``gin.py:Net``) is resolved beside it. (default: :obj:`None`)
+        overrides (list[str], optional): ``key=value`` overrides, applied in order after the
+            file. (default: ``()``)
+    """
     path = Path(path) if path else DEFAULT_CONFIG
     tree = read_yaml(path) or {}
     if not isinstance(tree, dict):
@@ -131,6 +162,16 @@ def _model_file_beside(tree: dict, folder: Path) -> None:
 
 
 def validate_config(tree: dict) -> RunConfig:
+    """The :class:`RunConfig` of a config tree: unknown keys refused by their dotted path, a
+    ``model.preset`` expanded, ``train.loss: mse`` set for a regression task that names no loss,
+    the schema validated, ``plugins`` imported, then :func:`check_cross_fields`.
+
+    Args:
+        tree (dict): the config as a plain tree (e.g. parsed YAML with overrides set).
+
+    Raises:
+        ConfigError: the first problem, one line naming the key.
+    """
     _check_keys(tree, RunConfig)
     if isinstance(tree.get("model"), dict) and tree["model"].get("preset") is not None:
         from fedgraph_sim.models.presets import expand
@@ -154,7 +195,14 @@ def validate_config(tree: dict) -> RunConfig:
 
 def config_hash(config: RunConfig) -> str:
     """The SHA-256 of the resolved config (every key, defaults included, as canonical JSON): two
-    runs with the same hash ran the same configuration, whatever file and overrides gave it."""
+    runs with the same hash ran the same configuration, whatever file and overrides gave it.
+
+    Args:
+        config (RunConfig): the validated config.
+
+    Returns:
+        The hex digest (64 characters).
+    """
     import hashlib
     import json
 
@@ -162,6 +210,14 @@ def config_hash(config: RunConfig) -> str:
 
 
 def to_yaml(config: RunConfig, extra: dict | None = None) -> str:
+    """The resolved config as YAML, every key in schema order (what a run writes as its
+    ``config.yaml``).
+
+    Args:
+        config (RunConfig): the validated config.
+        extra (dict, optional): top-level entries added after the sections (e.g. the run's
+            provenance); a key of the config is replaced. (default: :obj:`None`)
+    """
     tree = config.model_dump(mode="json")
     if extra:
         tree.update(extra)

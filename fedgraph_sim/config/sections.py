@@ -104,6 +104,7 @@ class TrainConfig(Section):
 
     @property
     def mode(self) -> Literal["fedsgd", "fedavg"]:
+        """``fedsgd`` for one local step (gradient replies), else ``fedavg`` (weights)."""
         return "fedsgd" if self.local_steps == 1 else "fedavg"
 
 
@@ -223,7 +224,13 @@ class ThreatConfig(Section):
         return value
 
     def grants(self, grant: str, attack: str) -> bool:
-        """Whether ``grant`` (one of ``ATTACK_GRANTS``) covers ``attack``."""
+        """Whether ``grant`` covers ``attack``: granted to every attack (``true``) or to a list
+        naming it.
+
+        Args:
+            grant (str): one of :data:`ATTACK_GRANTS`.
+            attack (str): the attack's name as in ``attack.names`` (``name@label`` included).
+        """
         granted = getattr(self, grant)
         return granted is True or attack in (granted or ())
 
@@ -259,6 +266,12 @@ class AttackConfig(Section):
     boundary: Literal["auto", "namespaces", "process"] = "auto"
 
     def budget_of(self, name: str) -> float:
+        """The time budget, in seconds per call, of one attack: its ``time_budgets`` entry, else
+        ``time_budget``.
+
+        Args:
+            name (str): the attack's name as in ``names`` (``name@label`` included).
+        """
         return self.time_budgets.get(name, self.time_budget)
 
     @field_validator("rounds", mode="before")
@@ -274,6 +287,11 @@ class AttackConfig(Section):
         raise ValueError("all, a list of rounds, or {every: k, start: s}")
 
     def selects_round(self, round: int) -> bool:
+        """Whether ``rounds`` includes a round.
+
+        Args:
+            round (int): the server round, from 1.
+        """
         if self.rounds == "all":
             return True
         if isinstance(self.rounds, EveryRound):
@@ -281,6 +299,11 @@ class AttackConfig(Section):
         return round in self.rounds
 
     def selects_client(self, client_key: int) -> bool:
+        """Whether ``clients`` includes a client.
+
+        Args:
+            client_key (int): the client's partition id.
+        """
         return self.clients == "all" or client_key in self.clients
     # Per-attack parameters, e.g. {dlg: {iterations: 300}}. "name@label" runs a variant of an
     # attack under its own row name, e.g. graphdlg@refine with {refine_features: true}.

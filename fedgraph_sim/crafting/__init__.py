@@ -28,24 +28,55 @@ class Crafting:
 
     def problem(self, model: dict, clients: int) -> str | None:
         """Why this crafting cannot serve ``clients`` clients of a model of architecture ``model``
-        (the ``model`` section's keys), if so: one line, said before anything runs."""
+        (the ``model`` section's keys), if so: one line, said before anything runs.
+
+        Args:
+            model (dict): the ``model`` section (:class:`~fedgraph_sim.config.ModelConfig` dumped).
+            clients (int): the clients a round sends crafted weights to.
+
+        Returns:
+            The reason, to follow ``threat.crafting: <name>`` in a config error, or None.
+        """
         raise NotImplementedError
 
     def craft(self, weights: dict[str, np.ndarray], model: dict, clients: int,
               seed: int) -> tuple[CraftedRound, list[dict[str, np.ndarray]]]:
         """The round's crafting (``slots`` still empty) and what each of the ``clients`` slots
-        receives, given the honest global ``weights`` of a model of architecture ``model``."""
+        receives, given the honest global ``weights`` of a model of architecture ``model``.
+
+        Args:
+            weights (dict[str, np.ndarray]): the honest global model's state by name.
+            model (dict): the ``model`` section.
+            clients (int): the slots to craft, one per client of the round.
+            seed (int): seeds whatever the crafting draws (e.g. the initialisation of each part).
+
+        Returns:
+            ``(round, parts)``: the :class:`~fedgraph_sim.threat.CraftedRound` and, per slot, a
+            full state dict of the honest model's names and shapes.
+        """
         raise NotImplementedError
 
     def members(self, update: ObservedUpdate,
                 knowledge: AttackerKnowledge) -> list[tuple[ObservedUpdate, AttackerKnowledge]]:
         """Each member's own update inside ``update`` (one client's reply or a secure aggregate),
-        with the knowledge of the model it was computed on."""
+        with the knowledge of the model it was computed on.
+
+        Args:
+            update (ObservedUpdate): an update whose ``crafted`` names this crafting.
+            knowledge (AttackerKnowledge): the attacker's knowledge of the honest model.
+
+        Returns:
+            ``(member's update, knowledge of its model)`` per member, in ``client_key`` order.
+        """
         raise NotImplementedError
 
 
 def crafting(name: str) -> Crafting:
-    """The crafting registered as ``name`` (``threat.crafting``)."""
+    """An instance of the crafting registered as ``name`` (``threat.crafting``).
+
+    Args:
+        name (str): a key of :data:`CRAFTINGS`; another raises :class:`KeyError`.
+    """
     return CRAFTINGS[name]()
 
 

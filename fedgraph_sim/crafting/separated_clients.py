@@ -46,10 +46,19 @@ from fedgraph_sim.threat import AGGREGATE, AttackerKnowledge, CraftedRound, Obse
 
 
 class SeparatedClients(Crafting):
+    """Each slot receives the weights of its own channel group (see the module's docstring)."""
+
     name = "separated_clients"
     paper = "Pasquini, Francati and Ateniese, CCS 2022 (model inconsistency)"
 
     def problem(self, model: dict, clients: int) -> str | None:
+        """Refuses a user's model, a conv other than single-head GCN without skips, a node task,
+        ``pool: flatten``, and more clients than the narrowest split layer has channels.
+
+        Args:
+            model (dict): the ``model`` section.
+            clients (int): the clients a round sends crafted weights to.
+        """
         if model.get("module") is not None:
             return "separates the channels of the bench's GraphClassifier; a user's model (model.module) is not one"
         if model.get("conv", "gcn") != "gcn" or model.get("heads", 1) != 1 or model.get("residual", False):
@@ -66,6 +75,17 @@ class SeparatedClients(Crafting):
 
     def craft(self, weights: dict[str, np.ndarray], model: dict, clients: int,
               seed: int) -> tuple[CraftedRound, list[dict[str, np.ndarray]]]:
+        """The round's crafting and each slot's weights: its group's blocks from a model ``clients``
+        times narrower (initialised with seed ``seed * 1009 + slot``), zero elsewhere, and the
+        tensors after the readout's first layer shared (slot 0's narrow model). ``base`` holds
+        every slot's blocks at once; ``weights`` only give the names, shapes and widths.
+
+        Args:
+            weights (dict[str, np.ndarray]): the honest global model's state by name.
+            model (dict): the ``model`` section (a GCN graph classifier, :meth:`problem` None).
+            clients (int): the slots to craft.
+            seed (int): the round's seed for the narrow models' initialisations.
+        """
         num_features = weights["convs.0.lin.weight"].shape[1]
         layout = _Layout(model, num_features, clients)
         num_classes = weights[layout.final].shape[0]
@@ -89,6 +109,15 @@ class SeparatedClients(Crafting):
 
     def members(self, update: ObservedUpdate,
                 knowledge: AttackerKnowledge) -> list[tuple[ObservedUpdate, AttackerKnowledge]]:
+        """Each member's update of the narrow model: its slot's blocks of the sent base and of the
+        returned arrays (only the separated tensors). For a secure aggregate the returned blocks
+        are scaled by the member count, which undoes the mean's weight when the members' batches
+        are equal, and the batch size and example count are split evenly.
+
+        Args:
+            update (ObservedUpdate): one client's reply or a secure aggregate of a crafted round.
+            knowledge (AttackerKnowledge): the attacker's knowledge of the honest model.
+        """
         crafted = update.crafted
         layout = _Layout(knowledge.model, knowledge.num_features, int(crafted.plan["clients"]))
         narrow_knowledge = replace(knowledge, model=layout.narrow_model())

@@ -26,7 +26,15 @@ ER_FEATURES = ("normal", "uniform")
 
 
 def adapt_width(x: torch.Tensor, width: int) -> torch.Tensor:
-    """Zero-pad or truncate feature columns to ``width``."""
+    """Zero-pad or truncate feature columns to ``width``.
+
+    Args:
+        x (torch.Tensor): node features ``[n, F]``.
+        width (int): the columns wanted; the first ``width`` are kept, or zeros appended.
+
+    Returns:
+        ``[n, width]`` (``x`` itself sliced when it is wide enough).
+    """
     if x.size(1) >= width:
         return x[:, :width]
     return torch.cat([x, x.new_zeros(x.size(0), width - x.size(1))], dim=1)
@@ -34,6 +42,17 @@ def adapt_width(x: torch.Tensor, width: int) -> torch.Tensor:
 
 def erdos_renyi_graphs(count: int, node_range: tuple[int, int], width: int, p: float,
                        features: str, seed: int) -> list[Data]:
+    """``count`` Erdos-Renyi G(n, p) graphs with continuous features and no label, ``n`` uniform
+    over ``node_range``, drawn from a torch generator seeded with ``seed``.
+
+    Args:
+        count (int): how many graphs.
+        node_range (tuple[int, int]): the smallest and largest node count, both included.
+        width (int): the feature width ``F`` (the victim's).
+        p (float): the edge probability, in (0, 1).
+        features (str): ``normal`` (N(0, 1)) or ``uniform`` (U[-1, 1]).
+        seed (int): the generator's seed.
+    """
     require(0 < p < 1, "aux.p", f"edge probability must be in (0, 1) (got {p})")
     require(features in ER_FEATURES, "aux.features",
             f"unknown feature distribution '{features}'; valid: {', '.join(ER_FEATURES)}")
@@ -64,32 +83,76 @@ class AuxScenario:
 
     @classmethod
     def accepts(cls, argument: str) -> bool:
+        """Whether the scenario takes ``argument``: by default only none.
+
+        Args:
+            argument (str): what follows ``:`` in ``aux.scenario`` (empty without a colon).
+        """
         return argument == ""  # no argument unless the scenario takes one
 
     def graphs(self, victim: GraphDataset, *, holdout: Sequence[int] | None, seed: int, p: float,
                features: str, num_graphs: int | None, max_nodes: int | None,
                node_order: str) -> list[Data]:
+        """The auxiliary graphs, with features at the victim's width.
+
+        Args:
+            victim (GraphDataset): the federation's dataset.
+            holdout (Sequence[int], optional): dataset indices the attacker holds (the held-out
+                split, or an attacker-controlled client's partition); None if there are none.
+            seed (int): the run's seed.
+            p (float): the edge probability of random graphs (``aux.p``).
+            features (str): the feature distribution of random graphs (``aux.features``).
+            num_graphs (int, optional): how many graphs a generator makes (``aux.num_graphs``).
+            max_nodes (int, optional): the largest node count (``data.max_nodes``).
+            node_order (str): the node order of loaded graphs (``data.node_order``).
+        """
         raise NotImplementedError
 
 
 @registry.scenarios.register
 class SameDistribution(AuxScenario):
+    """The victim dataset's graphs at ``holdout``."""
+
     name, usage = "same", "same"
 
     def graphs(self, victim, *, holdout, **_) -> list[Data]:
+        """The graphs of ``victim`` at the indices ``holdout``, as they are.
+
+        Args:
+            victim (GraphDataset): the federation's dataset.
+            holdout (Sequence[int]): the indices; None raises a :class:`ConfigError`.
+            **_: the other scenarios' arguments, unused.
+        """
         require(holdout is not None, "aux.scenario", "'same' needs a held-out partition")
         return [victim.graphs[int(i)] for i in holdout]
 
 
 @registry.scenarios.register
 class OtherDataset(AuxScenario):
+    """Another dataset's graphs (``dataset:NAME``), features zero-padded or truncated."""
+
     name, usage = "dataset", "dataset:NAME"
 
     @classmethod
     def accepts(cls, argument: str) -> bool:
+        """Whether ``argument`` names a dataset (is not blank).
+
+        Args:
+            argument (str): the dataset's name.
+        """
         return bool(argument.strip())
 
     def graphs(self, victim, *, seed, max_nodes, node_order, **_) -> list[Data]:
+        """The graphs of the dataset ``argument`` (loaded with its defaults), capped at
+        ``max_nodes``, reordered like the victim's and cut or padded to its width.
+
+        Args:
+            victim (GraphDataset): the federation's dataset, for its feature width.
+            seed (int): the run's seed, for a shuffled node order.
+            max_nodes (int, optional): the largest node count kept.
+            node_order (str): the node order (``data.node_order``).
+            **_: the other scenarios' arguments, unused.
+        """
         from fedgraph_sim.data.loaders import load_dataset  # local: only this scenario loads a dataset
         from fedgraph_sim.data.order import reorder
 
@@ -102,13 +165,34 @@ class OtherDataset(AuxScenario):
 
 @registry.scenarios.register
 class RandomGraphs(AuxScenario):
+    """Random graphs (``random:er``): :func:`erdos_renyi_graphs`."""
+
     name, usage = "random", "random:er"
 
     @classmethod
     def accepts(cls, argument: str) -> bool:
+        """Whether ``argument`` names a known generator (``er`` only).
+
+        Args:
+            argument (str): the generator's name.
+        """
         return argument == "er"  # Erdos-Renyi, the one generator so far
 
     def graphs(self, victim, *, holdout, seed, p, features, num_graphs, max_nodes, **_) -> list[Data]:
+        """Erdos-Renyi graphs at the victim's width, node counts over the victim's range (capped at
+        ``max_nodes``).
+
+        Args:
+            victim (GraphDataset): the federation's dataset, for its width and node counts.
+            holdout (Sequence[int], optional): the real auxiliary split, whose size is the count
+                when ``num_graphs`` is None (1000 without one).
+            seed (int): the generator's seed.
+            p (float): the edge probability.
+            features (str): ``normal`` or ``uniform``.
+            num_graphs (int, optional): how many graphs.
+            max_nodes (int, optional): the largest node count.
+            **_: the other scenarios' arguments, unused.
+        """
         sizes = [g.num_nodes for g in victim.graphs]
         count = num_graphs or (len(holdout) if holdout is not None else 1000)
         high = min(max(sizes), max_nodes) if max_nodes else max(sizes)
@@ -116,7 +200,14 @@ class RandomGraphs(AuxScenario):
 
 
 def parse_scenario(scenario: str) -> AuxScenario:
-    """``aux.scenario`` -> its scenario object; one line naming the valid forms otherwise."""
+    """``aux.scenario`` -> its scenario object; one line naming the valid forms otherwise.
+
+    Args:
+        scenario (str): ``<name>`` or ``<name>:<argument>`` of a registered scenario.
+
+    Raises:
+        ConfigError: for an unknown name or an argument the scenario does not take.
+    """
     name, _, argument = str(scenario).partition(":")
     if name not in registry.scenarios or not registry.scenarios.get(name).accepts(argument):
         usages = ", ".join(registry.scenarios.get(n).usage for n in registry.scenarios)
@@ -129,7 +220,20 @@ def auxiliary_graphs(scenario: str, victim: GraphDataset, *,
                      p: float = 0.1, features: str = "normal",
                      num_graphs: int | None = None, max_nodes: int | None = None,
                      node_order: str = "original") -> list[Data]:
-    """The graphs the configured scenario grants the attacker (features at the victim's width)."""
+    """The graphs the configured scenario grants the attacker (features at the victim's width).
+
+    Args:
+        scenario (str): ``aux.scenario`` (``same``, ``dataset:NAME``, ``random:er``, ...).
+        victim (GraphDataset): the federation's dataset.
+        holdout (Sequence[int], optional): dataset indices the attacker holds. (default: :obj:`None`)
+        seed (int, optional): the run's seed. (default: ``0``)
+        p (float, optional): the edge probability of random graphs. (default: ``0.1``)
+        features (str, optional): the feature distribution of random graphs. (default: ``"normal"``)
+        num_graphs (int, optional): how many random graphs. (default: :obj:`None`)
+        max_nodes (int, optional): the largest node count. (default: :obj:`None`)
+        node_order (str, optional): the node order of another dataset's graphs.
+            (default: ``"original"``)
+    """
     return parse_scenario(scenario).graphs(victim, holdout=holdout, seed=seed, p=p, features=features,
                                            num_graphs=num_graphs, max_nodes=max_nodes,
                                            node_order=node_order)

@@ -60,12 +60,21 @@ class GraphDataset:
 
     @property
     def num_features(self) -> int:
+        """The width ``F`` of ``x`` (the schema's)."""
         return self.schema.width
 
     def subset(self, indices: Sequence[int]) -> "GraphDataset":
+        """The same dataset holding only the graphs at ``indices``, in that order.
+
+        Args:
+            indices (Sequence[int]): positions in :attr:`graphs` (repeats allowed).
+        """
         return replace(self, graphs=[self.graphs[int(i)] for i in indices])
 
     def stats(self) -> dict:
+        """A summary for listings: name, source, task, counts, feature width, mean and largest node
+        count, mean undirected edge count, then the class counts (or the regression targets' mean and
+        std) and :attr:`meta`."""
         nodes = np.array([g.num_nodes for g in self.graphs]) if self.graphs else np.zeros(1)
         edges = np.array([g.edge_index.size(1) // 2 for g in self.graphs]) if self.graphs else np.zeros(1)
         return {
@@ -86,7 +95,15 @@ class GraphDataset:
 
 
 def drop_large_graphs(dataset: GraphDataset, max_nodes: int | None) -> GraphDataset:
-    """Keep graphs with at most ``max_nodes`` nodes (a decoder's N_max), logging what was dropped."""
+    """Keep graphs with at most ``max_nodes`` nodes (a decoder's N_max), logging what was dropped.
+
+    Args:
+        dataset (GraphDataset): the dataset.
+        max_nodes (int, optional): the largest node count kept; None returns ``dataset`` as it is.
+
+    Raises:
+        ConfigError: when no graph is small enough.
+    """
     if max_nodes is None:
         return dataset
     kept = [g for g in dataset.graphs if g.num_nodes <= max_nodes]
@@ -106,7 +123,12 @@ def split_in_memory(pyg) -> list[tuple[int, Tensor | None, Tensor, Tensor]]:
     """``(num_nodes, x, edge_index, y)`` per graph of a PyG ``InMemoryDataset``, by slicing its
     storage once (indexing graph by graph is ~10x slower on large sets). PyG stores per-graph
     edge indices un-incremented, so the slices are already local. Each slice is copied into its
-    own storage: a view would keep (and pickle, for every attack call) the whole dataset's."""
+    own storage: a view would keep (and pickle, for every attack call) the whole dataset's.
+
+    Args:
+        pyg (InMemoryDataset): a loaded PyG dataset (``TUDataset``, ``MoleculeNet``); ``x`` is None
+            per graph when it has no node features.
+    """
     data, slices = pyg._data, pyg.slices
     node_ptr = slices["x"] if "x" in slices and data.x is not None else None
     edge_ptr = slices["edge_index"]

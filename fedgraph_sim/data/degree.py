@@ -22,11 +22,22 @@ from fedgraph_sim.errors import ConfigError
 
 
 def degrees_of(g: Data) -> torch.Tensor:
+    """Each node's degree ``[n]`` (long), self-loops not counted.
+
+    Args:
+        g (Data): a graph with an undirected ``edge_index`` (each edge in both directions).
+    """
     edge_index, _ = remove_self_loops(g.edge_index)
     return node_degree(edge_index[0], g.num_nodes, dtype=torch.long)
 
 
 def with_degree_block(dataset: GraphDataset) -> GraphDataset:
+    """``dataset`` with a one-hot ``degree`` block (values ``0..D``, ``D`` the largest degree)
+    appended to every graph's ``x`` and its schema, which names it as the degree block.
+
+    Args:
+        dataset (GraphDataset): a dataset without a degree block (else :class:`ConfigError`).
+    """
     if dataset.schema.degree_block is not None:
         raise ConfigError(f"data.degree_feature: {dataset.name} already has the degree block "
                           f"'{dataset.schema.degree_block}'")

@@ -61,7 +61,11 @@ def _mass_index(mass: float) -> int:
 
 
 def atom_categories(mol) -> torch.Tensor | None:
-    """``[n, 8]`` value indices of a molecule's heavy atoms, or None if one is outside the schema."""
+    """``[n, 8]`` value indices of a molecule's heavy atoms, or None if one is outside the schema.
+
+    Args:
+        mol (rdkit.Chem.Mol): the molecule (hydrogens implicit).
+    """
     rows = []
     try:
         for atom in mol.GetAtoms():
@@ -82,7 +86,12 @@ def atom_categories(mol) -> torch.Tensor | None:
 
 def grain_molecules(graphs: list[Data]) -> tuple[list[Data], FeatureSchema, int]:
     """Re-featurise PyG molecule graphs (they carry ``smiles``; RDKit keeps PyG's atom order):
-    ``(graphs with standardised 140-wide x, the schema with its statistics, dropped count)``."""
+    ``(graphs with standardised 140-wide x, the schema with its statistics, dropped count)``.
+
+    Args:
+        graphs (list[Data]): molecule graphs with ``smiles``. One whose SMILES does not parse, has
+            another atom count or an atom outside the value sets is dropped and counted.
+    """
     from rdkit import Chem, RDLogger
 
     RDLogger.DisableLog("rdApp.*")

@@ -43,7 +43,19 @@ def load_dataset(name: str, *, max_nodes: int | None = None, degree_feature: boo
     for ``synthetic``: its ``max_nodes`` only through ``options``, this function's own being the
     size filter). Then drop graphs above ``max_nodes`` and append a degree block if
     ``degree_feature``. An option the loader does not take, or of another type than its default,
-    is a :class:`ConfigError` naming it."""
+    is a :class:`ConfigError` naming it.
+
+    Args:
+        name (str): a registered dataset name (case-insensitive), or ``tu:NAME``.
+        max_nodes (int, optional): the largest node count kept (``data.max_nodes``).
+            (default: :obj:`None`)
+        degree_feature (bool, optional): append a one-hot degree block (``data.degree_feature``).
+            (default: :obj:`False`)
+        options (dict[str, Any], optional): the loader's options (``data.options``).
+            (default: :obj:`None`)
+        **keywords: further loader arguments from their own config keys (``task``, ``features``,
+            ``task_type``); they override ``options``.
+    """
     loader = _loader(name)
     accepted = inspect.signature(loader).parameters
     options = {**(options or {}), **keywords}

@@ -54,7 +54,12 @@ MOLECULENET_NAMES["lipo"] = "Lipo"
 
 
 def task_names(raw_csv) -> list[str]:
-    """Column names of the label columns, read from the raw CSV header at PyG's indices."""
+    """Column names of the label columns, read from the raw CSV header at PyG's indices.
+
+    Args:
+        raw_csv (Path): the dataset's raw CSV, ``<root>/<key>/raw/<file>`` (``key`` PyG's lower-case
+            name, read from the path).
+    """
     key = raw_csv.parent.parent.name
     header = raw_csv.read_text().split("\n", 1)[0].split(",")
     target = MoleculeNet.names[key][4]
@@ -76,6 +81,23 @@ def _resolve_task(task, names: list[str], dataset: str) -> int:
 
 
 def load_moleculenet(name: str, task=None, features: str = "pyg", task_type: str = "classification") -> GraphDataset:
+    """One MoleculeNet dataset with one task as its labels (module docstring): graphs with SMILES,
+    one-hot (or GRAIN's) node features, binary labels (a regression set's split at its median) or
+    real targets; graphs without a label dropped.
+
+    Args:
+        name (str): PyG's name of the dataset, any case (``tox21``, ``ESOL``, ...).
+        task (int or str, optional): the label column, by index or name; None is the first.
+            (default: :obj:`None`)
+        features (str, optional): ``pyg`` (177 one-hot slots) or ``grain`` (140, standardised).
+            (default: ``"pyg"``)
+        task_type (str, optional): ``classification``, or ``regression`` for ESOL, FreeSolv and
+            Lipo. (default: ``"classification"``)
+
+    Raises:
+        ConfigError: for unknown features, a task the set lacks, regression on a classification
+            set, or data neither offline nor downloadable.
+    """
     if features not in FEATURES:
         raise ConfigError(f"data.features: unknown node features '{features}' for {name}; "
                           f"valid: {', '.join(FEATURES)}")

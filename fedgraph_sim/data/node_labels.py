@@ -22,7 +22,13 @@ from fedgraph_sim.errors import ConfigError
 
 
 def with_random_node_labels(dataset: GraphDataset, classes: int, seed: int) -> GraphDataset:
-    """``dataset`` with a uniformly random class of ``classes`` on every node (module docstring)."""
+    """``dataset`` with a uniformly random class of ``classes`` on every node (module docstring).
+
+    Args:
+        dataset (GraphDataset): a graph-classification dataset (else :class:`ConfigError`).
+        classes (int): the number of node classes, at least 2.
+        seed (int): the run's seed; with each graph's ``graph_id``, it seeds the graph's labels.
+    """
     if dataset.task != "graph" or dataset.task_type != "classification":
         raise ConfigError(f"data.node_labels: {dataset.name} is a {dataset.task}-level "
                           f"{dataset.task_type} dataset; random node labels go on graph classification sets")

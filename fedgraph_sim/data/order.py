@@ -26,7 +26,13 @@ NODE_ATTRIBUTES = ("node_y", "train_mask")
 
 
 def permute(g: Data, perm: torch.Tensor) -> Data:
-    """The same graph with node ``perm[i]`` of ``g`` becoming node ``i``."""
+    """The same graph with node ``perm[i]`` of ``g`` becoming node ``i``: ``x``, ``edge_index``,
+    the node-level ``node_y`` and ``train_mask`` and the ``center`` index follow.
+
+    Args:
+        g (Data): the graph.
+        perm (torch.Tensor): a permutation of ``range(g.num_nodes)``, ``[n]`` (long).
+    """
     inverse = torch.empty_like(perm)
     inverse[perm] = torch.arange(perm.numel())
     out = g.clone()
@@ -41,10 +47,24 @@ def permute(g: Data, perm: torch.Tensor) -> Data:
 
 
 def shuffle_permutation(num_nodes: int, seed: int, graph_id: int) -> torch.Tensor:
+    """The ``shuffled`` order's permutation of one graph, ``[num_nodes]``, fixed by the seed and the
+    graph's id.
+
+    Args:
+        num_nodes (int): the graph's node count.
+        seed (int): the run's seed.
+        graph_id (int): the graph's ``graph_id``.
+    """
     return torch.from_numpy(np.random.default_rng([seed, 7919, graph_id]).permutation(num_nodes))
 
 
 def canonical_permutation(g: Data) -> torch.Tensor:
+    """The ``canonical`` order's permutation: nodes by RDKit's canonical atom rank.
+
+    Args:
+        g (Data): a molecule graph with ``smiles`` whose atoms are its nodes, in order (else
+            :class:`ValueError`).
+    """
     from rdkit import Chem
 
     mol = Chem.MolFromSmiles(g.smiles)
@@ -55,6 +75,16 @@ def canonical_permutation(g: Data) -> torch.Tensor:
 
 
 def reorder(graphs: list[Data], order: str, seed: int) -> list[Data]:
+    """``graphs`` with their nodes in ``order`` (new graphs; ``original`` returns the list itself).
+
+    Args:
+        graphs (list[Data]): the graphs, each with ``graph_id``.
+        order (str): one of :data:`NODE_ORDERS`; ``canonical`` needs SMILES on every graph.
+        seed (int): the run's seed (for ``shuffled``).
+
+    Raises:
+        ConfigError: for an unknown order, or ``canonical`` without SMILES.
+    """
     if order == "original":
         return graphs
     if order == "shuffled":

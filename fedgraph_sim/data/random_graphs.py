@@ -44,7 +44,14 @@ def _check_labelled(labelled) -> None:
 
 
 def labelled_mask(n: int, labelled, rng: np.random.Generator) -> torch.Tensor:
-    """The training mask of a subgraph of ``n`` nodes whose node 0 is the centre."""
+    """The training mask ``[n]`` (bool) of a subgraph of ``n`` nodes whose node 0 is the centre.
+
+    Args:
+        n (int): the subgraph's node count.
+        labelled (str or int): ``all``, ``center``, or ``k``: the centre and ``k - 1`` other nodes
+            (as many as there are).
+        rng (np.random.Generator): draws the other labelled nodes.
+    """
     if labelled == "all":
         return torch.ones(n, dtype=torch.bool)
     mask = torch.zeros(n, dtype=torch.bool)
@@ -57,13 +64,27 @@ def labelled_mask(n: int, labelled, rng: np.random.Generator) -> torch.Tensor:
 
 def random_edges(n: int, degree: float, rng: np.random.Generator) -> torch.Tensor:
     """``round(degree * n / 2)`` endpoint pairs drawn uniformly, self-pairs and duplicates dropped,
-    as an undirected ``edge_index``."""
+    as an undirected ``edge_index``.
+
+    Args:
+        n (int): the node count.
+        degree (float): the intended average degree (somewhat less remains after the drops).
+        rng (np.random.Generator): draws the endpoints.
+
+    Returns:
+        ``[2, 2 * E]`` (long), each edge in both directions.
+    """
     pairs = rng.integers(0, n, size=(int(round(degree * n / 2)), 2))
     pairs = np.unique(np.sort(pairs[pairs[:, 0] != pairs[:, 1]], axis=1), axis=0)
     return to_undirected(torch.from_numpy(pairs.T.copy()).long(), num_nodes=n)
 
 
 def continuous_schema(width: int):
+    """A one-block schema of ``width`` real-valued columns named ``feature``.
+
+    Args:
+        width (int): the feature width.
+    """
     return single_block_schema("feature", range(width), continuous=True)
 
 
@@ -75,7 +96,18 @@ def _check(features: int, classes: int, degree: float) -> None:
 
 def make_random_graphs(num_graphs: int = 100, nodes: int = 50, spread: int = 10, degree: float = 4.0,
                        features: int = 128, classes: int = 2, seed: int = 0) -> GraphDataset:
-    """Graph classification on GLG's synthetic graphs (module docstring)."""
+    """Graph classification on GLG's synthetic graphs (module docstring).
+
+    Args:
+        num_graphs (int, optional): how many graphs, at least 2. (default: ``100``)
+        nodes (int, optional): the mean node count. (default: ``50``)
+        spread (int, optional): node counts are uniform over ``nodes +- spread``.
+            (default: ``10``)
+        degree (float, optional): the average degree. (default: ``4.0``)
+        features (int, optional): the feature width (N(0, 1) features). (default: ``128``)
+        classes (int, optional): the number of (uniform) labels. (default: ``2``)
+        seed (int, optional): the generator's seed. (default: ``0``)
+    """
     _check(features, classes, degree)
     require(num_graphs >= 2, "data.options.num_graphs", f"must be >= 2 (got {num_graphs})")
     require(0 <= spread <= nodes - 2, "data.options.spread", f"need 0 <= spread <= nodes - 2 (got {spread}, {nodes})")
@@ -92,7 +124,14 @@ def make_random_graphs(num_graphs: int = 100, nodes: int = 50, spread: int = 10,
 
 
 def bfs_ball(neighbours: list[np.ndarray], center: int, hops: int, cap: int) -> list[int]:
-    """The nodes within ``hops`` of ``center`` in BFS order, the first ``cap`` of them."""
+    """The nodes within ``hops`` of ``center`` in BFS order, the first ``cap`` of them.
+
+    Args:
+        neighbours (list[np.ndarray]): each node's neighbours.
+        center (int): the start node (first in the result).
+        hops (int): the radius.
+        cap (int): the most nodes returned.
+    """
     seen, order, frontier = {center}, [center], [center]
     for _ in range(hops):
         nxt = []
@@ -107,7 +146,13 @@ def bfs_ball(neighbours: list[np.ndarray], center: int, hops: int, cap: int) -> 
 
 
 def induced_subgraph(x: torch.Tensor, edge_index: torch.Tensor, nodes: list[int]) -> torch.Tensor:
-    """``edge_index`` of the subgraph induced by ``nodes``, renumbered in their order."""
+    """``edge_index`` of the subgraph induced by ``nodes``, renumbered in their order.
+
+    Args:
+        x (torch.Tensor): the whole graph's node features ``[N, F]`` (only ``N`` is used).
+        edge_index (torch.Tensor): the whole graph's edges ``[2, E]``.
+        nodes (list[int]): the kept nodes, distinct; node ``nodes[i]`` becomes ``i``.
+    """
     index = torch.full((x.size(0),), -1, dtype=torch.long)
     index[torch.tensor(nodes)] = torch.arange(len(nodes))
     kept = (index[edge_index[0]] >= 0) & (index[edge_index[1]] >= 0)
@@ -120,7 +165,20 @@ def make_random_graph_balls(num_subgraphs: int = 40, graph_nodes: int = 2000, de
     """Node classification on client subgraphs of one GLG synthetic graph (module docstring).
     Each subgraph has ``x``, ``edge_index``, ``node_y`` (every node's label), ``train_mask`` (the
     labelled nodes), ``center`` (the centre's index, 0 before any reordering) and ``y``, the
-    centre's label, which partitions the subgraphs and labels them for graph-level attackers."""
+    centre's label, which partitions the subgraphs and labels them for graph-level attackers.
+
+    Args:
+        num_subgraphs (int, optional): the subgraphs (distinct centres). (default: ``40``)
+        graph_nodes (int, optional): the whole graph's node count. (default: ``2000``)
+        degree (float, optional): its average degree. (default: ``4.0``)
+        features (int, optional): the feature width. (default: ``128``)
+        classes (int, optional): the number of node labels. (default: ``2``)
+        hops (int, optional): each ball's radius. (default: ``3``)
+        subgraph_nodes (int, optional): the most nodes of a ball. (default: ``50``)
+        labelled (str or int, optional): the training mask: ``all``, ``center`` or ``k``.
+            (default: ``"all"``)
+        seed (int, optional): the generator's seed. (default: ``0``)
+    """
     _check(features, classes, degree)
     _check_labelled(labelled)
     require(1 <= num_subgraphs <= graph_nodes, "data.options.num_subgraphs",
@@ -155,7 +213,21 @@ def _node_level(name: str, x, edge_index, node_y, node_sets, labelled, classes: 
 def make_sbm_communities(communities: int = 20, community_size: int = 50, p_in: float = 0.08,
                          p_out: float = 0.001, features: int = 128, classes: int = 2, labelled: str | int = "all",
                          seed: int = 0) -> GraphDataset:
-    """Node classification on the communities of a stochastic block model (module docstring)."""
+    """Node classification on the communities of a stochastic block model (module docstring);
+    the subgraphs are as :func:`make_random_graph_balls`'s, each centred on its block's first node.
+
+    Args:
+        communities (int, optional): the blocks, one subgraph each. (default: ``20``)
+        community_size (int, optional): the nodes per block. (default: ``50``)
+        p_in (float, optional): the edge probability within a block. (default: ``0.08``)
+        p_out (float, optional): the edge probability across blocks, at most ``p_in``.
+            (default: ``0.001``)
+        features (int, optional): the feature width. (default: ``128``)
+        classes (int, optional): the number of node labels. (default: ``2``)
+        labelled (str or int, optional): the training mask: ``all``, ``center`` or ``k``.
+            (default: ``"all"``)
+        seed (int, optional): the generator's seed. (default: ``0``)
+    """
     _check(features, classes, 1.0)
     _check_labelled(labelled)
     require(communities >= 1 and community_size >= 2, "data.options.communities",

@@ -31,17 +31,24 @@ LAYOUT = "<root>/tu/<NAME>/raw/ and <root>/moleculenet/<name>/raw/"
 
 
 def data_root() -> Path | None:
+    """``FEDGRAPH_DATA_ROOT``, resolved, or None when unset."""
     value = os.environ.get("FEDGRAPH_DATA_ROOT")
     return Path(value).expanduser().resolve() if value else None
 
 
 def cache_root() -> Path:
+    """``FEDGRAPH_CACHE``, else ``~/.cache/fedgraph_sim``."""
     value = os.environ.get("FEDGRAPH_CACHE")
     return Path(value).expanduser() if value else Path.home() / ".cache" / "fedgraph_sim"
 
 
 def raw_source(family: str, folder: str) -> Path | None:
-    """The data-root folder holding ``raw/`` for one dataset, or None if absent."""
+    """The dataset's non-empty ``raw/`` folder under the data root, or None if absent.
+
+    Args:
+        family (str): ``tu`` or ``moleculenet``.
+        folder (str): the dataset's folder (a TU name, or MoleculeNet's lower-case key).
+    """
     root = data_root()
     if root is None:
         return None
@@ -64,6 +71,16 @@ def prepared(family: str, folder: str) -> Iterator[Path]:
 
     If the raw files in the data root changed since the last copy, the copy (with its stale
     ``processed/`` folder) is replaced, so PyG rebuilds it.
+
+    Args:
+        family (str): ``tu`` or ``moleculenet``.
+        folder (str): the dataset's folder (a TU name, or MoleculeNet's lower-case key).
+
+    Yields:
+        ``<cache>/<family>``, the ``root`` PyG takes (it reads ``<root>/<folder>``).
+
+    Raises:
+        ConfigError: when the cache is not writable.
     """
     family_dir = cache_root() / family
     target = family_dir / folder
@@ -114,7 +131,11 @@ def _unwritable(exc: BaseException) -> ConfigError:
 @contextlib.contextmanager
 def quiet_processing(name: str):
     """PyG prints ``Processing...`` and ``Done!`` when it first processes raw files; its dataset
-    classes give no switch for it, so those lines go to our log (debug) instead of the terminal."""
+    classes give no switch for it, so those lines go to our log (debug) instead of the terminal.
+
+    Args:
+        name (str): the dataset's name, to prefix the log line.
+    """
     buffer = io.StringIO()
     with contextlib.redirect_stderr(buffer), contextlib.redirect_stdout(buffer):
         yield
@@ -123,6 +144,15 @@ def quiet_processing(name: str):
 
 
 def missing_data_error(name: str, family: str, folder: str, cause: BaseException) -> ConfigError:
+    """The error for a dataset neither under the data root nor downloadable: where it was looked
+    for and the layout expected.
+
+    Args:
+        name (str): the dataset's name.
+        family (str): ``tu`` or ``moleculenet``.
+        folder (str): the dataset's folder under the family.
+        cause (BaseException): what PyG raised (its type is named).
+    """
     root = data_root()
     where = (
         f"FEDGRAPH_DATA_ROOT={root} has no {family}/{folder}/raw/"

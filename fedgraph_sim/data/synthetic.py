@@ -78,7 +78,15 @@ def _tree_distances(n: int, edges: list) -> np.ndarray:
 
 def make_synthetic(num_graphs: int = 200, min_nodes: int = 6, max_nodes: int = 16,
                    seed: int = 0) -> GraphDataset:
-    """``num_graphs`` graphs with ``min_nodes``..``max_nodes`` nodes, half of them cyclic."""
+    """``num_graphs`` graphs with ``min_nodes``..``max_nodes`` nodes, half of them cyclic
+    (label 1; labels alternate 0, 1, ...).
+
+    Args:
+        num_graphs (int, optional): how many graphs, at least 2. (default: ``200``)
+        min_nodes (int, optional): the fewest nodes, at least 6. (default: ``6``)
+        max_nodes (int, optional): the most nodes. (default: ``16``)
+        seed (int, optional): the generator's seed. (default: ``0``)
+    """
     require(num_graphs >= 2, "data.options.num_graphs", f"must be >= 2 (got {num_graphs})")
     require(6 <= min_nodes <= max_nodes, "data.options.min_nodes",
             f"need 6 <= min_nodes <= max_nodes (got {min_nodes}, {max_nodes})")

@@ -53,6 +53,16 @@ def _label_names(raw_dir, values: tuple) -> tuple | None:
 
 
 def load_tu(name: str) -> GraphDataset:
+    """The TU dataset ``name``: one-hot node labels as features (one constant feature without
+    them), a one-block schema naming the label codes (and the atoms, when the README says).
+
+    Args:
+        name (str): the TU name as the files spell it (``MUTAG``, ``PROTEINS``, ...).
+
+    Raises:
+        ConfigError: when it is neither under the data root nor downloadable, or has no graph
+            labels.
+    """
     with store.prepared("tu", name) as root:  # the cache's lock held while PyG reads and processes
         try:
             with store.quiet_processing(name):

@@ -50,11 +50,21 @@ class Canaries:
     dirac_norm: float = 1.0
 
     def of_client(self, client: int) -> list[int]:
+        """The indices (into ``graphs``) of the canaries that go to ``client``.
+
+        Args:
+            client (int): the client's partition id.
+        """
         return [i for i, c in enumerate(self.clients) if c == client]
 
 
 def graph_key(g: Data, dataset: GraphDataset) -> str:
-    """A Weisfeiler-Lehman hash of ``g`` over its decoded node features (3 iterations)."""
+    """A Weisfeiler-Lehman hash of ``g`` over its decoded node features (3 iterations).
+
+    Args:
+        g (Data): a graph in the dataset's encoding.
+        dataset (GraphDataset): the dataset whose schema decodes ``g.x``.
+    """
     nxg = nx.Graph()
     values = dataset.schema.decode(g.x).tolist()
     nxg.add_nodes_from((v, {"f": ",".join(map(str, row))}) for v, row in enumerate(values))
@@ -98,7 +108,27 @@ def make_canaries(dataset: GraphDataset, count: int, num_clients: int, seed: int
                   num_weights: int = 0, weight_offset: int = 0, dirac_norm: float = 1.0) -> Canaries:
     """``count`` canaries for ``dataset`` spread round-robin over ``num_clients`` clients, with
     ``graph_id`` -1, -2, ... For ``kind: gradient``, distinct weights among ``num_weights`` flattened
-    parameters from ``weight_offset`` on (the model's largest weight tensor)."""
+    parameters from ``weight_offset`` on (the model's largest weight tensor).
+
+    Args:
+        dataset (GraphDataset): a graph-classification set with one-hot features, whose node counts
+            and per-block values the canaries draw from.
+        count (int): the number of canaries.
+        num_clients (int): the clients; canary ``i`` goes to client ``i % num_clients``.
+        seed (int): ``canaries.seed`` (the canaries' own stream of it).
+        kind (str, optional): ``graph`` or ``gradient`` (``client`` canaries hold no graphs:
+            :func:`client_directions`). (default: ``"graph"``)
+        num_weights (int, optional): for ``gradient``: the size of the tensor the Dirac weights are
+            drawn from, at least ``count``. (default: ``0``)
+        weight_offset (int, optional): for ``gradient``: that tensor's offset in the flattened
+            parameters. (default: ``0``)
+        dirac_norm (float, optional): for ``gradient``: the Dirac gradients' L2 norm.
+            (default: ``1.0``)
+
+    Raises:
+        ConfigError: for a dataset canaries cannot be drawn over, too few weights, or 100 failed
+            draws of a distinct canary.
+    """
     if dataset.task != "graph" or dataset.schema.continuous:
         raise ConfigError(f"canaries: {dataset.name} is not a graph-classification set with one-hot features, "
                           "which canary graphs are drawn over")
@@ -128,13 +158,26 @@ def make_canaries(dataset: GraphDataset, count: int, num_clients: int, seed: int
 
 
 def included(count: int, seed: int) -> np.ndarray:
-    """Which canaries the clients hold: independent fair coins (the audit's secret)."""
+    """Which canaries the clients hold: independent fair coins (the audit's secret).
+
+    Args:
+        count (int): the number of canaries.
+        seed (int): ``canaries.seed`` (the inclusion stream of it).
+
+    Returns:
+        ``[count]`` bool.
+    """
     return np.random.default_rng([seed, _INCLUDE]).random(count) < 0.5
 
 
 def largest_weight(named_shapes: list[tuple[str, tuple[int, ...]]]) -> tuple[int, int]:
     """``(offset, size)`` of the largest parameter tensor in the flattened parameters (named in
-    ``model.named_parameters()`` order), where gradient canaries put their Dirac weights."""
+    ``model.named_parameters()`` order), where gradient canaries put their Dirac weights.
+
+    Args:
+        named_shapes (list[tuple[str, tuple[int, ...]]]): ``(name, shape)`` of each parameter, in
+            ``named_parameters()`` order. The first of equally large tensors wins.
+    """
     sizes = [int(np.prod(shape)) for _, shape in named_shapes]
     index = int(np.argmax(sizes))
     return int(sum(sizes[:index])), sizes[index]
@@ -142,7 +185,13 @@ def largest_weight(named_shapes: list[tuple[str, tuple[int, ...]]]) -> tuple[int
 
 def dirac_gradients(graphs, named_shapes: list[tuple[str, tuple[int, ...]]]) -> dict[str, torch.Tensor]:
     """The gradient canaries' own gradients, ``{name: [len(graphs), *shape]}``: each a Dirac of
-    L2 norm ``dirac_norm`` on its weight ``dirac`` of the flattened parameters."""
+    L2 norm ``dirac_norm`` on its weight ``dirac`` of the flattened parameters.
+
+    Args:
+        graphs (Sequence[Data]): gradient canaries (each with ``dirac`` and ``dirac_norm``).
+        named_shapes (list[tuple[str, tuple[int, ...]]]): ``(name, shape)`` of each parameter, in
+            ``named_parameters()`` order.
+    """
     total = sum(int(np.prod(shape)) for _, shape in named_shapes)
     flat = torch.zeros(len(graphs), total)
     for row, g in enumerate(graphs):
@@ -156,13 +205,25 @@ def dirac_gradients(graphs, named_shapes: list[tuple[str, tuple[int, ...]]]) -> 
 
 
 def is_gradient_canary(g: Data) -> bool:
+    """Whether ``g`` is a gradient canary (has a ``dirac`` weight; other graphs of a gradient
+    audit carry ``dirac`` -1).
+
+    Args:
+        g (Data): a graph.
+    """
     return "dirac" in g and int(g.dirac) >= 0
 
 
 def client_directions(count: int, size: int, seed: int) -> np.ndarray:
     """Canary clients' updates (Andrew et al., "One-shot Empirical Privacy Estimation for Federated
     Learning", ICLR 2024): ``count`` random unit directions in the ``size`` flattened parameters,
-    ``[count, size]``; in many dimensions nearly orthogonal to each other and to any one update."""
+    ``[count, size]``; in many dimensions nearly orthogonal to each other and to any one update.
+
+    Args:
+        count (int): the number of canary clients.
+        size (int): the number of flattened parameters.
+        seed (int): ``canaries.seed`` (the canaries' own stream of it).
+    """
     rows = np.random.default_rng([seed, _MAKE]).standard_normal((count, size))
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
@@ -173,12 +234,21 @@ RELEASED_MODEL = {"flwr_central_dp", "flwr_server_dp", "flwr_adaptive_dp"}
 
 
 def defense_names(defenses: list) -> set[str]:
-    """The names in a ``defenses`` stack (each a mapping with ``name``, or a bare name)."""
+    """The names in a ``defenses`` stack (each a mapping with ``name``, or a bare name).
+
+    Args:
+        defenses (list): the ``defenses`` config entries; None counts as empty.
+    """
     return {d.get("name") if isinstance(d, dict) else d for d in defenses or []}
 
 
 def canary_kind(tree: dict) -> str | None:
-    """Which canaries check the claim of the config ``tree``'s defenses (None: it makes none)."""
+    """Which canaries check the claim of the config ``tree``'s defenses (None: it makes none):
+    ``client`` for a claim about the released model, ``gradient`` for one against the server.
+
+    Args:
+        tree (dict): a config as a plain tree.
+    """
     names = defense_names(tree.get("defenses"))
     if names & RELEASED_MODEL:
         return "client"

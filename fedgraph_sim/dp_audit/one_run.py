@@ -51,7 +51,18 @@ GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0)
 
 def p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
     """The probability of ``v`` or more correct guesses out of ``r``, from ``m`` canaries, if the
-    run were (epsilon, delta)-DP (Steinke et al. 2023, Theorem 3.1): an upper bound, at most 1."""
+    run were (epsilon, delta)-DP (Steinke et al. 2023, Theorem 3.1): an upper bound, at most 1.
+
+    Args:
+        m (int): the canaries.
+        r (int): the guesses made, ``r <= m``.
+        v (int): the correct guesses, ``v <= r``.
+        epsilon (float): the claimed epsilon, ``>= 0``.
+        delta (float): the claimed delta, in [0, 1].
+
+    Raises:
+        ValueError: for arguments outside those ranges.
+    """
     from scipy.stats import binom
 
     if not 0 <= v <= r <= m:
@@ -71,7 +82,15 @@ def p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
 def epsilon_lower_bound(m: int, r: int, v: int, delta: float, confidence: float = 0.95) -> float:
     """The largest epsilon that ``v`` correct guesses out of ``r`` (``m`` canaries) reject at
     ``confidence``: the run is not (epsilon, delta)-DP for any epsilon below it. 0 when the
-    guesses reject nothing. Bisection to 1e-6."""
+    guesses reject nothing. Bisection to 1e-6.
+
+    Args:
+        m (int): the canaries.
+        r (int): the guesses made.
+        v (int): the correct guesses.
+        delta (float): the claimed delta.
+        confidence (float, optional): the test's confidence, in (0, 1). (default: ``0.95``)
+    """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1) (got {confidence})")
     alpha = 1.0 - confidence
@@ -91,7 +110,15 @@ def gaussian_sigma(epsilon: float, delta: float) -> float:
     (Balle and Wang, "Improving the Gaussian Mechanism for Differential Privacy", ICML 2018,
     Theorem 8): the sigma at which
     ``Phi(1 / (2 sigma) - epsilon sigma) - exp(epsilon) Phi(-1 / (2 sigma) - epsilon sigma)``,
-    decreasing in sigma, equals delta. Infinite at epsilon 0 (no mechanism with finite noise)."""
+    decreasing in sigma, equals delta. Infinite at epsilon 0 (no mechanism with finite noise).
+
+    Args:
+        epsilon (float): the mechanism's epsilon.
+        delta (float): its delta.
+
+    Returns:
+        sigma, searched in ``[e^-20, e^20]``: ``e^-20`` when even that is private enough.
+    """
     from scipy.optimize import brentq
     from scipy.stats import norm
 
@@ -132,7 +159,16 @@ def _gdp_rejects(m: int, r: int, v: int, epsilon: float, delta: float, alpha: fl
 
 def gdp_epsilon_lower_bound(m: int, r: int, v: int, delta: float, confidence: float = 0.95) -> float:
     """The largest epsilon whose Gaussian mechanism ``v`` correct guesses out of ``r`` (``m``
-    canaries) reject at ``confidence`` (Mahloujifar et al. 2024). 0 when they reject nothing."""
+    canaries) reject at ``confidence`` (Mahloujifar et al. 2024). 0 when they reject nothing.
+    Bisection to 1e-4; the search stops at epsilon 1000 (returning the last rejected power of 2).
+
+    Args:
+        m (int): the canaries.
+        r (int): the guesses made.
+        v (int): the correct guesses.
+        delta (float): the claimed delta.
+        confidence (float, optional): the test's confidence, in (0, 1). (default: ``0.95``)
+    """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1) (got {confidence})")
     if not 0 <= v <= r <= m:
@@ -173,7 +209,16 @@ def guesses_from_scores(scores: Sequence[float], included: Sequence[bool], delta
     number, so the best of them holds at ``confidence``: Steinke et al.'s bound (``guesses`` and
     ``correct`` are its best test's) and, beside it, the f-DP refinement's
     (``gdp_epsilon_lower_bound``). ``scores``: the attacker's, higher meaning "included", computed
-    without ``included``, which is read only to count the correct guesses."""
+    without ``included``, which is read only to count the correct guesses.
+
+    Args:
+        scores (Sequence[float]): one score per canary, higher meaning "included".
+        included (Sequence[bool]): whether each canary was included (the secret), same length.
+        delta (float): the claimed delta.
+        confidence (float, optional): the confidence of the best test. (default: ``0.95``)
+        fractions (Sequence[float], optional): the guess counts tried, as fractions of the
+            canaries. (default: :data:`GUESS_FRACTIONS`)
+    """
     m = len(scores)
     if m != len(included) or m == 0:
         raise ValueError(f"need one inclusion per score, and some (got {m} scores, {len(included)} inclusions)")

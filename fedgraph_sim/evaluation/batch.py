@@ -34,7 +34,13 @@ def _distance(a, b) -> float:
 def batch_assignment(recs: list[Reconstruction], graphs: list[Data], schema) -> list[int | None]:
     """For each graph, the index of the reconstruction scored against it; None for the graphs left
     without one when the attack returned fewer graphs than the batch holds (a member it could not
-    rebuild)."""
+    rebuild). A batch of one graph, or no reconstructions, gives the identity ``[0, 1, ...]``.
+
+    Args:
+        recs (list[Reconstruction]): the attack's reconstructions (edge scores thresholded at 0.5).
+        graphs (list[Data]): the batch's true graphs, in batch order.
+        schema (FeatureSchema): decodes the node types of both.
+    """
     if len(graphs) < 2 or not recs:
         return list(range(len(graphs)))
     width = max(int(schema.node_types(g.x).max()) + 1 for g in graphs) + 1

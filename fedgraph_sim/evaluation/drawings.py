@@ -34,6 +34,15 @@ def _in_true_order(rec: Reconstruction, graph: Data, schema: FeatureSchema) -> R
 
 
 class DrawingStore:
+    """The drawings of one run, under ``<run_dir>/drawings``.
+
+    Args:
+        run_dir (str or Path): the run's directory.
+        per_attack (int): reconstructions kept per attack (``output.drawings``); 0 keeps none,
+            not even the exact one.
+        schema (FeatureSchema): decodes node types.
+    """
+
     def __init__(self, run_dir: str | Path, per_attack: int, schema: FeatureSchema) -> None:
         self.folder = Path(run_dir) / "drawings"
         self.per_attack, self.schema = per_attack, schema
@@ -41,7 +50,13 @@ class DrawingStore:
 
     def keep(self, row: ResultRow, graph: Data, rec: Reconstruction) -> None:
         """Store ``rec`` beside ``graph`` unless ``row.attack`` has its ``per_attack`` already, and
-        as the attack's exact one if it is its first exact reconstruction."""
+        as the attack's exact one if it is its first exact reconstruction.
+
+        Args:
+            row (ResultRow): the scored row (its attack, ids and scores go into the file).
+            graph (Data): the true graph.
+            rec (Reconstruction): the attack's reconstruction of it.
+        """
         kept = self.kept.get(row.attack, 0)
         if kept < self.per_attack:
             self.kept[row.attack] = kept + 1

@@ -63,7 +63,11 @@ def _reads(hints_read: frozenset[str] | None) -> dict[str, bool | None]:
 
 def target_nodes(graph: Data) -> list[int]:
     """The nodes a node-level attack targets: the labelled ones where only some are (GLG's Node-1
-    and its batches), else the subgraph's centre."""
+    and its batches), else the subgraph's centre.
+
+    Args:
+        graph (Data): a node-level subgraph (with ``center``; ``train_mask`` if labelled).
+    """
     mask = graph.get("train_mask")
     if mask is not None and not bool(mask.all()):
         return mask.nonzero().view(-1).tolist()
@@ -93,7 +97,18 @@ def _prior_target(graph: Data) -> tuple[list[int], list[int]] | None:
 class Evaluator:
     """Writes rows to ``run_dir``; reads ground truth from ``audit_dir`` (default ``run_dir``,
     another run's directory when replaying captured updates). ``extra_columns`` are added to
-    every row (a sweep cell's defense setting, the federation's test accuracy)."""
+    every row (a sweep cell's defense setting, the federation's test accuracy). Calling it with an
+    :class:`~fedgraph_sim.threat.AttackOutcome` scores it (:meth:`score`) and appends the rows.
+
+    Args:
+        config (RunConfig): the run's config.
+        run_dir (str or Path): where ``results.jsonl`` and the drawings go.
+        knowledge (AttackerKnowledge): the scenario's knowledge (schema, auxiliary graphs).
+        priors (dict[str, Prior]): the gradient-free priors by name.
+        audit_dir (str or Path, optional): the run whose audit store holds the truth.
+            (default: ``run_dir``)
+        extra_columns (dict, optional): columns added to every row. (default: :obj:`None`)
+    """
 
     def __init__(self, config: RunConfig, run_dir: str | Path, knowledge: AttackerKnowledge,
                  priors: dict[str, Prior], audit_dir: str | Path | None = None,
@@ -116,6 +131,15 @@ class Evaluator:
         return rows
 
     def score(self, outcome: AttackOutcome) -> list[ResultRow]:
+        """One row per graph of the outcome's batch (at most ``attack.max_graphs``), scored where
+        the attack returned a graph for it (``ok``, or a ``timeout`` with its best so far), else
+        carrying the priors; reconstructions are matched to graphs first (:func:`batch_assignment`).
+        A graph left without a reconstruction turns an ``ok`` row ``failed`` (``error`` when the
+        attack returned none). A failed client turn gives one row (:meth:`failure_row`).
+
+        Args:
+            outcome (AttackOutcome): what one attack call on one update produced.
+        """
         if outcome.update is None:
             return [self.failure_row(outcome)]
         update, recs = outcome.update, outcome.reconstructions
@@ -143,6 +167,15 @@ class Evaluator:
         return rows
 
     def base_row(self, outcome: AttackOutcome, index: int, graph: Data, graphs: int) -> ResultRow:
+        """The row of one graph before scoring: the run, update, attack, defense, hints and status
+        columns (the call's seconds split evenly over the graphs).
+
+        Args:
+            outcome (AttackOutcome): the attack call (with an update).
+            index (int): the graph's position in the batch.
+            graph (Data): the true graph.
+            graphs (int): the rows the outcome gives.
+        """
         update, knowledge, config = outcome.update, outcome.knowledge, self.config
         return ResultRow(
             run=config.name, dataset=config.data.dataset, seed=config.seed, round=update.round,
@@ -164,7 +197,11 @@ class Evaluator:
             extra=self.extra_columns)
 
     def failure_row(self, outcome: AttackOutcome) -> ResultRow:
-        """A failed client turn: the row that says this attack had nothing to attack, and why."""
+        """A failed client turn: the row that says this attack had nothing to attack, and why.
+
+        Args:
+            outcome (AttackOutcome): a ``client_failed`` outcome (with ``failure``, no update).
+        """
         config, failure, knowledge = self.config, outcome.failure, outcome.knowledge
         return ResultRow(
             run=config.name, dataset=config.data.dataset, seed=config.seed, round=failure.round,
@@ -187,7 +224,15 @@ class Evaluator:
         """Graph ``index`` of the update's batch ``graphs``: every catalogue metric per alignment,
         with the prior and the gain beside each. A metric of a part the threat model handed over
         (node features with ``threat.features_known``, structure with ``threat.adjacency_known``)
-        gets no gain: the server knew that part from the grant, not from the update."""
+        gets no gain: the server knew that part from the grant, not from the update.
+
+        Args:
+            row (ResultRow): the graph's row, filled in place (scores, priors, label guess, info).
+            update (ObservedUpdate): the attacked update.
+            index (int): the graph's position in the batch.
+            graphs (list[Data]): the batch's true graphs.
+            rec (Reconstruction): the reconstruction matched to the graph.
+        """
         row.priors, graph = self.prior_scores(update, index, graphs), graphs[index]
         row.label_guess = rec.label
         by_alignment = score_reconstruction(rec.x, rec.adj, graph.x, _dense(graph), schema=self.knowledge.schema,
@@ -207,7 +252,16 @@ class Evaluator:
     def prior_scores(self, update: ObservedUpdate, index: int, graphs: list[Data]) -> dict[str, float]:
         """Each metric's prior on graph ``index`` of the update, per alignment: the best of the
         priors, each scored like the attack (cached across attacks), so every row can carry its
-        information gain. Empty without auxiliary graphs."""
+        information gain. Empty without auxiliary graphs; NaN for a metric undefined on the graph.
+
+        Args:
+            update (ObservedUpdate): the attacked update.
+            index (int): the graph's position in the batch.
+            graphs (list[Data]): the batch's true graphs.
+
+        Returns:
+            Metric column (``<alignment>_<metric>``) -> the best prior's value.
+        """
         key = (update.round, update.client_key, index)
         if key not in self._prior_cache:
             scores: dict[str, float] = {}
@@ -229,7 +283,13 @@ class Evaluator:
         return self._prior_cache[key]
 
     def prior_outputs(self, update: ObservedUpdate, graphs: list[Data]) -> dict[str, list[Reconstruction]]:
-        """Every prior's reconstructions of the update's graphs (the latest update's kept)."""
+        """Every prior's reconstructions of the update's graphs (the latest update's kept), each
+        drawn with the seed its attack call would get and the graphs' node counts as a hint.
+
+        Args:
+            update (ObservedUpdate): the attacked update.
+            graphs (list[Data]): the batch's true graphs.
+        """
         key = (update.round, update.client_key)
         if self._prior_outputs[0] != key:
             hinted = self.knowledge.with_hints(node_counts=[g.num_nodes for g in graphs])

@@ -19,7 +19,14 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
 
 class ThreatGrants:
-    """``grants(update, attack)``: the scenario's knowledge plus the hints granted to ``attack``."""
+    """``grants(update, attack)``: the scenario's knowledge plus the hints granted to ``attack``,
+    read from the update's audit record (the last one read is kept).
+
+    Args:
+        threat (ThreatConfig): the ``threat`` section, which says what is granted.
+        audit (AuditStore): the ground truth.
+        knowledge (AttackerKnowledge): the scenario's knowledge, without hints.
+    """
 
     def __init__(self, threat: ThreatConfig, audit: AuditStore, knowledge: AttackerKnowledge) -> None:
         self.threat, self.audit, self.knowledge = threat, audit, knowledge

@@ -10,7 +10,13 @@ import numpy as np
 
 def aggregate(rows: Iterable[Mapping], metric: str) -> dict[str, float]:
     """``{"mean", "std", "count", "skipped"}`` of ``metric`` over rows; NaN or missing values
-    (e.g. AUC on a one-class entry set) are skipped and counted, not averaged."""
+    (e.g. AUC on a one-class entry set) are skipped and counted, not averaged. ``std`` is the
+    population one (divided by the count); mean and std are NaN when nothing is left.
+
+    Args:
+        rows (Iterable[Mapping]): result rows (or any mappings).
+        metric (str): the column to aggregate.
+    """
     values, skipped = [], 0
     for row in rows:
         value = row.get(metric)
@@ -29,7 +35,17 @@ def bootstrap_ci(values: Iterable[float], resamples: int = 10_000, level: float 
                  seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean: ``level`` of the means of ``resamples``
     resamples with replacement (``numpy.random.default_rng(seed)``). NaN values are dropped;
-    ``(nan, nan)`` for no values, ``(v, v)`` for one."""
+    ``(nan, nan)`` for no values, ``(v, v)`` for one.
+
+    Args:
+        values (Iterable[float]): the per-graph values.
+        resamples (int, optional): the bootstrap resamples. (default: ``10_000``)
+        level (float, optional): the interval's coverage. (default: ``0.95``)
+        seed (int, optional): the resampling seed. (default: ``0``)
+
+    Returns:
+        ``(low, high)``.
+    """
     data = np.asarray([float(v) for v in values], dtype=np.float64)
     data = data[~np.isnan(data)]
     if data.size == 0:
@@ -56,7 +72,16 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054) -
         \frac{\hat p + \frac{z^2}{2n} \pm z \sqrt{\frac{\hat p (1 - \hat p)}{n} + \frac{z^2}{4n^2}}}{1 + \frac{z^2}{n}}
 
     For counts such as graphs rebuilt exactly it stays honest where a bootstrap of 0/1 values
-    cannot: 0 of 10 gives [0, 0.28], not [0, 0]. ``(nan, nan)`` for no trials."""
+    cannot: 0 of 10 gives [0, 0.28], not [0, 0]. ``(nan, nan)`` for no trials.
+
+    Args:
+        successes (int): the count of successes.
+        trials (int): the count of trials.
+        z (float, optional): the normal quantile of the coverage. (default: ``1.959963984540054``, for 95%)
+
+    Returns:
+        ``(low, high)``, clipped to [0, 1].
+    """
     if trials <= 0:
         return float("nan"), float("nan")
     p, n = successes / trials, trials
@@ -73,7 +98,12 @@ def none_seen_bound(trials: int, level: float = 0.95) -> float:
         p_{\max} = 1 - (1 - \text{level})^{1/n}
 
     It is at most 5% from 59 trials on at the default 95% (the "rule of three", 3/n, approximates
-    it). ``nan`` for no trials."""
+    it). ``nan`` for no trials.
+
+    Args:
+        trials (int): the count of trials, none of which showed it.
+        level (float, optional): the bound's confidence. (default: ``0.95``)
+    """
     if trials <= 0:
         return float("nan")
     return 1.0 - (1.0 - level) ** (1.0 / trials)
@@ -87,7 +117,15 @@ def mean_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, 
 
     for quantities such as a test accuracy over a handful of seeds, where a bootstrap of three
     values is meaningless. NaN values are dropped; ``(mean, nan, nan)`` for one value, all ``nan``
-    for none."""
+    for none.
+
+    Args:
+        values (Iterable[float]): the values.
+        level (float, optional): the interval's coverage. (default: ``0.95``)
+
+    Returns:
+        ``(mean, low, high)``.
+    """
     from scipy.stats import t
 
     data = np.asarray([float(v) for v in values], dtype=np.float64)

@@ -20,14 +20,30 @@ ALIGNMENTS = ("identity", "matched", "gsm")
 
 
 def identity_alignment(n_hat: int, n: int) -> np.ndarray:
-    """Index of the reconstructed node for each true node (-1 where the reconstruction is short)."""
+    """Index of the reconstructed node for each true node (-1 where the reconstruction is short).
+
+    Args:
+        n_hat (int): the reconstruction's node count.
+        n (int): the true node count.
+
+    Returns:
+        ``[n]``: ``i``, or -1 for ``i >= n_hat``.
+    """
     order = np.arange(n)
     order[order >= n_hat] = -1
     return order
 
 
 def structural_signature(adj: np.ndarray, n: int) -> np.ndarray:
-    """Per node: degree / (n - 1) and the sum of its neighbours' degrees / (n - 1)^2."""
+    """Per node: degree / (n - 1) and the sum of its neighbours' degrees / (n - 1)^2.
+
+    Args:
+        adj (np.ndarray): an adjacency or edge scores ``[m, m]`` (scores give expected degrees).
+        n (int): the true node count, which sets the scale for both graphs.
+
+    Returns:
+        ``[m, 2]``.
+    """
     scale = max(n - 1, 1)
     degree = adj.sum(1)
     return np.stack([degree / scale, adj @ degree / scale ** 2], axis=1)
@@ -37,7 +53,17 @@ def matched_alignment(x_hat: np.ndarray, x: np.ndarray, adj_hat: np.ndarray | No
                       adj: np.ndarray | None = None) -> np.ndarray:
     """Hungarian matching on features (and structural signatures when both adjacencies are
     given); returns, per true node, its reconstructed node (-1 for true nodes left unmatched
-    when the reconstruction has fewer nodes)."""
+    when the reconstruction has fewer nodes).
+
+    Args:
+        x_hat (np.ndarray): reconstructed features ``[n', F]``.
+        x (np.ndarray): true features ``[n, F]``.
+        adj_hat (np.ndarray, optional): edge scores ``[n', n']``. (default: :obj:`None`)
+        adj (np.ndarray, optional): the true adjacency ``[n, n]``. (default: :obj:`None`)
+
+    Returns:
+        ``[n]`` reconstructed node indices, -1 where unmatched.
+    """
     from scipy.optimize import linear_sum_assignment  # here: results and reports load this module
 
     a, b = x_hat, x

@@ -57,6 +57,21 @@ PLACES: tuple[str, ...] = ("terminal", "report", "rounds")
 
 @dataclass(frozen=True)
 class Metric:
+    """One catalogue entry.
+
+    Args:
+        name (str): the metric's name; its row column is ``<alignment>_<name>``.
+        short (str): its table header.
+        better (str): ``higher`` or ``lower``: which way a closer reconstruction (more leakage)
+            moves it.
+        part (str): what it scores: ``nodes`` (node features) or ``structure`` (:data:`GRANT_OF`).
+        compute (Callable[[Aligned], float]): computes it on an aligned reconstruction.
+        counts_failures (bool, optional): also summarise it over every attacked graph, failures
+            counting 0. (default: :obj:`False`)
+        shown (tuple[str, ...], optional): the :data:`PLACES` that show it by default.
+            (default: ``()``)
+    """
+
     name: str  # the row column is ``<alignment>_<name>``
     short: str  # table header
     better: Literal["higher", "lower"]  # which way a closer reconstruction (more leakage) moves it
@@ -74,11 +89,20 @@ class Metric:
                              f"of {', '.join(GRANT_OF)} (got {self.part!r})")
 
     def best(self, values) -> float:
-        """The closest of ``values`` (the priors' scores on one graph) in this metric's direction."""
+        """The closest of ``values`` (the priors' scores on one graph) in this metric's direction.
+
+        Args:
+            values (Iterable[float]): the values, at least one (NaN left out by the caller).
+        """
         return max(values) if self.better == "higher" else min(values)
 
     def gain(self, value: float, prior: float) -> float:
-        """Information gain over the prior; + means the attack knows more than the prior."""
+        """Information gain over the prior; + means the attack knows more than the prior.
+
+        Args:
+            value (float): the attack's value.
+            prior (float): the prior's value on the same graph and alignment.
+        """
         return value - prior if self.better == "higher" else prior - value
 
 
@@ -120,7 +144,17 @@ _plugged: list[Metric] = []  # register_metric's, in registration order
 def register_metric(entry: Metric) -> Metric:
     """Add a plugin's metric after the package's: every row then carries it under each alignment
     with its prior and gain, and the listings and tables know it. Registering the same entry again
-    (a module imported twice) changes nothing; another with a taken name or header is refused."""
+    (a module imported twice) changes nothing; another with a taken name or header is refused.
+
+    Args:
+        entry (Metric): the metric.
+
+    Returns:
+        ``entry``.
+
+    Raises:
+        ValueError: when another metric has its name or header.
+    """
     taken = [m for m in all_metrics() if m.name == entry.name or m.short == entry.short]
     if taken == [entry]:
         return entry
@@ -149,16 +183,25 @@ def all_metrics() -> tuple[Metric, ...]:
 
 
 def metric_names() -> tuple[str, ...]:
+    """The names of :func:`all_metrics`, in catalogue order."""
     return tuple(m.name for m in all_metrics())
 
 
 def shown_in(place: str) -> tuple[str, ...]:
-    """The metrics ``place`` (one of :data:`PLACES`) shows by default, in catalogue order."""
+    """The metrics ``place`` shows by default, in catalogue order.
+
+    Args:
+        place (str): one of :data:`PLACES`.
+    """
     return tuple(m.name for m in all_metrics() if place in m.shown)
 
 
 def metric(name: str) -> Metric:
-    """The catalogue entry of ``name`` (KeyError for an unknown name)."""
+    """The catalogue entry of ``name`` (KeyError for an unknown name).
+
+    Args:
+        name (str): the metric's name (``adj_auc``), not its column.
+    """
     for entry in all_metrics():
         if entry.name == name:
             return entry
@@ -167,12 +210,21 @@ def metric(name: str) -> Metric:
 
 def metric_column(alignment: str, name: str) -> str:
     """A metric's result-row column under an alignment, e.g. ``identity_adj_auc``; the prior's
-    value and the gain over it are ``prior_<column>`` and ``gain_<column>``."""
+    value and the gain over it are ``prior_<column>`` and ``gain_<column>``.
+
+    Args:
+        alignment (str): one of :data:`~fedgraph_sim.metrics.alignment.ALIGNMENTS`.
+        name (str): the metric's name.
+    """
     return f"{alignment}_{name}"
 
 
 def direction_note(metrics: tuple[str, ...] | list[str]) -> str:
-    """One sentence for a table caption: which of ``metrics`` leak more when higher or lower."""
+    """One sentence for a table caption: which of ``metrics`` leak more when higher or lower.
+
+    Args:
+        metrics (tuple[str, ...] or list[str]): metric names, named by their headers.
+    """
     higher = [metric(m).short for m in metrics if metric(m).better == "higher"]
     lower = [metric(m).short for m in metrics if metric(m).better == "lower"]
     parts = [f"{', '.join(higher)}: higher means more leakage"] * bool(higher)
@@ -181,6 +233,10 @@ def direction_note(metrics: tuple[str, ...] | list[str]) -> str:
 
 
 def prior_note(metrics: tuple[str, ...] | list[str]) -> str:
-    """What ``metrics`` are compared with, for captions."""
+    """What ``metrics`` are compared with, for captions.
+
+    Args:
+        metrics (tuple[str, ...] or list[str]): metric names, named by their headers.
+    """
     return (f"the best of {', '.join(PRIORS)} on each graph, scored like the attack (same alignment, "
             f"same node count), for {', '.join(metric(m).short for m in metrics)}")

@@ -1,4 +1,4 @@
-"""GSM-N: GRAIN's graph similarity metric.
+r"""GSM-N: GRAIN's graph similarity metric.
 
 Drencheva, Petrov, Baader, Dimitrov and Vechev, "GRAIN: Exact Graph Reconstruction from
 Gradients", ICLR 2025 (arXiv:2503.01838), App. B. Inspired by ROUGE-N, it compares N-hop
@@ -18,7 +18,15 @@ Steps (the official code's choices are kept wherever its reported numbers depend
    reported key (named "F1" there, computed as support-weighted recall, which equals accuracy);
    the weighted F1 itself is returned as ``gsm0_f1``.
 5. GSM-N (N = 1, 2) is the R^2 of the evaluation GNN's N-th layer features on the matched
-   graphs, now with self-loops (A + I), with the truth as reference; times s, clipped at 0.
+   graphs, now with self-loops (A + I), with the truth as reference; times s, clipped at 0:
+
+   .. math::
+       \mathrm{GSM}\text{-}N = \max\Big(0,\; s \Big(1 - \frac{\lVert \hat F_N - F_N \rVert^2}
+       {\lVert F_N - \bar F_N \rVert^2}\Big)\Big),
+
+   with :math:`F_N` the N-th layer's features of the matched truth, :math:`\hat F_N` those of the
+   matched reconstruction and :math:`\bar F_N` the mean of all entries of :math:`F_N` (for a
+   constant :math:`F_N` the bracket is 1 if matched exactly, else 0).
 6. ``full_repo`` counts a graph exact when GSM-1 = 1, as the official table script does. This is
    weaker than isomorphism: C6 and two disjoint C3 with equal features have equal 1-hop
    aggregates. ``full_iso`` is the strict test: equal sizes and a feature-preserving isomorphism.
@@ -52,7 +60,14 @@ _ZERO_TOL = 1e-12
 
 class EvaluationGNN:
     """A fixed random dense GCN: ``F_k = act(A @ F_{k-1} @ W_k)``, ReLU after every layer but the
-    last, with whatever adjacency it is given (no normalisation, no self-loops added)."""
+    last, with whatever adjacency it is given (no normalisation, no self-loops added).
+
+    Args:
+        in_features (int): the feature width ``F``.
+        seed (int, optional): seeds the private generator of the weights. (default: ``0``)
+        layers (int, optional): the layers ``L``. (default: ``5``)
+        width (int, optional): each layer's width. (default: ``300``)
+    """
 
     def __init__(self, in_features: int, seed: int = 0, layers: int = 5, width: int = 300):
         generator = torch.Generator().manual_seed(seed)
@@ -61,7 +76,15 @@ class EvaluationGNN:
                              for d_in, d_out in zip(dims[:-1], dims[1:]))
 
     def features(self, adj, x) -> list[torch.Tensor]:
-        """``[F_1, ..., F_L]`` for adjacency ``adj [n, n]`` and features ``x [n, F]``."""
+        """``[F_1, ..., F_L]`` for adjacency ``adj [n, n]`` and features ``x [n, F]``.
+
+        Args:
+            adj (Tensor or np.ndarray): the adjacency ``[n, n]``, used as given.
+            x (Tensor or np.ndarray): node features ``[n, F]``.
+
+        Returns:
+            Each layer's features ``[n, width]``, float64.
+        """
         a, h = _tensor(adj), _tensor(x)
         out = []
         for k, w in enumerate(self.weights):
@@ -81,7 +104,12 @@ def _xavier_uniform(fan_in: int, fan_out: int, generator: torch.Generator) -> to
 
 @lru_cache(maxsize=None)
 def default_evaluator(in_features: int, seed: int = 0) -> EvaluationGNN:
-    """The shared evaluator for a feature width (built once: 5 x 300 x 300 weights)."""
+    """The shared evaluator for a feature width (built once: 5 x 300 x 300 weights).
+
+    Args:
+        in_features (int): the feature width ``F``.
+        seed (int, optional): the weights' seed. (default: ``0``)
+    """
     return EvaluationGNN(in_features, seed=seed)
 
 
@@ -103,7 +131,19 @@ def _discretise(x, adj, schema: FeatureSchema) -> tuple[torch.Tensor, torch.Tens
 def match_nodes(x_hat, adj_hat, x, adj, evaluator: EvaluationGNN | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GSM's node matching of ``(x_hat, adj_hat)`` onto ``(x, adj)`` as given (continuous inputs
     allowed; TabLeak's ensemble aligns its members with it): ``(reconstructed, reference)`` index
-    pairs."""
+    pairs.
+
+    Args:
+        x_hat (Tensor or np.ndarray): features to match ``[n', F]``.
+        adj_hat (Tensor or np.ndarray): their adjacency or edge scores ``[n', n']``.
+        x (Tensor or np.ndarray): the reference features ``[n, F]``.
+        adj (Tensor or np.ndarray): the reference adjacency ``[n, n]``.
+        evaluator (EvaluationGNN, optional): the GNN whose layers enter the cost; None takes
+            :func:`default_evaluator` of the width. (default: :obj:`None`)
+
+    Returns:
+        ``(rows, cols)``: ``min(n, n')`` pairs, as :func:`scipy.optimize.linear_sum_assignment`.
+    """
     evaluator = evaluator or default_evaluator(int(np.shape(x)[1]))
     return _match(evaluator, _tensor(x_hat), _tensor(adj_hat), _tensor(x), _tensor(adj))
 
@@ -159,7 +199,20 @@ def gsm(x_hat, adj_hat, x, adj, schema: FeatureSchema,
         evaluator: EvaluationGNN | None = None) -> dict[str, float]:
     """GSM-0/1/2, the two exactness indicators and the size factor of one reconstruction, all
     fractions in [0, 1]. ``x_hat [n', F]`` (may be continuous), ``adj_hat [n', n']`` edge scores;
-    ``x [n, F]``, ``adj [n, n]`` the truth in the model's encoding; torch or numpy."""
+    ``x [n, F]``, ``adj [n, n]`` the truth in the model's encoding; torch or numpy.
+
+    Args:
+        x_hat (Tensor or np.ndarray): reconstructed features ``[n', F]``.
+        adj_hat (Tensor or np.ndarray): edge scores ``[n', n']``.
+        x (Tensor or np.ndarray): true features ``[n, F]``.
+        adj (Tensor or np.ndarray): the true adjacency ``[n, n]``.
+        schema (FeatureSchema): discretises both sides into one value per block.
+        evaluator (EvaluationGNN, optional): the evaluation GNN; None takes
+            :func:`default_evaluator` of the width. (default: :obj:`None`)
+
+    Returns:
+        ``gsm0``, ``gsm0_f1``, ``gsm1``, ``gsm2``, ``full_repo``, ``full_iso``, ``size_factor``.
+    """
     return gsm_with_order(x_hat, adj_hat, x, adj, schema, evaluator)[0]
 
 
@@ -167,7 +220,19 @@ def gsm_with_order(x_hat, adj_hat, x, adj, schema: FeatureSchema,
                    evaluator: EvaluationGNN | None = None) -> tuple[dict[str, float], np.ndarray]:
     """:func:`gsm` and the node correspondence it found: per true node the reconstructed node
     (-1 if unmatched), a feature-preserving isomorphism when there is one, else GSM's matching.
-    The ``gsm`` alignment of the reconstruction metrics uses it."""
+    The ``gsm`` alignment of the reconstruction metrics uses it.
+
+    Args:
+        x_hat (Tensor or np.ndarray): reconstructed features ``[n', F]``.
+        adj_hat (Tensor or np.ndarray): edge scores ``[n', n']`` (else :class:`ConfigError`).
+        x (Tensor or np.ndarray): true features ``[n, F]``.
+        adj (Tensor or np.ndarray): the true adjacency ``[n, n]`` (else :class:`ConfigError`).
+        schema (FeatureSchema): discretises both sides.
+        evaluator (EvaluationGNN, optional): the evaluation GNN. (default: :obj:`None`)
+
+    Returns:
+        ``(scores, order)``, ``order`` ``[n]``.
+    """
     n_hat, n = int(np.shape(x_hat)[0]), int(np.shape(x)[0])
     require(tuple(np.shape(adj_hat)) == (n_hat, n_hat), "metrics.gsm",
             f"adj_hat must be [{n_hat}, {n_hat}], got {list(np.shape(adj_hat))}")

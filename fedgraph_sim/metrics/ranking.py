@@ -20,14 +20,24 @@ def _curve(truth: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve (trapezoids through tied scores); both classes must be present."""
+    """Area under the ROC curve (trapezoids through tied scores); both classes must be present.
+
+    Args:
+        truth (np.ndarray): 0/1 labels ``[m]``.
+        scores (np.ndarray): scores ``[m]``, higher meaning more likely 1.
+    """
     tps, fps = _curve(np.asarray(truth), np.asarray(scores, dtype=np.float64))
     tpr, fpr = np.r_[0.0, tps / tps[-1]], np.r_[0.0, fps / fps[-1]]
     return float(np.trapezoid(tpr, fpr))
 
 
 def average_precision(truth: np.ndarray, scores: np.ndarray) -> float:
-    """Sum over thresholds of precision times the recall gained there (no interpolation)."""
+    """Sum over thresholds of precision times the recall gained there (no interpolation).
+
+    Args:
+        truth (np.ndarray): 0/1 labels ``[m]``, at least one 1.
+        scores (np.ndarray): scores ``[m]``, higher meaning more likely 1.
+    """
     tps, fps = _curve(np.asarray(truth), np.asarray(scores, dtype=np.float64))
     precision = tps / (tps + fps)
     recall = tps / tps[-1]
@@ -35,7 +45,12 @@ def average_precision(truth: np.ndarray, scores: np.ndarray) -> float:
 
 
 def weighted_f1(true: np.ndarray, pred: np.ndarray) -> float:
-    """F1 per class present in ``true``, weighted by its support (0 where undefined)."""
+    """F1 per class present in ``true``, weighted by its support (0 where undefined).
+
+    Args:
+        true (np.ndarray): true classes ``[m]``, ``m >= 1``.
+        pred (np.ndarray): predicted classes ``[m]``.
+    """
     true, pred = np.asarray(true), np.asarray(pred)
     labels, support = np.unique(true, return_counts=True)
     hits = np.array([np.sum((true == c) & (pred == c)) for c in labels], dtype=np.float64)

@@ -45,6 +45,11 @@ ENTRY_SETS = ("full", "upper_offdiag")
 
 
 def as_array(a) -> np.ndarray:
+    """``a`` as a float64 numpy array (a tensor detached and moved to the CPU).
+
+    Args:
+        a (Tensor or array_like): the values.
+    """
     return a.detach().cpu().double().numpy() if hasattr(a, "detach") else np.asarray(a, float)
 
 
@@ -78,6 +83,18 @@ class Aligned:
 
     @classmethod
     def of(cls, x_hat, adj_hat, x, adj, order, **kwargs) -> "Aligned":
+        """The reconstruction put in the true node order: padded to a common size (features and
+        scores may differ in length), then row ``i`` taken from reconstructed node ``order[i]``
+        (zeros where it is -1).
+
+        Args:
+            x_hat (Tensor or np.ndarray): reconstructed features ``[n', F]``.
+            adj_hat (Tensor or np.ndarray): edge scores ``[n'', n'']``.
+            x (Tensor or np.ndarray): true features ``[n, F]``.
+            adj (Tensor or np.ndarray): the true adjacency ``[n, n]``.
+            order (array_like): per true node, its reconstructed node or -1, ``[n]``.
+            **kwargs: the other fields (``schema``, ``entries``, ``gsm``, ``target``).
+        """
         x_hat, adj_hat = as_array(x_hat), as_array(adj_hat)
         size = max(x_hat.shape[0], adj_hat.shape[0])  # a reconstruction may be short in one part
         x_hat = np.pad(x_hat, ((0, size - x_hat.shape[0]), (0, 0)))
@@ -97,10 +114,17 @@ class Aligned:
 
     @property
     def two_classes(self) -> bool:
+        """Whether the scored entries hold both edges and non-edges (AUC and AP defined)."""
         truth = self.scored_entries[1]
         return bool(truth.size and 0 < truth.sum() < truth.size)
 
     def types(self, x: np.ndarray) -> np.ndarray:
+        """Each node's type: the schema's (:meth:`FeatureSchema.node_types`), else the argmax
+        over all columns.
+
+        Args:
+            x (np.ndarray): features ``[n, F]``.
+        """
         if self.schema is None:
             return x.argmax(1)
         import torch  # here, not at the top: the metric catalogue loads this module without torch
@@ -109,29 +133,58 @@ class Aligned:
 
 
 def feature_mse(p: Aligned) -> float:
+    """Mean over the ``n x F`` entries of ``(x_hat - x)^2``.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     return float(((p.x_hat - p.x) ** 2).mean())
 
 
 def node_type_accuracy(p: Aligned) -> float:
+    """Fraction of nodes whose type (:meth:`Aligned.types`) is right.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     return float((p.types(p.x_hat) == p.types(p.x)).mean())
 
 
 def adj_auc(p: Aligned) -> float:
+    """ROC AUC of the edge scores over the scored entries; NaN with one class only.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     return roc_auc(p.scored_entries[1], p.scored_entries[0]) if p.two_classes else float("nan")
 
 
 def adj_ap(p: Aligned) -> float:
+    """Average precision of the edge scores over the scored entries; NaN with one class only.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     return average_precision(p.scored_entries[1], p.scored_entries[0]) if p.two_classes else float("nan")
 
 
 def edge_accuracy(p: Aligned) -> float:
+    """Fraction of scored entries with ``(score >= 0.5) == A_ij``; NaN with none.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     scores, truth = p.scored_entries
     return float(((scores >= 0.5).astype(int) == truth).mean()) if truth.size else float("nan")
 
 
 def feature_rnmse(p: Aligned) -> float:
     """GLG's RNMSE: ``||x_i - x_hat_i|| / ||x_i||`` averaged over the nodes whose true features are
-    not all zero (Sinha et al., arXiv:2411.19440, Sec. 5)."""
+    not all zero (Sinha et al., arXiv:2411.19440, Sec. 5).
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     norms = np.linalg.norm(p.x, axis=1)
     keep = norms > 0
     if not keep.any():
@@ -143,7 +196,11 @@ def target_rnmse(p: Aligned) -> float:
     """RNMSE of the targeted nodes' features, GLG's Node-1 metric (Table 1): NaN without a target.
     With several targets (batched Node-1, Table 8), whose order the attacker cannot know, each
     recovered row is paired with a true one by the Hungarian method on that cost, and the pairs'
-    RNMSE averaged."""
+    RNMSE averaged.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     from scipy.optimize import linear_sum_assignment  # here: results and reports load this module
 
     if p.target is None:
@@ -160,14 +217,22 @@ def target_rnmse(p: Aligned) -> float:
 
 def adj_mae(p: Aligned) -> float:
     """GLG's App. F MAE on the continuous adjacency: ``mean |A - A_hat|`` over the lower triangle
-    with the diagonal, ``2 sum_{i>=j} |A_ij - A_hat_ij| / (n (n + 1))``."""
+    with the diagonal, ``2 sum_{i>=j} |A_ij - A_hat_ij| / (n (n + 1))``.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     il = np.tril_indices(len(p.adj))
     return float(np.abs(p.adj[il] - p.adj_hat[il]).mean()) if len(p.adj) else float("nan")
 
 
 def adj_ap_balanced(p: Aligned) -> float:
     """AP on every true edge and as many non-edges drawn at random (seeded), GraphMI's convention
-    that GLG's APs on sparse graphs follow (Zhang et al., IJCAI 2021)."""
+    that GLG's APs on sparse graphs follow (Zhang et al., IJCAI 2021).
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     if not p.two_classes:
         return float("nan")
     scores, truth = p.scored_entries
@@ -178,7 +243,11 @@ def adj_ap_balanced(p: Aligned) -> float:
 
 
 def edge_precision(p: Aligned) -> float:
-    """``TP / (TP + FP)`` of the edges predicted at 0.5 (what GLG's tables call AP)."""
+    """``TP / (TP + FP)`` of the edges predicted at 0.5 (what GLG's tables call AP).
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     scores, truth = p.scored_entries
     predicted = scores >= 0.5
     return float(truth[predicted].mean()) if predicted.any() else float("nan")
@@ -186,7 +255,11 @@ def edge_precision(p: Aligned) -> float:
 
 def edge_jaccard(p: Aligned) -> float:
     """``|E_hat & E| / |E_hat | E|`` of the edges predicted at 0.5 and the true ones, 1 when both
-    are empty (FedGIG's Jaccard, Xiao et al., arXiv:2412.18513, Table I)."""
+    are empty (FedGIG's Jaccard, Xiao et al., arXiv:2412.18513, Table I).
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     scores, truth = p.scored_entries
     predicted, true = scores >= 0.5, truth > 0
     union = (predicted | true).sum()
@@ -194,7 +267,11 @@ def edge_jaccard(p: Aligned) -> float:
 
 
 def adj_mse(p: Aligned) -> float:
-    """``mean (A_hat - A)^2`` over the scored entries, on the scores as given (FedGIG's MSE)."""
+    """``mean (A_hat - A)^2`` over the scored entries, on the scores as given (FedGIG's MSE).
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     scores, truth = p.scored_entries
     return float(((scores - truth) ** 2).mean()) if scores.size else float("nan")
 
@@ -217,6 +294,12 @@ def _binary_pair(p: Aligned) -> tuple[np.ndarray, np.ndarray]:
 
 
 def degree_distance(p: Aligned) -> float:
+    """Mean absolute difference of the sorted degree sequences (scores thresholded at
+    0.5, symmetrised, no self-loops); NaN for an empty graph.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     pred, truth = _binary_pair(p)
     if not len(truth):
         return float("nan")
@@ -224,11 +307,21 @@ def degree_distance(p: Aligned) -> float:
 
 
 def spectral_distance(p: Aligned) -> float:
+    """L2 distance of the sorted normalised-Laplacian spectra divided by ``sqrt(n)``
+    (scores thresholded at 0.5, symmetrised, no self-loops).
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     pred, truth = _binary_pair(p)
     return float(np.linalg.norm(_normalized_laplacian_spectrum(pred) - _normalized_laplacian_spectrum(truth))
                  / np.sqrt(max(len(truth), 1)))
 
 
 def structure_skipped(p: Aligned) -> int:
-    """1 when AUC and AP are undefined on this graph (a one-class entry set), for counting."""
+    """1 when AUC and AP are undefined on this graph (a one-class entry set), for counting.
+
+    Args:
+        p (Aligned): the reconstruction in the true node order, beside the truth.
+    """
     return 0 if p.two_classes else 1

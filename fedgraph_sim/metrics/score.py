@@ -19,7 +19,26 @@ def graph_metrics(x_hat, adj_hat, x, adj, *, schema=None, alignment: str = "iden
     (default: the argmax over all columns); ``order`` is the ``gsm`` alignment's correspondence
     (per true node, its reconstructed node or -1). GRAIN's GSM metrics are included when their
     scores ``gsm`` are given (``score_reconstruction`` computes them). ``target``: (rows in the
-    reconstruction, rows in the truth) of the node(s) a node-level attack targets."""
+    reconstruction, rows in the truth) of the node(s) a node-level attack targets.
+
+    Args:
+        x_hat (Tensor or np.ndarray): reconstructed features ``[n', F]``.
+        adj_hat (Tensor or np.ndarray): edge scores ``[n', n']`` in [0, 1].
+        x (Tensor or np.ndarray): true features ``[n, F]``, in the model's encoding.
+        adj (Tensor or np.ndarray): the true 0/1 adjacency ``[n, n]``.
+        schema (FeatureSchema, optional): defines node types. (default: :obj:`None`)
+        alignment (str, optional): one of :data:`ALIGNMENTS`. (default: ``"identity"``)
+        entries (str, optional): the scored adjacency entries, one of :data:`ENTRY_SETS`.
+            (default: ``"upper_offdiag"``)
+        order (np.ndarray, optional): the ``gsm`` alignment's correspondence, required for it.
+            (default: :obj:`None`)
+        gsm (dict, optional): GRAIN's scores from :func:`~fedgraph_sim.metrics.gsm.gsm`; None
+            leaves the GSM metrics out. (default: :obj:`None`)
+        target (tuple[list[int], list[int]], optional): the targeted rows. (default: :obj:`None`)
+
+    Returns:
+        Metric name -> value, and ``structure_skipped``.
+    """
     require(alignment in ALIGNMENTS, "metrics.alignment",
             f"unknown alignment '{alignment}'; valid: {', '.join(ALIGNMENTS)}")
     require(entries in ENTRY_SETS, "metrics.entries",
@@ -48,7 +67,21 @@ def _padded(x_hat: np.ndarray, adj_hat: np.ndarray) -> tuple[np.ndarray, np.ndar
 def score_reconstruction(x_hat, adj_hat, x, adj, *, schema, entries: str = "upper_offdiag",
                          target: tuple[list[int], list[int]] | None = None) -> dict[str, dict]:
     """Every catalogue metric of one reconstruction, per alignment (GRAIN's alignment-free GSM
-    family computed once and repeated under each)."""
+    family computed once and repeated under each).
+
+    Args:
+        x_hat (Tensor or np.ndarray): reconstructed features ``[n', F]``.
+        adj_hat (Tensor or np.ndarray): edge scores ``[n', n']`` in [0, 1].
+        x (Tensor or np.ndarray): true features ``[n, F]``, in the model's encoding.
+        adj (Tensor or np.ndarray): the true 0/1 adjacency ``[n, n]``.
+        schema (FeatureSchema): the dataset's schema.
+        entries (str, optional): the scored adjacency entries. (default: ``"upper_offdiag"``)
+        target (tuple[list[int], list[int]], optional): (rows in the reconstruction, rows in the
+            truth) of a node-level attack's targets. (default: :obj:`None`)
+
+    Returns:
+        Alignment -> :func:`graph_metrics` under it.
+    """
     scores, order = gsm_with_order(x_hat, adj_hat, x, adj, schema)
     return {alignment: graph_metrics(x_hat, adj_hat, x, adj, schema=schema, alignment=alignment,
                                      entries=entries, order=order, gsm=scores, target=target)

@@ -20,7 +20,18 @@ _SPARSE_POOL = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_
 
 def dense_pool(h: Tensor, mask: Tensor, pool: str, flatten_nodes: int | None = None) -> Tensor:
     """Pool ``h [B, N, C]`` over the real nodes of ``mask [B, N]``; ``flatten`` pads to
-    ``flatten_nodes`` rows (the padding and masked rows zero) and concatenates them."""
+    ``flatten_nodes`` rows (the padding and masked rows zero) and concatenates them.
+
+    Args:
+        h (Tensor): node rows ``[B, N, C]``.
+        mask (Tensor): which rows are real nodes ``[B, N]`` (bool).
+        pool (str): ``sum``, ``mean`` (over the real nodes), ``max`` or ``flatten``.
+        flatten_nodes (int, optional): the rows of ``flatten``, at least ``N`` (else
+            :class:`ValueError`). (default: :obj:`None`)
+
+    Returns:
+        ``[B, C]``, or ``[B, flatten_nodes * C]`` for ``flatten``.
+    """
     m = mask.unsqueeze(-1).to(h.dtype)
     if pool == "flatten":
         n = h.size(1)
@@ -79,6 +90,35 @@ class GraphClassifier(nn.Module):
     ``forward`` is the sparse PyG path used for training; ``forward_dense`` evaluates the same
     parameters on padded dense inputs so attacks can differentiate through a soft adjacency and
     DP-SGD can take per-graph gradients with ``torch.func.vmap``.
+
+    Args:
+        in_channels (int): the node feature width ``F``.
+        num_classes (int): the logits per graph (or node); 1 for regression.
+        conv (str, optional): a registered conv type (``gcn``, ``gat``, ``sage``, ``gin``).
+            (default: ``"gcn"``)
+        layers (int, optional): the message-passing layers. (default: ``2``)
+        hidden (int, optional): their width (per head for GAT). (default: ``16``)
+        pool (str, optional): ``sum``, ``mean``, ``max`` or ``flatten``. (default: ``"mean"``)
+        readout (str, optional): ``linear`` or ``mlp``. (default: ``"linear"``)
+        readout_placement (str, optional): ``after_pool`` or ``per_node``.
+            (default: ``"after_pool"``)
+        readout_input (str, optional): ``last`` (``H_L``) or ``concat_input`` (``[X_0 || H_L]``).
+            (default: ``"last"``)
+        readout_hidden (list[int], optional): the MLP readout's hidden widths; None is
+            ``[hidden]``. (default: :obj:`None`)
+        conv_bias (bool, optional): biases in the message-passing layers. (default: :obj:`True`)
+        activation (str, optional): ``relu``, ``elu``, ``gelu`` or ``sigmoid``. (default: ``"relu"``)
+        last_activation (bool, optional): an activation after the last layer too; None means yes
+            for a graph task, no for a node task. (default: :obj:`None`)
+        heads (int, optional): attention heads (GAT). (default: ``1``)
+        residual (bool, optional): skip projections (GAT). (default: :obj:`False`)
+        flatten_nodes (int, optional): the rows of ``pool="flatten"``, required with it and only
+            then. (default: :obj:`None`)
+        task (str, optional): ``graph`` or ``node``. (default: ``"graph"``)
+        train_eps (bool, optional): GIN's ``eps`` trained (else fixed at 0). (default: :obj:`False`)
+
+    Raises:
+        ArgumentError: ``"<argument>: <reason>"`` for an argument it cannot take.
     """
 
     def __init__(self, in_channels: int, num_classes: int, *, conv: str = "gcn",
@@ -147,6 +187,15 @@ class GraphClassifier(nn.Module):
         return "classifier" if isinstance(self.classifier, nn.Linear) else "classifier.0"
 
     def node_embeddings(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """The last message-passing layer's output, after its activation (if any).
+
+        Args:
+            x (Tensor): node features ``[N, F]``.
+            edge_index (Tensor): edges ``[2, E]``.
+
+        Returns:
+            ``[N, hidden]`` (``[N, num_classes]`` when a node classifier's layers give the logits).
+        """
         for conv, act in zip(self.convs, self.acts):
             x = act(conv(x, edge_index))
         return x
@@ -155,7 +204,16 @@ class GraphClassifier(nn.Module):
         return torch.cat([x0, h], dim=-1) if self.readout_input == "concat_input" else h
 
     def graph_embedding(self, x: Tensor, edge_index: Tensor, batch: Tensor) -> Tensor:
-        """The pooled output of the message-passing layers, ``h_G`` (GraphDLG's encoder)."""
+        """The pooled output of the message-passing layers, ``h_G`` (GraphDLG's encoder).
+
+        Args:
+            x (Tensor): node features ``[N, F]``.
+            edge_index (Tensor): edges ``[2, E]``.
+            batch (Tensor): each node's graph ``[N]``.
+
+        Returns:
+            ``[B, readout_width]`` (``[B, flatten_nodes * readout_width]`` for ``flatten``).
+        """
         rows = self._readout_rows(x, self.node_embeddings(x, edge_index))
         if self.pool == "flatten":
             dense, mask = to_dense_batch(rows, batch)
@@ -163,6 +221,15 @@ class GraphClassifier(nn.Module):
         return _SPARSE_POOL[self.pool](rows, batch)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
+        """The logits of a (batched) sparse graph: ``[B, num_classes]``, or ``[N, num_classes]``
+        for a node classifier.
+
+        Args:
+            x (Tensor): node features ``[N, F]``.
+            edge_index (Tensor): edges ``[2, E]``.
+            batch (Tensor, optional): each node's graph ``[N]``; None is one graph. Unused by a
+                node classifier. (default: :obj:`None`)
+        """
         if self.task == "node":
             h = self.node_embeddings(x, edge_index)
             return h if self.classifier is None else self.classifier(self._readout_rows(x, h))
@@ -175,13 +242,24 @@ class GraphClassifier(nn.Module):
 
     def logits_and_targets(self, batch) -> tuple[Tensor, Tensor]:
         """The logits a PyG ``Batch`` is scored on and their labels: one row per graph, or per
-        labelled node (``train_mask``, ``node_y``) for a node classifier."""
+        labelled node (``train_mask``, ``node_y``) for a node classifier.
+
+        Args:
+            batch (Batch): the graphs.
+        """
         logits = self(batch.x, batch.edge_index, batch.batch)
         if self.task == "node":
             return logits[batch.train_mask], batch.node_y[batch.train_mask]
         return logits, batch.y.view(-1)
 
     def dense_node_embeddings(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
+        """:meth:`node_embeddings` on padded dense inputs, padding rows zero after every layer.
+
+        Args:
+            x (Tensor): node features ``[B, N, F]``.
+            adj (Tensor): the (possibly soft) adjacency ``[B, N, N]``, zero diagonal.
+            mask (Tensor): the real nodes ``[B, N]`` (bool).
+        """
         m = mask.unsqueeze(-1).to(x.dtype)
         for conv, act in zip(self.convs, self.acts):
             x = act(self._dense_conv(conv, x, adj)) * m
@@ -189,7 +267,14 @@ class GraphClassifier(nn.Module):
 
     def forward_dense(self, x: Tensor, adj: Tensor, mask: Tensor | None = None) -> Tensor:
         """Logits for ``x [B, N, F]`` (or ``[N, F]``), ``adj [B, N, N]``, ``mask [B, N]``: ``[B, C]``,
-        or ``[B, N, C]`` for a node classifier (padding rows zero)."""
+        or ``[B, N, C]`` for a node classifier (padding rows zero).
+
+        Args:
+            x (Tensor): node features ``[B, N, F]`` or ``[N, F]``.
+            adj (Tensor): the (possibly soft) adjacency ``[B, N, N]`` or ``[N, N]``, zero diagonal.
+            mask (Tensor, optional): the real nodes ``[B, N]`` (bool); None means every node.
+                (default: :obj:`None`)
+        """
         if x.dim() == 2:
             x, adj = x.unsqueeze(0), adj.unsqueeze(0)
             mask = None if mask is None else mask.unsqueeze(0)
@@ -211,7 +296,12 @@ class GraphClassifier(nn.Module):
 
     def readout_dense(self, rows: Tensor, mask: Tensor) -> Tensor:
         """Pooling and classifier on the readout rows ``[B, N, readout_width]`` (the last layer's
-        node embeddings): the logits ``[B, C]``. Attacks that optimise embeddings (GRA-GFA) start here."""
+        node embeddings): the logits ``[B, C]``. Attacks that optimise embeddings (GRA-GFA) start here.
+
+        Args:
+            rows (Tensor): the readout rows ``[B, N, readout_width]``.
+            mask (Tensor): the real nodes ``[B, N]`` (bool).
+        """
         if self.readout_placement == "per_node":
             return dense_pool(self.classifier(rows), mask, self.pool)
         return self.classifier(dense_pool(rows, mask, self.pool, self.flatten_nodes))
@@ -221,7 +311,16 @@ def build_model(spec: Any, num_features: int, num_classes: int) -> nn.Module:
     """The model of the config's ``model`` section ``spec`` (a ``ModelConfig`` or its dict, as the
     attacker's knowledge carries the architecture) for data of ``num_features`` and
     ``num_classes``: the one way the server, the clients, the baseline and the attacker build it.
-    A :class:`GraphClassifier`, or the user's class of ``model.module`` (:mod:`.user`)."""
+    A :class:`GraphClassifier`, or the user's class of ``model.module`` (:mod:`.user`).
+
+    Args:
+        spec (ModelConfig or dict): the ``model`` section (a preset already expanded).
+        num_features (int): the node feature width.
+        num_classes (int): the classes (1 for regression).
+
+    Raises:
+        ConfigError: ``model.<key>: <reason>`` for an option the classifier refuses.
+    """
     options = dict(spec if isinstance(spec, dict) else spec.model_dump())
     module, args = options.pop("module", None), options.pop("args", None) or {}
     options.pop("preset", None)  # already laid under the options (models.presets.expand)
@@ -246,11 +345,22 @@ class DenseForward(nn.Module):
         self.model = model
 
     def forward(self, x: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
+        """``model.forward_dense(x, adj, mask)``.
+
+        Args:
+            x (Tensor): node features ``[B, N, F]``.
+            adj (Tensor): the adjacency ``[B, N, N]``.
+            mask (Tensor): the real nodes ``[B, N]`` (bool).
+        """
         return self.model.forward_dense(x, adj, mask)
 
 
 def to_dense(batch) -> tuple[Tensor, Tensor, Tensor]:
-    """``(x [B, N, F], adj [B, N, N], mask [B, N])`` for a PyG ``Batch`` (or single ``Data``)."""
+    """``(x [B, N, F], adj [B, N, N], mask [B, N])`` for a PyG ``Batch`` (or single ``Data``).
+
+    Args:
+        batch (Batch or Data): the graphs; ``N`` is the largest node count.
+    """
     index = getattr(batch, "batch", None)
     if index is None:
         index = batch.x.new_zeros(batch.num_nodes, dtype=torch.long)

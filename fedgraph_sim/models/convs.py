@@ -18,7 +18,11 @@ from fedgraph_sim import registry
 
 
 def with_self_loops(adj: Tensor) -> Tensor:
-    """``A * (1 - I) + I``: PyG's ``add_remaining_self_loops`` with fill value 1, densely."""
+    """``A * (1 - I) + I``: PyG's ``add_remaining_self_loops`` with fill value 1, densely.
+
+    Args:
+        adj (Tensor): the adjacency ``[..., N, N]``.
+    """
     eye = torch.eye(adj.size(-1), dtype=adj.dtype, device=adj.device)
     return adj * (1 - eye) + eye
 
@@ -28,21 +32,37 @@ def _plus_bias(out: Tensor, bias: Tensor | None) -> Tensor:
 
 
 def gcn_normalised(adj: Tensor) -> Tensor:
-    """``D^-1/2 (A + I) D^-1/2`` of ``[.., N, N]`` (PyG ``GCNConv``'s normalisation, densely)."""
+    """``D^-1/2 (A + I) D^-1/2`` of ``[.., N, N]`` (PyG ``GCNConv``'s normalisation, densely).
+
+    Args:
+        adj (Tensor): the adjacency ``[..., N, N]``, its diagonal replaced by ones.
+    """
     a_hat = with_self_loops(adj)
     d_inv_sqrt = a_hat.sum(-1).clamp(min=1e-12).pow(-0.5)
     return d_inv_sqrt.unsqueeze(-1) * a_hat * d_inv_sqrt.unsqueeze(-2)
 
 
 def dense_gcn(conv: GCNConv, x: Tensor, adj: Tensor) -> Tensor:
-    """Kipf & Welling (2017): ``D^-1/2 (A + I) D^-1/2 X Theta^T + b``."""
+    """Kipf & Welling (2017): ``D^-1/2 (A + I) D^-1/2 X Theta^T + b``.
+
+    Args:
+        conv (GCNConv): the layer whose parameters are used.
+        x (Tensor): node features ``[B, N, F]``.
+        adj (Tensor): the (possibly soft) adjacency ``[B, N, N]``.
+    """
     return _plus_bias(gcn_normalised(adj) @ conv.lin(x), conv.bias)
 
 
 def gat_attention(conv: GATConv, h: Tensor, weights: Tensor) -> Tensor:
     """Attention coefficients ``alpha [B, H, N, N]`` of projected features ``h [B, N, H, C]``
     over the neighbourhoods ``weights [B, N, N]`` (self-loops included, 0 = no edge; a soft
-    weight scales the edge's share). Rows without any neighbour get all-zero coefficients."""
+    weight scales the edge's share). Rows without any neighbour get all-zero coefficients.
+
+    Args:
+        conv (GATConv): the layer (its attention vectors and slope).
+        h (Tensor): projected features ``[B, N, H, C]``.
+        weights (Tensor): the neighbourhoods ``[B, N, N]``, row ``i`` over node ``i``'s sources.
+    """
     a_src = (h * conv.att_src.unsqueeze(0)).sum(-1).transpose(1, 2)  # [B, H, N]
     a_dst = (h * conv.att_dst.unsqueeze(0)).sum(-1).transpose(1, 2)
     scores = torch.nn.functional.leaky_relu(a_dst.unsqueeze(-1) + a_src.unsqueeze(-2), conv.negative_slope)
@@ -55,7 +75,17 @@ def gat_attention(conv: GATConv, h: Tensor, weights: Tensor) -> Tensor:
 
 def gat_combine(conv: GATConv, alpha: Tensor, h: Tensor, x: Tensor) -> Tensor:
     """``sum_j alpha_ij h_j`` per head, heads concatenated or averaged, plus the skip projection
-    of ``x`` (``residual=True``) and the bias."""
+    of ``x`` (``residual=True``) and the bias.
+
+    Args:
+        conv (GATConv): the layer.
+        alpha (Tensor): attention coefficients ``[B, H, N, N]``.
+        h (Tensor): projected features ``[B, N, H, C]``.
+        x (Tensor): the layer's input ``[B, N, F]``, for the skip projection.
+
+    Returns:
+        ``[B, N, H * C]`` (``concat``) or ``[B, N, C]``.
+    """
     out = (alpha @ h.transpose(1, 2)).transpose(1, 2)  # [B, N, H, C]
     out = out.flatten(-2) if conv.concat else out.mean(-2)
     if conv.res is not None:
@@ -66,7 +96,13 @@ def gat_combine(conv: GATConv, alpha: Tensor, h: Tensor, x: Tensor) -> Tensor:
 def dense_gat(conv: GATConv, x: Tensor, adj: Tensor) -> Tensor:
     """Velickovic et al. (2018): per head ``alpha_ij ~ A_ij exp(LeakyReLU(a_dst.h_i + a_src.h_j))``
     over ``A + I``, then ``sum_j alpha_ij h_j``; heads concatenated (``concat``) or averaged, plus
-    an optional skip projection and the bias (PyG's ``GATConv``)."""
+    an optional skip projection and the bias (PyG's ``GATConv``).
+
+    Args:
+        conv (GATConv): the layer whose parameters are used.
+        x (Tensor): node features ``[B, N, F]``.
+        adj (Tensor): the (possibly soft) adjacency ``[B, N, N]``.
+    """
     h = conv.lin(x).unflatten(-1, (conv.heads, conv.out_channels))  # [B, N, H, C]
     return gat_combine(conv, gat_attention(conv, h, with_self_loops(adj)), h, x)
 
@@ -75,14 +111,26 @@ def dense_sage(conv: SAGEConv, x: Tensor, adj: Tensor) -> Tensor:
     """Hamilton et al. (2017), mean aggregator: ``W_l mean_{j in N(i)} x_j + b + W_r x_i``. On a
     soft adjacency the mean is weighted, ``sum_j A_ij x_j / sum_j A_ij`` (PyG's ``DenseSAGEConv``
     clamps the degree at 1 instead, which is the same on binary graphs only); a node without
-    neighbours aggregates zero either way."""
+    neighbours aggregates zero either way.
+
+    Args:
+        conv (SAGEConv): the layer whose parameters are used.
+        x (Tensor): node features ``[B, N, F]``.
+        adj (Tensor): the (possibly soft) adjacency ``[B, N, N]``.
+    """
     neighbours = adj @ x / adj.sum(-1, keepdim=True).clamp(min=1e-8)
     return conv.lin_l(neighbours) + conv.lin_r(x)
 
 
 def dense_gin(conv: GINConv, x: Tensor, adj: Tensor) -> Tensor:
     """Xu et al. (2019): ``MLP((1 + eps) x_i + sum_{j in N(i)} x_j)``, sum aggregation without any
-    degree normalisation (PyG's ``GINConv``); a soft adjacency weights each neighbour's term."""
+    degree normalisation (PyG's ``GINConv``); a soft adjacency weights each neighbour's term.
+
+    Args:
+        conv (GINConv): the layer whose parameters are used.
+        x (Tensor): node features ``[B, N, F]``.
+        adj (Tensor): the (possibly soft) adjacency ``[B, N, N]``.
+    """
     return conv.nn((1 + conv.eps) * x + adj @ x)
 
 
@@ -99,6 +147,17 @@ class ConvType:
     @staticmethod
     def build(i: int, o: int, *, bias: bool, heads: int, concat: bool, residual: bool,
               train_eps: bool = False) -> torch.nn.Module:
+        """One layer of this type.
+
+        Args:
+            i (int): input width.
+            o (int): output width (per head for attention layers).
+            bias (bool): whether the layer has biases.
+            heads (int): attention heads (attention layers only).
+            concat (bool): concatenate the heads rather than average them (attention layers only).
+            residual (bool): add a skip projection (attention layers only).
+            train_eps (bool, optional): GIN's ``eps`` trained (GIN only). (default: :obj:`False`)
+        """
         raise NotImplementedError
 
 
@@ -109,6 +168,17 @@ class GCN(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
+        """PyG's ``GCNConv``.
+
+        Args:
+            i (int): input width.
+            o (int): output width (per head for attention layers).
+            bias (bool): whether the layer has biases.
+            heads (int): attention heads (ignored).
+            concat (bool): concatenate the heads rather than average them (ignored).
+            residual (bool): add a skip projection (ignored).
+            train_eps (bool, optional): GIN's ``eps`` trained (ignored). (default: :obj:`False`)
+        """
         return GCNConv(i, o, bias=bias)
 
 
@@ -120,6 +190,17 @@ class GAT(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
+        """PyG's ``GATConv``.
+
+        Args:
+            i (int): input width.
+            o (int): output width (per head for attention layers).
+            bias (bool): whether the layer has biases.
+            heads (int): attention heads.
+            concat (bool): concatenate the heads rather than average them.
+            residual (bool): add a skip projection.
+            train_eps (bool, optional): GIN's ``eps`` trained (ignored). (default: :obj:`False`)
+        """
         return GATConv(i, o, heads=heads, concat=concat, bias=bias, residual=residual)
 
 
@@ -130,6 +211,17 @@ class SAGE(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
+        """PyG's ``SAGEConv`` with mean aggregation.
+
+        Args:
+            i (int): input width.
+            o (int): output width (per head for attention layers).
+            bias (bool): whether the layer has biases.
+            heads (int): attention heads (ignored).
+            concat (bool): concatenate the heads rather than average them (ignored).
+            residual (bool): add a skip projection (ignored).
+            train_eps (bool, optional): GIN's ``eps`` trained (ignored). (default: :obj:`False`)
+        """
         return SAGEConv(i, o, aggr="mean", bias=bias)
 
 
@@ -143,6 +235,18 @@ class GIN(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
+        """PyG's ``GINConv`` over ``Linear(i, o), ReLU, Linear(o, o)``; a fixed ``eps`` is a
+        non-persistent buffer, not a parameter.
+
+        Args:
+            i (int): input width.
+            o (int): output width (per head for attention layers).
+            bias (bool): whether the layer has biases.
+            heads (int): attention heads (ignored).
+            concat (bool): concatenate the heads rather than average them (ignored).
+            residual (bool): add a skip projection (ignored).
+            train_eps (bool, optional): GIN's ``eps`` trained (else fixed at 0). (default: :obj:`False`)
+        """
         mlp = torch.nn.Sequential(torch.nn.Linear(i, o, bias=bias), torch.nn.ReLU(), torch.nn.Linear(o, o, bias=bias))
         conv = GINConv(mlp, train_eps=train_eps)
         if not train_eps:  # a constant, not a weight the federation exchanges

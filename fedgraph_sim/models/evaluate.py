@@ -18,7 +18,17 @@ def evaluate(model: torch.nn.Module, graphs: Sequence[Data], loss: str = "cross_
     """Accuracy and mean training loss (``train.loss``) of ``model`` (evaluation mode) on ``graphs``
     (on their labelled nodes, for a node classifier), and with two classes, both present, the ROC
     AUC of the score ``logit_1 - logit_0``; for a regression model (``mse``) the RMSE and the
-    coefficient of determination R2 = 1 - SSE / SST instead of the accuracy."""
+    coefficient of determination R2 = 1 - SSE / SST instead of the accuracy.
+
+    Args:
+        model (torch.nn.Module): the global model (left in evaluation mode).
+        graphs (Sequence[Data]): the held-out graphs, at least one.
+        loss (str, optional): the training loss, one of ``LOSSES``. (default: ``"cross_entropy"``)
+
+    Returns:
+        ``test_loss``, ``test_graphs`` and ``test_accuracy`` (with ``test_auc``), or ``test_rmse``
+        and ``test_r2`` (NaN for constant targets).
+    """
     model.eval()
     logits, y = model.logits_and_targets(Batch.from_data_list(list(graphs)))
     out = {"test_loss": float(classification_loss(logits, y, loss)), "test_graphs": len(graphs)}

@@ -21,7 +21,14 @@ Update = dict[str, Tensor]
 def per_graph_gradients(model: nn.Module, graphs: Sequence[Data],
                         loss: str = "cross_entropy") -> tuple[Update, Tensor]:
     """``({name: [B, *shape]}, losses [B])``: each graph's own training-loss gradient (a gradient
-    canary's is its Dirac, with loss 0: ``fedgraph_sim.dp_audit.canaries``)."""
+    canary's is its Dirac, with loss 0: ``fedgraph_sim.dp_audit.canaries``).
+
+    Args:
+        model (nn.Module): a :class:`GraphClassifier` (vectorised over the dense forward) or a
+            user's model (one backward pass per graph).
+        graphs (Sequence[Data]): the batch, ``B`` graphs.
+        loss (str, optional): the training loss. (default: ``"cross_entropy"``)
+    """
     canary = [is_gradient_canary(g) for g in graphs]
     if any(canary):
         return _with_dirac_rows(model, graphs, canary, loss)

@@ -31,13 +31,28 @@ def _probabilities(target: Tensor, num_classes: int) -> Tensor:
 
 
 def classification_loss(logits: Tensor, target: Tensor, loss: str = "cross_entropy") -> Tensor:
-    """The mean loss of ``logits [B, C]`` against ``target`` (indices ``[B]`` or probs ``[B, C]``)."""
+    """The mean loss of ``logits [B, C]`` against ``target`` (indices ``[B]`` or probs ``[B, C]``).
+
+    Args:
+        logits (Tensor): ``[B, C]``.
+        target (Tensor): class indices ``[B]`` (long), probabilities ``[B, C]``, or reals ``[B]``
+            for ``mse``.
+        loss (str, optional): one of :data:`LOSSES`. (default: ``"cross_entropy"``)
+    """
     return example_losses(logits, target, loss).mean()
 
 
 def example_losses(logits: Tensor, target: Tensor, loss: str = "cross_entropy") -> Tensor:
     """The loss of each row of ``logits [B, C]``, ``[B]`` (``bce``: the mean over its classes;
-    ``mse``: ``C`` is 1)."""
+    ``mse``: ``C`` is 1).
+
+    Args:
+        logits (Tensor): ``[B, C]``.
+        target (Tensor): class indices ``[B]`` (long), probabilities ``[B, C]``, or reals ``[B]``
+            for ``mse``.
+        loss (str, optional): one of :data:`LOSSES` (else :class:`ConfigError`).
+            (default: ``"cross_entropy"``)
+    """
     require(loss in LOSSES, "train.loss", f"unknown loss '{loss}'; valid: {', '.join(LOSSES)}")
     if loss == "mse":
         return (logits.reshape(len(logits), -1)[:, 0] - target.reshape(-1).to(logits.dtype)) ** 2

@@ -41,7 +41,11 @@ class ClassifierReading:
 
     def arrays(self, user_arrays: dict) -> dict:
         """The user's arrays (weights or a gradient) under the classifier's names; buffers the
-        classifier has no use for are left out."""
+        classifier has no use for are left out.
+
+        Args:
+            user_arrays (dict): arrays under the user's parameter names.
+        """
         return {ours: user_arrays[theirs] for ours, theirs in self.names.items() if theirs in user_arrays}
 
 
@@ -70,7 +74,17 @@ def _random_training_forward(model: nn.Module, graphs) -> str | None:
 
 
 def read_as_classifier(model: nn.Module, num_features: int, num_classes: int) -> ClassifierReading | str:
-    """The :class:`ClassifierReading` of ``model``, or why there is none."""
+    """The :class:`ClassifierReading` of ``model``, or why there is none. It runs the model's
+    training forward twice, seeding torch's global generator (0, then 1) to detect randomness.
+
+    Args:
+        model (nn.Module): the user's model (built with its weights).
+        num_features (int): its input width.
+        num_classes (int): its output width.
+
+    Returns:
+        The reading, or one line saying why the model is not read.
+    """
     dtype = next(model.parameters()).dtype
     graphs = probe_graphs(num_features, dtype)
     reason = _random_training_forward(model, graphs)

@@ -44,7 +44,7 @@ from torch_geometric.nn import MessagePassing
 
 from fedgraph_sim.errors import ConfigError
 
-#: Keys of ``model`` that describe the bench's own classifier; a user's model takes ``args`` instead.
+#: The config key that names a user's model, first in the errors about it.
 KEY = "model.module"
 
 
@@ -56,7 +56,11 @@ class UserModel:
     user_model = True
 
     def logits_and_targets(self, batch) -> tuple[Tensor, Tensor]:
-        """One row of logits per graph of the PyG ``batch`` and the graphs' labels."""
+        """One row of logits per graph of the PyG ``batch`` and the graphs' labels.
+
+        Args:
+            batch (Batch): the graphs.
+        """
         return self(batch.x, batch.edge_index, batch.batch), batch.y.view(-1)
 
     @property
@@ -73,7 +77,15 @@ class UserModel:
     def forward_dense(self, x: Tensor, adj: Tensor, mask: Tensor | None = None) -> Tensor:
         """Logits ``[B, C]`` for ``x [B, N, F]`` (or ``[N, F]``), a relaxed ``adj [B, N, N]`` and
         ``mask [B, N]``: every ordered pair of real nodes is an edge whose messages are scaled by
-        ``adj`` (the module docstring)."""
+        ``adj`` (the module docstring).
+
+        Args:
+            x (Tensor): node features ``[B, N, F]`` or ``[N, F]``.
+            adj (Tensor): the relaxed adjacency ``[B, N, N]`` or ``[N, N]``, entry ``[i, j]``
+                scaling the message from ``j`` to ``i``.
+            mask (Tensor, optional): the real nodes ``[B, N]`` (bool); None means every node.
+                (default: :obj:`None`)
+        """
         if x.dim() == 2:
             x, adj = x.unsqueeze(0), adj.unsqueeze(0)
             mask = None if mask is None else mask.unsqueeze(0)
@@ -94,14 +106,24 @@ class UserModel:
 
 def load_class(path: str) -> type:
     """The class named by ``path`` (``package.module:Class`` or ``file.py:Class``); a
-    :class:`ConfigError` naming ``model.module`` and why otherwise."""
+    :class:`ConfigError` naming ``model.module`` and why otherwise.
+
+    Args:
+        path (str): ``package.module:Class``, or ``file.py:Class`` relative to the working
+            directory; it must name a :class:`torch.nn.Module` subclass.
+    """
     module, name = _module_of(path, KEY)
     return _class_in(module, path.rpartition(":")[0], name)
 
 
 def load_attribute(path: str, key: str):
     """The object named by ``path`` (``package.module:name`` or ``file.py:name``), e.g. a user's
-    Flower ``ClientApp``; a :class:`ConfigError` naming ``key`` and why otherwise."""
+    Flower ``ClientApp``; a :class:`ConfigError` naming ``key`` and why otherwise.
+
+    Args:
+        path (str): ``package.module:name`` or ``file.py:name``.
+        key (str): the config key that named it, for the error.
+    """
     module, name = _module_of(path, key)
     if not hasattr(module, name):
         raise ConfigError(f"{key}: {path.rpartition(':')[0]} has no attribute {name}")
@@ -148,13 +170,21 @@ def _class_in(module, module_name: str, class_name: str) -> type:
 
 def absolute(module: str) -> str:
     """``module`` with a file's path made absolute (the attack workers start elsewhere); an import
-    path unchanged."""
+    path unchanged.
+
+    Args:
+        module (str): ``package.module:Class`` or ``file.py:Class``.
+    """
     path, sep, name = module.rpartition(":")
     return f"{Path(path).resolve()}:{name}" if sep and path.endswith(".py") else module
 
 
 def code_of(module: str) -> str:
-    """What the attack workers must see to import ``module``: its file, or its top-level package."""
+    """What the attack workers must see to import ``module``: its file, or its top-level package.
+
+    Args:
+        module (str): ``package.module:Class`` or ``file.py:Class``.
+    """
     path = module.rpartition(":")[0]
     return str(Path(path).resolve()) if path.endswith(".py") else path.split(".")[0]
 
@@ -188,7 +218,13 @@ def _adapted(cls: type) -> type:
 
 def check_user_class(module: str, args: dict[str, Any]) -> type:
     """The class of ``module`` if it can be built with ``in_channels``, ``out_channels`` and
-    ``args`` and called as ``forward(x, edge_index, batch)``; a :class:`ConfigError` otherwise."""
+    ``args`` and called as ``forward(x, edge_index, batch)``; a :class:`ConfigError` otherwise.
+    Only signatures are checked: nothing is built.
+
+    Args:
+        module (str): ``model.module``.
+        args (dict[str, Any]): ``model.args``.
+    """
     cls = load_class(module)
     missing = _accepts(cls.__init__, ["in_channels", "out_channels", *args])
     if missing is not None:
@@ -201,7 +237,14 @@ def check_user_class(module: str, args: dict[str, Any]) -> type:
 
 def build_user_model(module: str, args: dict[str, Any], in_channels: int, out_channels: int) -> nn.Module:
     """``Class(in_channels=in_channels, out_channels=out_channels, **args)`` of ``module``, with
-    :class:`UserModel`'s methods; a :class:`ConfigError` naming the key and why on bad input."""
+    :class:`UserModel`'s methods; a :class:`ConfigError` naming the key and why on bad input.
+
+    Args:
+        module (str): ``model.module``.
+        args (dict[str, Any]): ``model.args``.
+        in_channels (int): the node feature width.
+        out_channels (int): the classes.
+    """
     cls = check_user_class(module, args)
     try:
         return _adapted(cls)(in_channels=in_channels, out_channels=out_channels, **args)
@@ -212,7 +255,14 @@ def build_user_model(module: str, args: dict[str, Any], in_channels: int, out_ch
 
 def check_forward_on(model: nn.Module, graphs: list[Data], num_classes: int) -> None:
     """Run the model on a batch of ``graphs`` as clients will: logits ``[B, num_classes]``
-    (``[B]`` or ``[B, 1]`` for one output), or a :class:`ConfigError` with what came back."""
+    (``[B]`` or ``[B, 1]`` for one output), or a :class:`ConfigError` with what came back.
+    The model is left in training mode.
+
+    Args:
+        model (nn.Module): the built model.
+        graphs (list[Data]): a few of the dataset's graphs.
+        num_classes (int): the logits expected per graph.
+    """
     batch = Batch.from_data_list(graphs)
     model.eval()
     try:
@@ -232,13 +282,22 @@ def check_forward_on(model: nn.Module, graphs: list[Data], num_classes: int) -> 
 
 
 def message_passing_layers(model: nn.Module) -> list[str]:
-    """The class names of the model's message-passing layers, in registration order."""
+    """The class names of the model's message-passing layers, in registration order.
+
+    Args:
+        model (nn.Module): the model.
+    """
     return [type(m).__name__ for m in model.modules() if isinstance(m, MessagePassing)]
 
 
 def probe_graphs(num_features: int, dtype: torch.dtype) -> list[tuple[Tensor, Tensor]]:
     """Two fixed small graphs, ``(x, edge_index)``: a 6-ring with a chord and a 5-star, with varied
-    one-hot features; what a user's model is checked on before an attack reads it."""
+    one-hot features; what a user's model is checked on before an attack reads it.
+
+    Args:
+        num_features (int): the feature width.
+        dtype (torch.dtype): the features' type.
+    """
     out = []
     for n, edges in ((6, [(k, (k + 1) % 6) for k in range(6)] + [(0, 3)]), (5, [(0, k) for k in range(1, 5)])):
         edge_index = torch.tensor(edges + [(b, a) for a, b in edges]).T
@@ -251,7 +310,12 @@ def probe_graphs(num_features: int, dtype: torch.dtype) -> list[tuple[Tensor, Te
 def relaxation_error(model: nn.Module, num_features: int) -> float:
     """The relative difference between :meth:`UserModel.forward_dense` at a binary adjacency and
     the model's own forward, on the first of :func:`probe_graphs` (a ring with a chord): about
-    1e-7 where the relaxation is the model, large where a layer normalises over its edges."""
+    1e-7 where the relaxation is the model, large where a layer normalises over its edges.
+
+    Args:
+        model (nn.Module): a built user's model (with :class:`UserModel`'s methods).
+        num_features (int): its input width.
+    """
     x, edge_index = probe_graphs(num_features, next(model.parameters()).dtype)[0]
     adj = torch.zeros(x.size(0), x.size(0), dtype=x.dtype)
     adj[edge_index[1], edge_index[0]] = 1.0
@@ -286,6 +350,13 @@ def _relaxation_problem(spec_json: str, num_features: int, num_classes: int) -> 
 
 def relaxation_problem(spec: dict, num_features: int, num_classes: int) -> str | None:
     """Why attacks that optimise a relaxed adjacency cannot run on the user's model of ``spec``
-    (:func:`relaxation_error` above :data:`RELAXATION_TOLERANCE`), or None."""
+    (:func:`relaxation_error` above :data:`RELAXATION_TOLERANCE`), or None. Cached per spec
+    and widths (the model is built once).
+
+    Args:
+        spec (dict): the ``model`` section (``module`` and ``args``).
+        num_features (int): the node feature width.
+        num_classes (int): the classes.
+    """
     import json
     return _relaxation_problem(json.dumps(spec, sort_keys=True, default=str), num_features, num_classes)

@@ -21,7 +21,14 @@ def presets() -> dict[str, ModuleType]:
 
 
 def expand(model: dict) -> dict:
-    """The ``model`` section with its preset's options under the keys it sets itself."""
+    """The ``model`` section with its preset's options under the keys it sets itself.
+
+    Args:
+        model (dict): the ``model`` section as a tree; without ``preset`` it is returned as is.
+
+    Raises:
+        ConfigError: for an unknown preset, or a preset beside ``module``.
+    """
     name = model.get("preset")
     if name is None:
         return model
