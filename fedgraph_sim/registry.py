@@ -43,11 +43,19 @@ class Declaration:
         return f"{self.module}:{self.qualname}"
 
     def load(self):
+        """The class: its module imported (which runs its decorator)."""
         return getattr(importlib.import_module(self.module), self.qualname)
 
 
 def package_dir(package: str) -> Path | None:
-    """The folder of ``package`` (dotted), found without importing it or its parents."""
+    """The folder of ``package``, found without importing it or its parents.
+
+    Args:
+        package: a dotted package name, e.g. ``clients.defenses``.
+
+    Returns:
+        Its folder, or None when it is not found.
+    """
     top, *rest = package.split(".")
     spec = importlib.util.find_spec(top)
     if spec is None or not spec.submodule_search_locations:
@@ -81,7 +89,12 @@ def _sources(package: str) -> Iterator[tuple[str, Path]]:
 
 def modules_calling(package: str, function: str) -> list[str]:
     """The modules under ``package`` that call ``function`` at module level (e.g. a metric
-    module's ``register_metric(...)``), read from the source; nothing is imported."""
+    module's ``register_metric(...)``), read from the source; nothing is imported.
+
+    Args:
+        package: the dotted package whose modules are read.
+        function: the called name (a bare name or an attribute's last part).
+    """
     found = []
     for module, path in _sources(package):
         text = path.read_text(encoding="utf-8")
@@ -99,7 +112,11 @@ def modules_calling(package: str, function: str) -> list[str]:
 
 def declarations(package: str) -> list[Declaration]:
     """The classes under ``package`` decorated with ``...register`` and given a literal ``name``,
-    read from the source (nothing is imported), in file order."""
+    read from the source (nothing is imported), in file order.
+
+    Args:
+        package: the dotted package whose modules are read (``attacks``).
+    """
     found = []
     for module, path in _sources(package):
         text = path.read_text(encoding="utf-8")
@@ -151,6 +168,12 @@ class Registry(Generic[T]):
         return name if self._case_sensitive else name.lower()
 
     def add(self, name: str, obj: T) -> T:
+        """Register ``obj`` as ``name``; a name taken already is refused.
+
+        Args:
+            name: the piece's name, kept in the spelling given.
+            obj: the piece (a class, a loader).
+        """
         key = self._key(name)
         if key in self._items:
             raise ValueError(f"{self.kind} '{name}' is registered twice")
@@ -159,7 +182,11 @@ class Registry(Generic[T]):
         return obj
 
     def register(self, cls: T) -> T:
-        """Class decorator: register ``cls`` under ``cls.name``."""
+        """Class decorator: register ``cls`` under ``cls.name``.
+
+        Args:
+            cls: a class with a non-empty string ``name``.
+        """
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name:
             raise TypeError(f"{cls!r} has no 'name' to register as a {self.kind}")
@@ -191,12 +218,21 @@ class Registry(Generic[T]):
         raise ConfigError(f"{where}unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())}")
 
     def check(self, name: str, key: str | None = None) -> None:
-        """Raise like :meth:`get` if ``name`` is neither registered nor declared, importing nothing."""
+        """Raise like :meth:`get` if ``name`` is neither registered nor declared, importing nothing.
+
+        Args:
+            name: the piece's name.
+            key: the config key that named it, put first in the error.
+        """
         if name not in self:
             self.get(name, key)
 
     def canonical(self, name: str) -> str:
-        """The registered spelling of ``name`` (raises like :meth:`get`)."""
+        """The registered spelling of ``name`` (raises like :meth:`get`).
+
+        Args:
+            name: the piece's name in any case.
+        """
         self.get(name)
         return self._display[self._key(name)]
 

@@ -23,8 +23,6 @@ BEING_REFACTORED = (
     "fedgraph_sim/jsonl_files.py",
     "fedgraph_sim/utility.py",
     "fedgraph_sim/evaluation/rows.py",
-    "fedgraph_sim/registry.py",
-    "fedgraph_sim/numpy_state.py",
 )
 PROPERTY_DECORATORS = ("property", "cached_property", "setter", "getter", "deleter")
 ENTRY = re.compile(r"(\*{0,2}\w+)\s*(\([^)]*\))?\s*:")
