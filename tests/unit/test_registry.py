@@ -129,3 +129,22 @@ def test_the_package_declares_its_attacks_and_defenses_in_their_modules_only():
         points = [p for p in metadata.entry_points(group=group) if p.value.split(".")[0] in ("attacks", "clients")]
         assert points == [], f"{group}: {[p.value for p in points]} are declared twice (entry point and decorator)"
         assert {d.name for d in registry.declarations(kind._package)} == set(kind.names())
+
+
+def test_an_installed_plugin_distribution_names_its_pieces_by_entry_point(tmp_path, monkeypatch):
+    """A distribution on the path (its dist-info's entry points) adds a piece beside the package's,
+    without a decorator or a ``plugins:`` entry."""
+    import sys
+
+    write_package(tmp_path, {
+        "gadget_plugin_for_test.py": "class Cog:\n    name = 'cog'\n",
+        "gadget_plugin_for_test-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: gadget-plugin-for-test\n"
+                                                         "Version: 0.1\n",
+        "gadget_plugin_for_test-0.1.dist-info/entry_points.txt": ("[gadgets_for_test]\n"
+                                                                  "cog = gadget_plugin_for_test:Cog\n"),
+    })
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = Registry("gadget", group="gadgets_for_test")
+    assert reg.names() == ["cog"] and "gadget_plugin_for_test" not in sys.modules
+    assert reg.get("cog").name == "cog"
+    monkeypatch.delitem(sys.modules, "gadget_plugin_for_test")
