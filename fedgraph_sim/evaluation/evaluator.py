@@ -38,7 +38,7 @@ from fedgraph_sim.evaluation.rows import ResultRow
 from fedgraph_sim.metrics import ALIGNMENTS, all_metrics, metric_column, score_reconstruction
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 from fedgraph_sim.processes import one_torch_thread
-from fedgraph_sim.results import ResultWriter
+from fedgraph_sim.rows.store import ResultWriter
 from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction, attack_seed
 
 Prior = Callable[[ObservedUpdate, AttackerKnowledge, int], list[Reconstruction]]

@@ -21,7 +21,7 @@ from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.metrics import PRIORS, bootstrap_ci, mean_interval, metric
 from fedgraph_sim.report.stop_rule import (COMPLETED, EXACT, LEAKS, NO_LEAK, NOT_MEASURED, cell, exact_by_attack,
                                            finite_or_none, not_attacked, stop_claim, unit_rows)
-from fedgraph_sim.results import is_attempted
+from fedgraph_sim.rows.statistics import is_attempted
 
 #: The evidence columns: GRAIN's GSM-2 (a graph right up to 2-hop neighbourhoods, failures 0), and
 #: node types and edges under the Hungarian matching (fair under any node order).

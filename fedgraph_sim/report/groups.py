@@ -1,7 +1,7 @@
 """Result rows grouped per (dataset, attack, training setting, defense setting), with every number
 the report shows.
 
-Reconstruction metrics follow the tables' one convention (``results.shown``): mean ± std over the
+Reconstruction metrics follow the tables' one convention (``rows.statistics.shown``): mean ± std over the
 scored graphs, or over every attacked graph with failures as 0 for GRAIN's GSM family. Test
 accuracy is a property of a federation, repeated on each of its rows, so it is averaged over the
 distinct federations (seeds) of the setting, not over rows. Epsilon grows with the rounds, so it is
@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from fedgraph_sim.results import run_columns, shown
+from fedgraph_sim.rows.statistics import run_columns, shown
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Group:
         return Counter(r.get("status", "ok") for r in self.rows)
 
     def shown(self, name: str, alignment: str = "identity") -> dict:
-        """What the tables show for catalogue metric ``name`` (``results.shown``): ``mean``,
+        """What the tables show for catalogue metric ``name`` (``rows.statistics.shown``): ``mean``,
         ``std``, ``count``, the ``prior`` and the ``gain`` over it on the same graphs."""
         return shown(self.rows, name, alignment)
 

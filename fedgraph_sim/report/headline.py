@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fedgraph_sim.metrics import PRIORS, metric_column
 from fedgraph_sim.report.drawings import drawing_figure
-from fedgraph_sim.results import is_attempted
+from fedgraph_sim.rows.statistics import is_attempted
 
 EXACT = metric_column("gsm", "full_iso")
 

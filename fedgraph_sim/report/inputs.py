@@ -23,7 +23,7 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, metric, shown_in
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.report.tables import table_metrics
-from fedgraph_sim.results import RESULTS_JSONL, RESULTS_PARQUET, has_rows, read_rows
+from fedgraph_sim.rows.store import RESULTS_JSONL, RESULTS_PARQUET, has_rows, read_rows
 from fedgraph_sim.utility import final_utility, read_utility
 from fedgraph_sim.yaml_files import read_yaml
 

@@ -24,7 +24,7 @@ from fedgraph_sim.metrics import PRIORS, aggregate, metric, shown_in
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _colors, _unique
 from fedgraph_sim.report.groups import Group, setting_label
-from fedgraph_sim.results import summarize
+from fedgraph_sim.rows.statistics import summarize
 
 
 def _mean_curve(curves: list[list[dict]], key: str) -> tuple[list[int], list[float]]:
@@ -105,7 +105,7 @@ def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
 
 
 def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
-    """``results.summarize`` entries of the attacks (not the priors, which every entry's gain
+    """``rows.statistics.summarize`` entries of the attacks (not the priors, which every entry's gain
     already holds) per round window, each labelled ``rounds`` ("50" or "1-15") and carrying the
     test accuracy of the global models the window's clients trained. Empty when fewer than two
     rounds were attacked."""

@@ -29,7 +29,7 @@ import math
 from collections import defaultdict
 
 from fedgraph_sim.metrics import PRIORS, none_seen_bound, wilson_interval
-from fedgraph_sim.results import is_attempted
+from fedgraph_sim.rows.statistics import is_attempted
 
 EXACT = "gsm_full_iso"
 LEAKS, NO_LEAK, NOT_MEASURED = "leaks", "no leak found", "not measured"

@@ -13,7 +13,7 @@ import pytest
 
 from fedgraph_sim.config import DEFAULT_CONFIG, load_config
 from fedgraph_sim.processes import alive
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.deployment import Launch, free_port
 from fedgraph_sim.runtime.simulation import run
 

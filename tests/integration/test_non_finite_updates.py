@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 
 pytestmark = pytest.mark.slow
 POISONED = ["data.dataset=synthetic", "data.test_fraction=0.2", "federation.num_clients=4", "federation.rounds=3",

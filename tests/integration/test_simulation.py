@@ -8,7 +8,7 @@ import yaml
 
 from clients.defenses.accounting import client_level_epsilons
 from fedgraph_sim.config import load_config
-from fedgraph_sim.results import has_rows, read_rows
+from fedgraph_sim.rows.store import has_rows, read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session

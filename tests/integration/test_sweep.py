@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime import sweep
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from attacks.random_guess import RandomGuess
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import load_config
 from fedgraph_sim.evaluation import Evaluator, ResultRow, ThreatGrants
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.session import build_priors
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 from fedgraph_sim.threat import AttackOutcome, ObservedUpdate

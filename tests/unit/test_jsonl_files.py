@@ -4,7 +4,7 @@ import json
 import logging
 
 from fedgraph_sim.jsonl_files import read_jsonl
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.utility import read_utility
 
 

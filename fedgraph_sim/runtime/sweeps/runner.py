@@ -37,7 +37,10 @@ import yaml
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.processes import kill_descendants
-from fedgraph_sim.results import project_version, read_rows, summarize, write_rows, write_summary
+from fedgraph_sim.provenance import project_version
+from fedgraph_sim.rows.statistics import summarize
+from fedgraph_sim.rows.store import read_rows, write_rows
+from fedgraph_sim.rows.summary_csv import write_summary
 from fedgraph_sim.runtime.sweeps.jobs import DONE, cell_job, federation_job, init_worker
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 from fedgraph_sim.yaml_files import read_yaml

@@ -1,0 +1,98 @@
+"""A run's result rows on disk: ``results.jsonl`` (one row per attack x client x round x graph,
+each line appended whole while the run goes; a killed run leaves its rows here), then
+``results.parquet`` (the same rows, columnar, once the run has ended: :func:`seal`). Every reader
+takes either, through :func:`read_rows`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+from fedgraph_sim.errors import DiskFull
+from fedgraph_sim.jsonl_files import read_jsonl
+from fedgraph_sim.parquet_rows import read_parquet, write_parquet
+
+log = logging.getLogger(__name__)
+
+#: A run's rows: streamed to the JSON-lines file while it goes, sealed into Parquet when it ends.
+RESULTS_JSONL, RESULTS_PARQUET = "results.jsonl", "results.parquet"
+
+
+class ResultWriter:
+    """Appends rows to ``results.jsonl``, each written whole or not at all (a killed run loses
+    nothing; on a full disk the part of a row that fitted is cut off again and :class:`DiskFull`
+    raised)."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / RESULTS_JSONL
+        self._lock = threading.Lock()
+        self.rows = 0
+
+    def write(self, row: dict) -> None:
+        data = (json.dumps(row, default=_jsonable, allow_nan=True) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                before = os.fstat(fd).st_size
+                try:
+                    written = 0
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
+                except OSError as exc:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, before)
+                    raise DiskFull(f"{self.path}: {exc.strerror}; the {self.rows} rows written before it are whole "
+                                   "and the run stopped") from None
+            finally:
+                os.close(fd)
+            self.rows += 1
+
+
+def _jsonable(value):
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def read_rows(run_dir: str | Path, on_broken: Callable[[str], None] | None = None) -> list[dict]:
+    """The rows of a run or sweep directory: ``results.parquet``'s, then any ``results.jsonl``
+    holds (a run still going, or killed; a broken line skipped and counted to ``on_broken``, as
+    :func:`~fedgraph_sim.jsonl_files.read_jsonl` does)."""
+    run_dir = Path(run_dir)
+    sealed = read_parquet(run_dir / RESULTS_PARQUET) if (run_dir / RESULTS_PARQUET).is_file() else []
+    return sealed + read_jsonl(run_dir / RESULTS_JSONL, on_broken)
+
+
+def has_rows(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a results file of either kind."""
+    return any((Path(run_dir) / name).is_file() for name in (RESULTS_PARQUET, RESULTS_JSONL))
+
+
+def seal(run_dir: str | Path) -> Path | None:
+    """Move a run's streamed rows into ``results.parquet`` (kept rows first) and delete
+    ``results.jsonl``, once the Parquet file is whole; None when there was nothing to move. A
+    failure to write leaves the JSON lines where they are, so nothing written is lost."""
+    run_dir = Path(run_dir)
+    if not (run_dir / RESULTS_JSONL).is_file():
+        return None
+    try:
+        path = write_rows(run_dir, read_rows(run_dir))
+    except OSError as exc:  # a full disk: the rows stay readable where they are
+        log.warning("%s: rows kept in %s, not sealed into %s (%s)", run_dir, RESULTS_JSONL, RESULTS_PARQUET,
+                    exc.strerror or exc)
+        return None
+    return path
+
+
+def write_rows(run_dir: str | Path, rows: list[dict]) -> Path:
+    """``rows`` as ``<run_dir>``'s results, whatever it held before: ``results.parquet``, and no
+    ``results.jsonl`` once that is whole (a sweep's merged table; :func:`seal`)."""
+    path = write_parquet(rows, Path(run_dir) / RESULTS_PARQUET)
+    (Path(run_dir) / RESULTS_JSONL).unlink(missing_ok=True)
+    return path
