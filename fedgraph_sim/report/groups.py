@@ -14,6 +14,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from fedgraph_sim.rows.record import Row
 from fedgraph_sim.rows.statistics import run_columns, shown
 
 
@@ -26,7 +27,7 @@ class Group:
     strength: float
     param: str | None = None
     order: tuple = ()  # sort key of the defense setting (see defense_order)
-    rows: list[dict] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     setting: str = ""  # a sweep's settings-axis label ("" without one)
 
     @property
@@ -35,7 +36,7 @@ class Group:
         return f"{self.attack} [{self.setting}]" if self.setting else self.attack
 
     @property
-    def ok(self) -> list[dict]:
+    def ok(self) -> list[Row]:
         return [r for r in self.rows if r.get("status", "ok") == "ok"]
 
     @property
@@ -61,7 +62,7 @@ class Group:
         return run_columns(self.rows)["defense_epsilon_max"]
 
 
-def defense_order(rows: list[dict]) -> dict[str, tuple]:
+def defense_order(rows: list[Row]) -> dict[str, tuple]:
     """Sort key per defense label: no defense first, then families in order of appearance, then
     strength (settings without one last, by label)."""
     families: dict[str, int] = {}
@@ -79,7 +80,7 @@ def setting_label(setting: str, defense: str) -> str:
     return f"{setting} {defense}".strip() if setting else defense
 
 
-def group_rows(rows: list[dict]) -> list[Group]:
+def group_rows(rows: list[Row]) -> list[Group]:
     """Groups ordered by dataset, attack and setting (first appearance), then defense order."""
     order = defense_order(rows)
     groups: dict[tuple, Group] = {}

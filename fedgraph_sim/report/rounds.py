@@ -24,6 +24,7 @@ from fedgraph_sim.metrics import PRIORS, aggregate, metric, shown_in
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _colors, _unique
 from fedgraph_sim.report.groups import Group, setting_label
+from fedgraph_sim.rows.record import Row, group_key
 from fedgraph_sim.rows.statistics import summarize
 
 
@@ -104,7 +105,7 @@ def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
     return {"test_accuracy_mean": mean, "test_accuracy_std": std, "federations": len(means)}
 
 
-def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
+def window_entries(rows: list[Row], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
     """``rows.statistics.summarize`` entries of the attacks (not the priors, which every entry's gain
     already holds) per round window, each labelled ``rounds`` ("50" or "1-15") and carrying the
     test accuracy of the global models the window's clients trained. Empty when fewer than two
@@ -122,8 +123,7 @@ def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> 
                          **_window_accuracy(utility.get(key, []), first, last))
             entries.append(entry)
     # each attack and setting together; the sort is stable, so its windows stay in order
-    firsts = list(dict.fromkeys((r.get("dataset", ""), r["attack"], r.get("setting") or "", r.get("defense", "none"))
-                                for r in attacked))
+    firsts = list(dict.fromkeys(group_key(r) for r in attacked))
     return sorted(entries, key=lambda e: firsts.index((e["dataset"], e["attack"], e["setting"], e["defense"])))
 
 

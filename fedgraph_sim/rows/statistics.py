@@ -12,16 +12,18 @@ from typing import Iterable
 
 from fedgraph_sim.metrics import ALIGNMENTS, aggregate, bootstrap_ci, all_metrics, metric, metric_column
 from fedgraph_sim.metrics.catalogue import GRANT_OF
+from fedgraph_sim.rows.record import Row, federation_id, group_key, prior_column
 
 
-def federation_key(row: dict) -> tuple:
-    """Rows of one federation share it: a sweep cell id is ``<federation id>__<attack>``."""
-    cell = row.get("cell")
-    origin = cell.rsplit("__", 1)[0] if isinstance(cell, str) else row.get("run")
+def federation_key(row: Row) -> tuple:
+    """Rows of one federation share it: a sweep cell's federation (``record.federation_id``), else the run."""
+    origin = federation_id(row)
+    if origin is None:
+        origin = row.get("run")
     return row.get("dataset", ""), row.get("seed"), row.get("defense", "none"), origin
 
 
-def run_columns(rows: list[dict]) -> dict:
+def run_columns(rows: list[Row]) -> dict:
     """Per-federation numbers of a group of rows: test accuracy and (two classes) test AUC, mean ±
     std over the distinct federations (a federation's rows repeat its value), and the largest
     DP-SGD epsilon spent by any attacked client by its attacked round."""
@@ -34,12 +36,12 @@ def run_columns(rows: list[dict]) -> dict:
             "federations": len(per_federation), "defense_epsilon_max": max(eps, default=float("nan"))}
 
 
-def is_scored(row: dict, alignment: str = ALIGNMENTS[0]) -> bool:
+def is_scored(row: Row, alignment: str = ALIGNMENTS[0]) -> bool:
     """Rows with metrics: ``ok`` rows, and timed-out attacks scored on their best graph so far."""
     return row["status"] in ("ok", "timeout") and metric_column(alignment, "gsm0") in row
 
 
-def is_attempted(row: dict) -> bool:
+def is_attempted(row: Row) -> bool:
     """Rows of a graph the attack was run on, whatever came of it (not ``not_applicable``, and a
     failed client turn attacked no graph)."""
     return row.get("graph_id") is not None and row["status"] != "not_applicable"
@@ -51,7 +53,7 @@ def _number(value) -> float | None:
     return float(value)
 
 
-def mean_and_gain(rows: list[dict], name: str, alignment: str, *, failures_as_zero: bool = False) -> dict:
+def mean_and_gain(rows: list[Row], name: str, alignment: str, *, failures_as_zero: bool = False) -> dict:
     """A metric's mean and its information gain, always over the same graphs: the one convention
     every table follows. ``rows`` are the group's scored rows, or with ``failures_as_zero`` its
     attempted rows, a graph without a value counting 0 (GRAIN's convention). Graphs whose value is
@@ -67,7 +69,7 @@ def mean_and_gain(rows: list[dict], name: str, alignment: str, *, failures_as_ze
         if value is None:
             continue
         values.append(value)
-        priors.append(None if row.get(GRANT_OF[m.part]) else _number(row.get(f"prior_{column}")))
+        priors.append(None if row.get(GRANT_OF[m.part]) else _number(row.get(prior_column(column))))
     out = {"count": len(values), "values": values, "prior": math.nan, "gain": math.nan, "gain_std": math.nan}
     out["mean"], out["std"] = _mean_std(values)
     if values and all(p is not None for p in priors):
@@ -76,7 +78,7 @@ def mean_and_gain(rows: list[dict], name: str, alignment: str, *, failures_as_ze
     return out
 
 
-def shown(rows: list[dict], name: str, alignment: str = ALIGNMENTS[0]) -> dict:
+def shown(rows: list[Row], name: str, alignment: str = ALIGNMENTS[0]) -> dict:
     """The mean (and gain) a table cell, a figure or a verdict shows for a metric of a group of
     rows: for metrics that count failures (GRAIN's GSM family) over every attacked graph with a
     failure as 0, else over the scored rows; :func:`mean_and_gain` either way."""
@@ -85,7 +87,7 @@ def shown(rows: list[dict], name: str, alignment: str = ALIGNMENTS[0]) -> dict:
     return mean_and_gain([r for r in rows if _scored(r)], name, alignment)
 
 
-def _scored(row: dict) -> bool:
+def _scored(row: Row) -> bool:
     return row["status"] == "ok" or is_scored(row)
 
 
@@ -97,19 +99,19 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
-def summarize(rows: Iterable[dict]) -> list[dict]:
+def summarize(rows: Iterable[Row]) -> list[dict]:
     """Mean, std and count of every catalogue metric per (attack, defense, alignment) over scored
     rows, with the mean prior and the mean information gain over the same graphs
     (:func:`mean_and_gain`); statuses are counted per attack. For metrics that count failures
     (GRAIN's GSM family) also the paper's convention: the mean over every attacked graph with a
     failure (no graph recovered) counted as 0, its bootstrap 95% interval (10 000 resamples), and
     the prior and gain over those same graphs (``_all_`` keys)."""
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    every: dict[tuple, list[dict]] = defaultdict(list)
-    attempted: dict[tuple, list[dict]] = defaultdict(list)
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    every: dict[tuple, list[Row]] = defaultdict(list)
+    attempted: dict[tuple, list[Row]] = defaultdict(list)
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
-        key = (row.get("dataset", ""), row["attack"], row.get("setting") or "", row.get("defense", "none"))
+        key = group_key(row)
         statuses[key][row["status"]] += 1
         every[key].append(row)
         if is_attempted(row):
@@ -143,7 +145,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     return out
 
 
-def faults(rows: Iterable[dict], failed_turns: Iterable[str] = ()) -> str:
+def faults(rows: Iterable[Row], failed_turns: Iterable[str] = ()) -> str:
     """One warning line about the rows whose status is a fault (``threat.FAULTS``) and the client
     turns that failed over the whole run (``failed_turns``, their reasons: rows exist only for the
     attacked rounds and clients), or ``""`` when there is neither."""

@@ -17,6 +17,7 @@ from typing import Callable
 from fedgraph_sim.errors import DiskFull
 from fedgraph_sim.jsonl_files import read_jsonl
 from fedgraph_sim.parquet_rows import read_parquet, write_parquet
+from fedgraph_sim.rows.record import ResultRow, Row
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +28,16 @@ RESULTS_JSONL, RESULTS_PARQUET = "results.jsonl", "results.parquet"
 class ResultWriter:
     """Appends rows to ``results.jsonl``, each written whole or not at all (a killed run loses
     nothing; on a full disk the part of a row that fitted is cut off again and :class:`DiskFull`
-    raised)."""
+    raised). A :class:`ResultRow` is stored as its flat form (``as_dict``)."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / RESULTS_JSONL
         self._lock = threading.Lock()
         self.rows = 0
 
-    def write(self, row: dict) -> None:
+    def write(self, row: ResultRow | Row) -> None:
+        if isinstance(row, ResultRow):
+            row = row.as_dict()
         data = (json.dumps(row, default=_jsonable, allow_nan=True) + "\n").encode()
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -60,7 +63,7 @@ def _jsonable(value):
     return str(value)
 
 
-def read_rows(run_dir: str | Path, on_broken: Callable[[str], None] | None = None) -> list[dict]:
+def read_rows(run_dir: str | Path, on_broken: Callable[[str], None] | None = None) -> list[Row]:
     """The rows of a run or sweep directory: ``results.parquet``'s, then any ``results.jsonl``
     holds (a run still going, or killed; a broken line skipped and counted to ``on_broken``, as
     :func:`~fedgraph_sim.jsonl_files.read_jsonl` does)."""
@@ -90,7 +93,7 @@ def seal(run_dir: str | Path) -> Path | None:
     return path
 
 
-def write_rows(run_dir: str | Path, rows: list[dict]) -> Path:
+def write_rows(run_dir: str | Path, rows: list[Row]) -> Path:
     """``rows`` as ``<run_dir>``'s results, whatever it held before: ``results.parquet``, and no
     ``results.jsonl`` once that is whole (a sweep's merged table; :func:`seal`)."""
     path = write_parquet(rows, Path(run_dir) / RESULTS_PARQUET)

@@ -65,3 +65,13 @@ def test_a_seal_that_cannot_write_keeps_the_json_lines(tmp_path, monkeypatch):
     assert len(warned) == 1 and "not sealed" in warned[0] and "No space left" in warned[0]
     assert [p.name for p in tmp_path.iterdir()] == ["results.jsonl"]
     assert read_rows(tmp_path) == [{"attack": "grain", "status": "ok"}]
+
+
+def test_the_writer_stores_a_result_row_as_its_flat_form(tmp_path):
+    from fedgraph_sim.rows.store import ResultWriter
+    from tests.unit.test_row_record import _row
+
+    writer = ResultWriter(tmp_path)
+    writer.write(_row())
+    writer.write({"attack": "random", "round": 2})  # a row already flat, as a test or a tool builds it
+    assert read_rows(tmp_path) == [json.loads(json.dumps(_row().as_dict())), {"attack": "random", "round": 2}]
