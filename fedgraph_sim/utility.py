@@ -10,11 +10,10 @@ learns, and the AUC is what shows it (and what a defense costs).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable
 
-from fedgraph_sim.jsonl_files import read_jsonl
+from fedgraph_sim.jsonl_files import append_jsonl, read_jsonl
 
 UTILITY_FILE = "utility.jsonl"
 UTILITY_KEYS = ("test_accuracy", "test_auc", "test_loss", "test_rmse", "test_r2")  # classification | regression
@@ -22,8 +21,8 @@ FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of
 
 
 def write_utility(run_dir: str | Path, round: int, metrics: dict) -> None:
-    with (Path(run_dir) / UTILITY_FILE).open("a") as fh:
-        fh.write(json.dumps({"round": round, **metrics}) + "\n")
+    """Append round ``round``'s line, whole or not at all (:func:`~fedgraph_sim.jsonl_files.append_jsonl`)."""
+    append_jsonl(Path(run_dir) / UTILITY_FILE, {"round": round, **metrics})
 
 
 def read_utility(run_dir: str | Path) -> list[dict]:

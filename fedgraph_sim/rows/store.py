@@ -6,16 +6,11 @@ takes either, through :func:`read_rows`.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import threading
 from pathlib import Path
 from typing import Callable
 
-from fedgraph_sim.errors import DiskFull
-from fedgraph_sim.jsonl_files import read_jsonl
+from fedgraph_sim.jsonl_files import JsonlWriter, read_jsonl
 from fedgraph_sim.parquet_rows import read_parquet, write_parquet
 from fedgraph_sim.rows.record import ResultRow, Row
 
@@ -25,42 +20,16 @@ log = logging.getLogger(__name__)
 RESULTS_JSONL, RESULTS_PARQUET = "results.jsonl", "results.parquet"
 
 
-class ResultWriter:
-    """Appends rows to ``results.jsonl``, each written whole or not at all (a killed run loses
-    nothing; on a full disk the part of a row that fitted is cut off again and :class:`DiskFull`
-    raised). A :class:`ResultRow` is stored as its flat form (``as_dict``)."""
+class ResultWriter(JsonlWriter):
+    """Appends rows to ``results.jsonl``, each written whole or not at all
+    (:class:`~fedgraph_sim.jsonl_files.JsonlWriter`). A :class:`ResultRow` is stored as its flat
+    form (``as_dict``)."""
 
     def __init__(self, run_dir: str | Path) -> None:
-        self.path = Path(run_dir) / RESULTS_JSONL
-        self._lock = threading.Lock()
-        self.rows = 0
+        super().__init__(Path(run_dir) / RESULTS_JSONL)
 
     def write(self, row: ResultRow | Row) -> None:
-        if isinstance(row, ResultRow):
-            row = row.as_dict()
-        data = (json.dumps(row, default=_jsonable, allow_nan=True) + "\n").encode()
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                before = os.fstat(fd).st_size
-                try:
-                    written = 0
-                    while written < len(data):
-                        written += os.write(fd, data[written:])
-                except OSError as exc:
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fd, before)
-                    raise DiskFull(f"{self.path}: {exc.strerror}; the {self.rows} rows written before it are whole "
-                                   "and the run stopped") from None
-            finally:
-                os.close(fd)
-            self.rows += 1
-
-
-def _jsonable(value):
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
+        super().write(row.as_dict() if isinstance(row, ResultRow) else row)
 
 
 def read_rows(run_dir: str | Path, on_broken: Callable[[str], None] | None = None) -> list[Row]:

@@ -11,8 +11,9 @@ def test_a_full_disk_leaves_whole_rows_and_says_so(tmp_path, monkeypatch):
     import errno
     import os
 
-    from fedgraph_sim.rows import store
+    from fedgraph_sim import jsonl_files
     from fedgraph_sim.errors import DiskFull, RunFailed
+    from fedgraph_sim.rows import store
 
     writer = store.ResultWriter(tmp_path)
     writer.write({"attack": "random", "round": 1})
@@ -22,7 +23,7 @@ def test_a_full_disk_leaves_whole_rows_and_says_so(tmp_path, monkeypatch):
         real_write(fd, data[:7])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store.os, "write", disk_fills)
+    monkeypatch.setattr(jsonl_files.os, "write", disk_fills)
     with pytest.raises(DiskFull, match="No space left on device; the 1 rows written before it are whole") as info:
         writer.write({"attack": "random", "round": 2})
     assert isinstance(info.value, RunFailed)  # one line and exit code 1 at every entry point
