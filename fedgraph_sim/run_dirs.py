@@ -3,7 +3,7 @@ already wrote into.
 
 ``runs/<timestamp>-<name>/``: ``config.yaml`` (resolved, with its provenance:
 :mod:`fedgraph_sim.provenance`), the result rows (:mod:`fedgraph_sim.rows.store`), ``summary.csv``
-(:mod:`fedgraph_sim.rows.summary_csv`), ``utility.jsonl`` (:mod:`fedgraph_sim.utility`),
+(:mod:`fedgraph_sim.rows.summary_csv`), ``utility.parquet`` (:mod:`fedgraph_sim.utility`),
 ``audit/``, ``log.txt``.
 """
 

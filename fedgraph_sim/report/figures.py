@@ -177,7 +177,7 @@ def _heatmap(groups: list[Group], metric: str, path: Path) -> Outcome:
 
 def frontiers(groups: list[Group], metrics: tuple[str, ...], out: Path) -> Iterator[Outcome]:
     if not any(g.test_accuracy()["count"] for g in groups):
-        yield Skipped("frontier", "no test accuracy in the rows or utility.jsonl (is data.test_fraction 0?)")
+        yield Skipped("frontier", "no test accuracy in the result or utility rows (is data.test_fraction 0?)")
         return
     for metric in metrics:
         name = f"frontier_{metric}"

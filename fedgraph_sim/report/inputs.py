@@ -1,10 +1,10 @@
 """What a report reads from a run or sweep directory: result rows, drawings and the paper table.
 
 A sweep directory has ``sweep.yaml``, ``cells/<id>/drawings/*.json`` and ``federations/<id>/``; a
-run directory has ``config.yaml``, ``drawings/*.json`` and ``utility.jsonl``. Rows are completed
+run directory has ``config.yaml``, ``drawings/*.json`` and its utility rows. Rows are completed
 here so that everything downstream can rely on columns a single run does not write:
 ``defense_family``, ``defense_param``, ``defense_strength`` (NaN unless the stack has exactly one
-numeric parameter) and ``test_accuracy`` (from the federation's ``utility.jsonl`` if missing).
+numeric parameter) and ``test_accuracy`` (from the federation's utility rows if missing).
 A sweep's tables show the columns its spec's ``metrics`` names (a run's ``config.yaml`` has a
 ``metrics`` section of its own, the scoring's ``entries``, so only ``sweep.yaml`` is read for them);
 otherwise the default columns, with GSM-0, GSM-2 and FULL when a row was scored for them. The
@@ -41,7 +41,7 @@ class ReportInput:
     reference: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # problems met while reading, for report.md
     metrics: tuple[str, ...] = field(default_factory=lambda: shown_in("report"))  # the tables' metric columns
-    # per federation, (dataset, setting, defense) -> its utility.jsonl rows (round by round)
+    # per federation, (dataset, setting, defense) -> its utility rows (round by round)
     utility: dict[tuple, list[list[dict]]] = field(default_factory=dict)
 
 
@@ -129,7 +129,7 @@ def _federation_dir(row: Row, directory: Path, kind: str) -> Path:
 
 
 def _with_utility(rows: list[Row], directory: Path, kind: str) -> list[dict]:
-    """Fill ``test_accuracy``/``test_loss`` from ``utility.jsonl`` where a row lacks them (a single
+    """Fill ``test_accuracy``/``test_loss`` from the utility rows where a row lacks them (a single
     run's rows are written before its last round, so only its summary carries them)."""
     cache: dict[Path, dict] = {}
     out = []

@@ -129,7 +129,7 @@ def window_entries(rows: list[Row], utility: dict[tuple, list[list[dict]]]) -> l
 
 def utility_figures(utility: dict[tuple, list[list[dict]]], out: Path) -> Iterator[Saved | Skipped]:
     if not utility:
-        yield Skipped("utility", "no utility.jsonl (is data.test_fraction 0?)")
+        yield Skipped("utility", "no utility rows (is data.test_fraction 0?)")
         return
     colors = _colors(_unique(setting_label(s, d) for _, s, d in utility))
     for dataset in _unique(d for d, _, _ in utility):

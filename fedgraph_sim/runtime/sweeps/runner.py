@@ -5,7 +5,7 @@ Layout of a sweep directory::
     sweep.yaml                      the spec, as given (``--resume`` reads it back)
     reference.yaml                  the paper's table, when the spec names one
     .lock                           held by the runner at work (its PID inside)
-    federations/<id>/               a run directory with capture/, audit/, utility.jsonl, done
+    federations/<id>/               a run directory with capture/, audit/, utility.parquet, done
     cells/<id>/                     results.parquet and done for one (federation, attack)
     logs/<id>.log                   each job's worker output (Ray, Flower)
     results.parquet, summary.csv    every cell's rows in cell order, and their summary
