@@ -3,8 +3,8 @@
 ``ResultRow.as_dict``, plus the columns a sweep and the report add), and the names of the columns
 derived from others (a metric column's prior and gain, a sweep cell's federation).
 
-The key names live here: a reader takes the core columns from :class:`Row`'s keys and the derived
-ones from the functions below, never from a spelling of its own.
+The key names live here: a reader names the core columns by :class:`Row`'s keys and builds the derived
+ones with the functions below, never with a spelling of its own.
 """
 
 from __future__ import annotations
