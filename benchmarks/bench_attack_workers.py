@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 from fedgraph_sim.config import DEFAULT_ROUND, load_config
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 SETUPS = {"in process": ["attack.workers=0"], "1 worker": ["attack.workers=1"], "2 workers": ["attack.workers=2"],

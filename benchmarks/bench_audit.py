@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--keep", default=None, help="copy the audit directory here")
     args, extra = parser.parse_known_args()
     from fedgraph_sim.report.audit_facts import describe, price
-    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.rows.store import read_rows
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "audit"

@@ -17,7 +17,7 @@ import statistics
 import tempfile
 
 from fedgraph_sim.config import DEFAULT_ROUND, load_config
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 BOUNDARIES = ("namespaces", "process")

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fedgraph_sim.jsonl_files import read_jsonl  # noqa: E402
 from fedgraph_sim.parquet_rows import read_parquet, write_parquet  # noqa: E402
-from fedgraph_sim.results import read_rows  # noqa: E402
+from fedgraph_sim.rows.store import read_rows  # noqa: E402
 
 
 def _rows(directory: Path) -> list[dict]:

@@ -1,7 +1,11 @@
-"""Reading a JSON-lines file the bench wrote (``results.jsonl`` of a run still going or killed,
-``utility.jsonl``): the one reader, with one policy for a broken line.
+"""The JSON-lines files a run streams (``results.jsonl``, ``utility.jsonl``): the one writer and
+the one reader, each with one failure policy.
 
-A line that is not a JSON object (the half-written last line of a run that was killed, or of a
+Writing: each object is appended as one line, whole or not at all. A killed run loses no line it
+finished, and when the disk fills the part of a line that fitted is cut off again and
+:class:`~fedgraph_sim.errors.DiskFull` raised, so every line before it stays readable.
+
+Reading: a line that is not a JSON object (the half-written last line of a run that was killed, or of a
 disk that filled) is skipped and counted, never fatal: every complete line before and after it is
 a result. The count goes where the caller says (the report's notes; by default a warning in the
 log), so a broken line is never silent either.
@@ -9,12 +13,59 @@ log), so a broken line is never silent either.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import threading
 from pathlib import Path
 from typing import Callable
 
+from fedgraph_sim.errors import DiskFull
+
 log = logging.getLogger(__name__)
+
+
+class JsonlWriter:
+    """Appends JSON objects to ``path``, one line each, written whole or not at all (threads may
+    share a writer). ``rows`` counts the lines this writer has appended."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self.rows = 0
+
+    def write(self, row: dict) -> None:
+        data = (json.dumps(row, default=_jsonable, allow_nan=True) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                before = os.fstat(fd).st_size
+                try:
+                    written = 0
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
+                except OSError as exc:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, before)
+                    whole = f"the {self.rows} rows written before it are whole" if self.rows else \
+                        "every line before it is whole"
+                    raise DiskFull(f"{self.path}: {exc.strerror}; {whole} and the run stopped") from None
+            finally:
+                os.close(fd)
+            self.rows += 1
+
+
+def append_jsonl(path: str | Path, row: dict) -> None:
+    """Append ``row`` to ``path`` as :class:`JsonlWriter` does, for a file written a line at a time."""
+    JsonlWriter(path).write(row)
+
+
+def _jsonable(value):
+    """A NumPy or torch scalar as its Python number; anything else JSON cannot hold as its text."""
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
 
 
 def read_jsonl(path: str | Path, on_broken: Callable[[str], None] | None = None) -> list[dict]:

@@ -5,29 +5,33 @@ run. A two-class task also gets the ROC AUC of the model's score for class 1: on
 task (Tox21's SR-p53 is 94% negative) the accuracy stays at the majority class while the ranking
 learns, and the AUC is what shows it (and what a defense costs).
 
-``<run>/utility.jsonl`` holds one line per round (round 0 = the initial model).
+``<run>/utility.jsonl`` holds one line per round (round 0 = the initial model) while the run goes;
+once it has ended the same rows are in ``utility.parquet`` beside ``results.parquet``
+(:func:`fedgraph_sim.rows.store.seal`). Readers take either: runs from before sealing have only
+the JSON lines.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable
 
-from fedgraph_sim.jsonl_files import read_jsonl
+from fedgraph_sim.jsonl_files import append_jsonl
+from fedgraph_sim.rows.store import UTILITY
 
-UTILITY_FILE = "utility.jsonl"
+UTILITY_FILE = UTILITY.jsonl  # where a run streams the rows
 UTILITY_KEYS = ("test_accuracy", "test_auc", "test_loss", "test_rmse", "test_r2")  # classification | regression
 FINAL_FRACTION = 10  # final utility: the mean over the last 1/FINAL_FRACTION of the rounds
 
 
 def write_utility(run_dir: str | Path, round: int, metrics: dict) -> None:
-    with (Path(run_dir) / UTILITY_FILE).open("a") as fh:
-        fh.write(json.dumps({"round": round, **metrics}) + "\n")
+    """Append round ``round``'s line, whole or not at all (:func:`~fedgraph_sim.jsonl_files.append_jsonl`)."""
+    append_jsonl(Path(run_dir) / UTILITY_FILE, {"round": round, **metrics})
 
 
 def read_utility(run_dir: str | Path) -> list[dict]:
-    return read_jsonl(Path(run_dir) / UTILITY_FILE)
+    """The run's utility rows, sealed (``utility.parquet``) or still streaming (``utility.jsonl``)."""
+    return UTILITY.read(run_dir)
 
 
 def final_utility(run_dir: str | Path) -> dict:

@@ -17,7 +17,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import to_dense_adj
 
 from fedgraph_sim.data.schema import FeatureSchema
-from fedgraph_sim.evaluation.rows import ResultRow
+from fedgraph_sim.rows.record import ResultRow
 from fedgraph_sim.metrics.gsm import gsm_with_order
 from fedgraph_sim.threat import Reconstruction
 

@@ -34,11 +34,11 @@ from fedgraph_sim.audit import AuditStore
 from fedgraph_sim.config import RunConfig, defense_label
 from fedgraph_sim.evaluation.batch import batch_assignment
 from fedgraph_sim.evaluation.drawings import DrawingStore
-from fedgraph_sim.evaluation.rows import ResultRow
 from fedgraph_sim.metrics import ALIGNMENTS, all_metrics, metric_column, score_reconstruction
 from fedgraph_sim.metrics.catalogue import GRANT_OF
 from fedgraph_sim.processes import one_torch_thread
-from fedgraph_sim.results import ResultWriter
+from fedgraph_sim.rows.record import ResultRow, gain_column
+from fedgraph_sim.rows.store import ResultWriter
 from fedgraph_sim.threat import AttackerKnowledge, AttackOutcome, ObservedUpdate, Reconstruction, attack_seed
 
 Prior = Callable[[ObservedUpdate, AttackerKnowledge, int], list[Reconstruction]]
@@ -126,7 +126,7 @@ class Evaluator:
         with one_torch_thread():  # as in a sweep job: the same rows from every entry point
             rows = self.score(outcome)
         for row in rows:
-            self.writer.write(row.as_dict())
+            self.writer.write(row)
             self.rows_written += 1
         return rows
 
@@ -244,7 +244,7 @@ class Evaluator:
                 column = metric_column(alignment, entry.name)
                 row.scores[column] = scores[entry.name]
                 if column in row.priors and not getattr(row, GRANT_OF[entry.part]):
-                    row.scores[f"gain_{column}"] = entry.gain(scores[entry.name], row.priors[column])
+                    row.scores[gain_column(column)] = entry.gain(scores[entry.name], row.priors[column])
             row.scores[metric_column(alignment, "structure_skipped")] = scores["structure_skipped"]
         row.info = _row_info(rec.info)
         row.attack_input = str(rec.info.get("attack_input", row.attack_input))

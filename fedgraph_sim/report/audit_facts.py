@@ -21,7 +21,8 @@ from fedgraph_sim.atomic_files import write_text_atomically
 from fedgraph_sim.metrics import PRIORS, bootstrap_ci, mean_interval, metric
 from fedgraph_sim.report.stop_rule import (COMPLETED, EXACT, LEAKS, NO_LEAK, NOT_MEASURED, cell, exact_by_attack,
                                            finite_or_none, not_attacked, stop_claim, unit_rows)
-from fedgraph_sim.results import is_attempted
+from fedgraph_sim.rows.record import Row, gain_column, prior_column
+from fedgraph_sim.rows.statistics import is_attempted
 
 #: The evidence columns: GRAIN's GSM-2 (a graph right up to 2-hop neighbourhoods, failures 0), and
 #: node types and edges under the Hungarian matching (fair under any node order).
@@ -37,7 +38,7 @@ def _interval(values: list[float]) -> list[float | None]:
     return [finite_or_none(v) for v in bootstrap_ci(values)]
 
 
-def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
+def exact_attacks(rows: list[Row]) -> tuple[list[str], list[int]]:
     """The attacks that rebuilt at least one graph exactly at the ``hints`` level, and the rounds
     in which one did: what the what-if tries to stop, and where."""
     at_hints = [r for r in rows if r.get("threat_level") == "hints"]
@@ -46,22 +47,22 @@ def exact_attacks(rows: list[dict]) -> tuple[list[str], list[int]]:
     return sorted(name for name, values in counts.items() if sum(values)), sorted(rounds)
 
 
-def _gain(row: dict, column: str) -> float | None:
+def _gain(row: Row, column: str) -> float | None:
     """A row's gain over the priors in ``column``; a call that did not complete scores 0 where the
     metric counts failures (GSM-2, as the exact count does), so its gain is minus the prior's."""
-    gain = finite_or_none(row.get(f"gain_{column}"))
+    gain = finite_or_none(row.get(gain_column(column)))
     if gain is None and column in COUNTS_FAILURES and row["status"] not in COMPLETED:
-        prior = finite_or_none(row.get(f"prior_{column}"))
+        prior = finite_or_none(row.get(prior_column(column)))
         gain = None if prior is None else -prior
     return gain
 
 
-def gains(rows: list[dict]) -> dict[str, dict[str, dict]]:
+def gains(rows: list[Row]) -> dict[str, dict[str, dict]]:
     """Attack -> evidence column -> {mean, ci, graphs}: its gain over the priors, a failed call
     counting 0 where the metric counts failures (:func:`_gain`), over the same graphs as the
     attack's exact count there."""
     out: dict[str, dict[str, dict]] = {}
-    by_attack: dict[str, list[dict]] = defaultdict(list)
+    by_attack: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         if row["attack"] not in PRIORS and is_attempted(row):
             by_attack[row["attack"]].append(row)
@@ -74,7 +75,7 @@ def gains(rows: list[dict]) -> dict[str, dict[str, dict]]:
     return out
 
 
-def applicability(rows: list[dict]) -> dict[str, dict]:
+def applicability(rows: list[Row]) -> dict[str, dict]:
     """Attack -> {levels it ran at, and where it never did, its own reason (the strongest level's)}."""
     out: dict[str, dict] = {}
     for row in rows:
@@ -93,7 +94,7 @@ def applicability(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _diverged(attacked: list[dict]) -> str | None:
+def _diverged(attacked: list[Row]) -> str | None:
     """Why a federation's rows measure nothing: its model's accuracy is not a number."""
     values = [r.get("test_accuracy") for r in attacked if "test_accuracy" in r]
     if values and all(finite_or_none(v) is None for v in values):
@@ -106,7 +107,7 @@ def _interval_of(values: list[float]) -> dict:
     return {"mean": finite_or_none(mean), "ci": [finite_or_none(low), finite_or_none(high)], "seeds": len(values)}
 
 
-def what_if(rows: list[dict], federations: list[dict], claims: dict[str, dict] | None = None) -> list[dict]:
+def what_if(rows: list[Row], federations: list[dict], claims: dict[str, dict] | None = None) -> list[dict]:
     """Per what-if setting, the federation as configured first: the verdict cell at the ``hints``
     level (pooled over its seeds and rounds), its test accuracy over seeds and the cost against
     the federation as configured (paired by seed), DP's epsilon, and the stop claim
@@ -117,7 +118,7 @@ def what_if(rows: list[dict], federations: list[dict], claims: dict[str, dict] |
     accuracy: dict[str, dict[int, float | None]] = defaultdict(dict)
     for fed in federations:
         accuracy[fed["setting"]][fed["seed"]] = finite_or_none(fed.get("accuracy"))
-    by_setting: dict[str, list[dict]] = defaultdict(list)
+    by_setting: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_setting[row["setting"]].append(row)
     own_accuracy = accuracy.get(AS_CONFIGURED, {})
@@ -168,7 +169,7 @@ def cheapest_stop(settings: list[dict]) -> dict | None:
     return max(stopping, key=lambda s: s["accuracy"]["mean"]) if stopping else None
 
 
-def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note: str | None = None,
+def audit_facts(rows: list[Row], utility: list[dict], plan: dict, what_if_note: str | None = None,
                 what_if_federations: list[dict] = (), claims: dict[str, dict] | None = None) -> dict:
     """Everything the page and ``--fail-on`` read, JSON-ready. ``plan["not_attacked"]``: level ->
     round -> why the audit did not attack that cell; ``what_if_federations``: see :func:`what_if`."""
@@ -193,7 +194,7 @@ def audit_facts(rows: list[dict], utility: list[dict], plan: dict, what_if_note:
             "cheapest_stop": cheapest_stop(settings) if settings else None}
 
 
-def caught(rows: list[dict]) -> dict | None:
+def caught(rows: list[Row]) -> dict | None:
     """Of the malicious level's attacked updates, how many its clients' ``crafted_check`` flagged
     (an aggregate: when one of its clients did); None where the level ran no check."""
     flags = {}

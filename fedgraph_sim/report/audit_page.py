@@ -10,11 +10,12 @@ import tempfile
 from pathlib import Path
 
 from fedgraph_sim.atomic_files import write_text_atomically
+from fedgraph_sim.provenance import provenance_line
 from fedgraph_sim.report.artifacts import new_figure
 from fedgraph_sim.report.audit_facts import GAINS, audit_facts, points, verdict_lines, write_facts
 from fedgraph_sim.report.html import Page
 from fedgraph_sim.report.stop_rule import outcome_text
-from fedgraph_sim.results import provenance_line, read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.utility import read_utility
 
 DRAWN = 3  # reconstructions drawn beside the truth

@@ -18,7 +18,7 @@ from fedgraph_sim.report.groups import Group, defense_labels, defense_order, gro
 from fedgraph_sim.report.inputs import ReportInput, load, paper_row
 from fedgraph_sim.report.stopping import stopping_table
 from fedgraph_sim.report.tables import caption, markdown, summary_grid
-from fedgraph_sim.results import federation_key, summarize
+from fedgraph_sim.rows.statistics import federation_key, summarize
 
 REPORT = "report.md"
 FIGURES = "figures"

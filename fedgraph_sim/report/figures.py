@@ -1,6 +1,6 @@
 """Summary figures over defense settings (identity alignment, the papers' convention), one panel
 or figure per metric of the report's tables (a sweep spec's ``metrics``), each value as the tables
-show it (``results.shown``: GSM and FULL over every attacked graph with failures as 0).
+show it (``rows.statistics.shown``: GSM and FULL over every attacked graph with failures as 0).
 
 - ``metric_vs_strength_<family>.png``: reconstruction quality against defense strength, one line
   per attack with std error bars, undefended rows at strength 0, the gradient-free prior as a dashed
@@ -177,7 +177,7 @@ def _heatmap(groups: list[Group], metric: str, path: Path) -> Outcome:
 
 def frontiers(groups: list[Group], metrics: tuple[str, ...], out: Path) -> Iterator[Outcome]:
     if not any(g.test_accuracy()["count"] for g in groups):
-        yield Skipped("frontier", "no test accuracy in the rows or utility.jsonl (is data.test_fraction 0?)")
+        yield Skipped("frontier", "no test accuracy in the result or utility rows (is data.test_fraction 0?)")
         return
     for metric in metrics:
         name = f"frontier_{metric}"

@@ -1,7 +1,7 @@
 """Result rows grouped per (dataset, attack, training setting, defense setting), with every number
 the report shows.
 
-Reconstruction metrics follow the tables' one convention (``results.shown``): mean ± std over the
+Reconstruction metrics follow the tables' one convention (``rows.statistics.shown``): mean ± std over the
 scored graphs, or over every attacked graph with failures as 0 for GRAIN's GSM family. Test
 accuracy is a property of a federation, repeated on each of its rows, so it is averaged over the
 distinct federations (seeds) of the setting, not over rows. Epsilon grows with the rounds, so it is
@@ -14,7 +14,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from fedgraph_sim.results import run_columns, shown
+from fedgraph_sim.rows.record import Row
+from fedgraph_sim.rows.statistics import run_columns, shown
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Group:
     strength: float
     param: str | None = None
     order: tuple = ()  # sort key of the defense setting (see defense_order)
-    rows: list[dict] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     setting: str = ""  # a sweep's settings-axis label ("" without one)
 
     @property
@@ -35,7 +36,7 @@ class Group:
         return f"{self.attack} [{self.setting}]" if self.setting else self.attack
 
     @property
-    def ok(self) -> list[dict]:
+    def ok(self) -> list[Row]:
         return [r for r in self.rows if r.get("status", "ok") == "ok"]
 
     @property
@@ -43,7 +44,7 @@ class Group:
         return Counter(r.get("status", "ok") for r in self.rows)
 
     def shown(self, name: str, alignment: str = "identity") -> dict:
-        """What the tables show for catalogue metric ``name`` (``results.shown``): ``mean``,
+        """What the tables show for catalogue metric ``name`` (``rows.statistics.shown``): ``mean``,
         ``std``, ``count``, the ``prior`` and the ``gain`` over it on the same graphs."""
         return shown(self.rows, name, alignment)
 
@@ -61,7 +62,7 @@ class Group:
         return run_columns(self.rows)["defense_epsilon_max"]
 
 
-def defense_order(rows: list[dict]) -> dict[str, tuple]:
+def defense_order(rows: list[Row]) -> dict[str, tuple]:
     """Sort key per defense label: no defense first, then families in order of appearance, then
     strength (settings without one last, by label)."""
     families: dict[str, int] = {}
@@ -79,7 +80,7 @@ def setting_label(setting: str, defense: str) -> str:
     return f"{setting} {defense}".strip() if setting else defense
 
 
-def group_rows(rows: list[dict]) -> list[Group]:
+def group_rows(rows: list[Row]) -> list[Group]:
     """Groups ordered by dataset, attack and setting (first appearance), then defense order."""
     order = defense_order(rows)
     groups: dict[tuple, Group] = {}

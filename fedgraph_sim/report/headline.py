@@ -14,12 +14,13 @@ from pathlib import Path
 
 from fedgraph_sim.metrics import PRIORS, metric_column
 from fedgraph_sim.report.drawings import drawing_figure
-from fedgraph_sim.results import is_attempted
+from fedgraph_sim.rows.record import Row
+from fedgraph_sim.rows.statistics import is_attempted
 
 EXACT = metric_column("gsm", "full_iso")
 
 
-def exact_counts(rows: list[dict]) -> dict[str, tuple[int, int]]:
+def exact_counts(rows: list[Row]) -> dict[str, tuple[int, int]]:
     """Per attack (priors left out), in row order: (graphs rebuilt exactly, graphs attacked)."""
     counts: dict[str, list[int]] = {}
     for row in rows:
@@ -31,7 +32,7 @@ def exact_counts(rows: list[dict]) -> dict[str, tuple[int, int]]:
     return {attack: (exact, attacked) for attack, (exact, attacked) in counts.items()}
 
 
-def headline(rows: list[dict]) -> str:
+def headline(rows: list[Row]) -> str:
     """The verdict first, in one of three outcomes (``leaks``, ``no leak found``, ``not measured``:
     :func:`fedgraph_sim.report.audit_facts.cell`), then each attack's count, most exact first."""
     from fedgraph_sim.report.audit_facts import LEAKS, NO_LEAK, cell

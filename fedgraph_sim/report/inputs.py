@@ -1,10 +1,10 @@
 """What a report reads from a run or sweep directory: result rows, drawings and the paper table.
 
 A sweep directory has ``sweep.yaml``, ``cells/<id>/drawings/*.json`` and ``federations/<id>/``; a
-run directory has ``config.yaml``, ``drawings/*.json`` and ``utility.jsonl``. Rows are completed
+run directory has ``config.yaml``, ``drawings/*.json`` and its utility rows. Rows are completed
 here so that everything downstream can rely on columns a single run does not write:
 ``defense_family``, ``defense_param``, ``defense_strength`` (NaN unless the stack has exactly one
-numeric parameter) and ``test_accuracy`` (from the federation's ``utility.jsonl`` if missing).
+numeric parameter) and ``test_accuracy`` (from the federation's utility rows if missing).
 A sweep's tables show the columns its spec's ``metrics`` names (a run's ``config.yaml`` has a
 ``metrics`` section of its own, the scoring's ``entries``, so only ``sweep.yaml`` is read for them);
 otherwise the default columns, with GSM-0, GSM-2 and FULL when a row was scored for them. The
@@ -23,7 +23,8 @@ from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.metrics import ALIGNMENTS, metric, shown_in
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.report.tables import table_metrics
-from fedgraph_sim.results import RESULTS_JSONL, RESULTS_PARQUET, has_rows, read_rows
+from fedgraph_sim.rows.record import Row, federation_id
+from fedgraph_sim.rows.store import RESULTS_JSONL, RESULTS_PARQUET, has_rows, read_rows
 from fedgraph_sim.utility import final_utility, read_utility
 from fedgraph_sim.yaml_files import read_yaml
 
@@ -35,12 +36,12 @@ class ReportInput:
     directory: Path
     name: str
     kind: str  # "sweep" or "run"
-    rows: list[dict]
+    rows: list[Row]
     drawings: list[dict] = field(default_factory=list)
     reference: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # problems met while reading, for report.md
     metrics: tuple[str, ...] = field(default_factory=lambda: shown_in("report"))  # the tables' metric columns
-    # per federation, (dataset, setting, defense) -> its utility.jsonl rows (round by round)
+    # per federation, (dataset, setting, defense) -> its utility rows (round by round)
     utility: dict[tuple, list[list[dict]]] = field(default_factory=dict)
 
 
@@ -48,7 +49,7 @@ def _numeric(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def defense_setting(row: dict) -> tuple[str, str | None, float]:
+def defense_setting(row: Row) -> tuple[str, str | None, float]:
     """``(family, param, strength)``: the sweep's columns, else derived from ``defense_stack`` as
     :class:`~fedgraph_sim.config.DefenseSetting` does for a fixed stack."""
     if row.get("defense_family") is not None:
@@ -75,7 +76,7 @@ def paper_row(reference: dict, dataset: str, defense: str, attack: str) -> dict[
     return {m: float(v) for m, v in zip(reference.get("metrics") or [], numbers) if _numeric(v)}
 
 
-def _default_metrics(rows: list[dict]) -> tuple[str, ...]:
+def _default_metrics(rows: list[Row]) -> tuple[str, ...]:
     """The report's metrics, those counting failures (GRAIN's GSM and FULL) only if a row carries them."""
     def scored(name: str) -> bool:
         return any(row.get(f"{alignment}_{name}") is not None for row in rows for alignment in ALIGNMENTS)
@@ -83,7 +84,7 @@ def _default_metrics(rows: list[dict]) -> tuple[str, ...]:
     return tuple(m for m in shown_in("report") if not metric(m).counts_failures or scored(m))
 
 
-def _table_metrics(spec: dict, kind: str, rows: list[dict], notes: list[str]) -> tuple[str, ...]:
+def _table_metrics(spec: dict, kind: str, rows: list[Row], notes: list[str]) -> tuple[str, ...]:
     """A sweep spec's ``metrics``, else the default columns (also, with a note, when the stored list
     is not valid: the report is still written). A run's ``config.yaml`` has a ``metrics`` section of
     its own (the scoring's), so a run always takes the default."""
@@ -120,17 +121,21 @@ def _load_plugins(config: dict, notes: list[str]) -> None:
         notes.append(f"{exc}; its metrics are not shown")
 
 
-def _with_utility(rows: list[dict], directory: Path, kind: str) -> list[dict]:
-    """Fill ``test_accuracy``/``test_loss`` from ``utility.jsonl`` where a row lacks them (a single
+def _federation_dir(row: Row, directory: Path, kind: str) -> Path:
+    """The directory of the federation ``row`` was attacked in: a sweep cell's under
+    ``federations/``, else the run directory itself (its ``utility`` rows)."""
+    federation = federation_id(row) if kind == "sweep" else None
+    return directory if federation is None else directory / "federations" / federation
+
+
+def _with_utility(rows: list[Row], directory: Path, kind: str) -> list[dict]:
+    """Fill ``test_accuracy``/``test_loss`` from the utility rows where a row lacks them (a single
     run's rows are written before its last round, so only its summary carries them)."""
     cache: dict[Path, dict] = {}
     out = []
     for row in rows:
         if row.get("test_accuracy") is None:
-            if kind == "sweep" and isinstance(row.get("cell"), str):
-                source = directory / "federations" / row["cell"].rsplit("__", 1)[0]
-            else:
-                source = directory
+            source = _federation_dir(row, directory, kind)
             if source not in cache:
                 cache[source] = final_utility(source)
             row = {**row, **{k: v for k, v in cache[source].items() if row.get(k) is None}}
@@ -138,13 +143,11 @@ def _with_utility(rows: list[dict], directory: Path, kind: str) -> list[dict]:
     return out
 
 
-def _utility_curves(rows: list[dict], directory: Path, kind: str) -> dict[tuple, list[list[dict]]]:
+def _utility_curves(rows: list[Row], directory: Path, kind: str) -> dict[tuple, list[list[dict]]]:
     """Each federation's round-by-round utility, keyed by what the report groups it by."""
     sources: dict[Path, tuple] = {}
     for row in rows:
-        cell = row.get("cell")
-        source = (directory / "federations" / cell.rsplit("__", 1)[0]
-                  if kind == "sweep" and isinstance(cell, str) else directory)
+        source = _federation_dir(row, directory, kind)
         sources.setdefault(source, (row["dataset"], row.get("setting") or "", row["defense"]))
     curves: dict[tuple, list[list[dict]]] = {}
     for source, key in sources.items():

@@ -53,7 +53,7 @@ def front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def pareto_figures(groups: list[Group], metrics: tuple[str, ...], out: Path) -> Iterator[Saved | Skipped]:
     if not any(g.test_accuracy()["count"] for g in groups):
-        yield Skipped("pareto", "no test accuracy in the rows or utility.jsonl (is data.test_fraction 0?)")
+        yield Skipped("pareto", "no test accuracy in the result or utility rows (is data.test_fraction 0?)")
         return
     for name in metrics:
         yield attempt(f"pareto_{name}", lambda: _figure(groups, name, out / f"pareto_{name}.png"))

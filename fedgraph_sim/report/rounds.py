@@ -24,7 +24,8 @@ from fedgraph_sim.metrics import PRIORS, aggregate, metric, shown_in
 from fedgraph_sim.report.artifacts import Saved, Skipped, attempt, new_figure, save
 from fedgraph_sim.report.figures import _colors, _unique
 from fedgraph_sim.report.groups import Group, setting_label
-from fedgraph_sim.results import summarize
+from fedgraph_sim.rows.record import Row, group_key
+from fedgraph_sim.rows.statistics import summarize
 
 
 def _mean_curve(curves: list[list[dict]], key: str) -> tuple[list[int], list[float]]:
@@ -104,8 +105,8 @@ def _window_accuracy(curves: list[list[dict]], first: int, last: int) -> dict:
     return {"test_accuracy_mean": mean, "test_accuracy_std": std, "federations": len(means)}
 
 
-def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
-    """``results.summarize`` entries of the attacks (not the priors, which every entry's gain
+def window_entries(rows: list[Row], utility: dict[tuple, list[list[dict]]]) -> list[dict]:
+    """``rows.statistics.summarize`` entries of the attacks (not the priors, which every entry's gain
     already holds) per round window, each labelled ``rounds`` ("50" or "1-15") and carrying the
     test accuracy of the global models the window's clients trained. Empty when fewer than two
     rounds were attacked."""
@@ -122,14 +123,13 @@ def window_entries(rows: list[dict], utility: dict[tuple, list[list[dict]]]) -> 
                          **_window_accuracy(utility.get(key, []), first, last))
             entries.append(entry)
     # each attack and setting together; the sort is stable, so its windows stay in order
-    firsts = list(dict.fromkeys((r.get("dataset", ""), r["attack"], r.get("setting") or "", r.get("defense", "none"))
-                                for r in attacked))
+    firsts = list(dict.fromkeys(group_key(r) for r in attacked))
     return sorted(entries, key=lambda e: firsts.index((e["dataset"], e["attack"], e["setting"], e["defense"])))
 
 
 def utility_figures(utility: dict[tuple, list[list[dict]]], out: Path) -> Iterator[Saved | Skipped]:
     if not utility:
-        yield Skipped("utility", "no utility.jsonl (is data.test_fraction 0?)")
+        yield Skipped("utility", "no utility rows (is data.test_fraction 0?)")
         return
     colors = _colors(_unique(setting_label(s, d) for _, s, d in utility))
     for dataset in _unique(d for d, _, _ in utility):

@@ -29,7 +29,8 @@ import math
 from collections import defaultdict
 
 from fedgraph_sim.metrics import PRIORS, none_seen_bound, wilson_interval
-from fedgraph_sim.results import is_attempted
+from fedgraph_sim.rows.record import Row
+from fedgraph_sim.rows.statistics import is_attempted
 
 EXACT = "gsm_full_iso"
 LEAKS, NO_LEAK, NOT_MEASURED = "leaks", "no leak found", "not measured"
@@ -53,7 +54,7 @@ def _rate(values: list[float]) -> dict:
             "ci": [finite_or_none(v) for v in wilson_interval(exact, len(values))]}
 
 
-def exact_by_attack(rows: list[dict]) -> dict[str, list[float]]:
+def exact_by_attack(rows: list[Row]) -> dict[str, list[float]]:
     """Attack -> 1/0 per attacked graph (a failed call 0), priors and inapplicable rows left out."""
     out: dict[str, list[float]] = defaultdict(list)
     for row in rows:
@@ -62,7 +63,7 @@ def exact_by_attack(rows: list[dict]) -> dict[str, list[float]]:
     return out
 
 
-def cell(rows: list[dict], diverged: str | None = None) -> dict:
+def cell(rows: list[Row], diverged: str | None = None) -> dict:
     """The outcome of one cell (a threat level at a round, a defense setting) from its rows
     (``diverged``: why the federation behind them trained nothing usable, which makes the cell
     ``not measured`` whatever the rows say)."""
@@ -119,7 +120,7 @@ def stop_claim(own: dict, other: dict) -> tuple[str, float | None]:
     return ("stops" if p < STOP_P and other["decided"] else "undecided"), p
 
 
-def unit_rows(rows: list[dict], like: list[dict]) -> list[dict]:
+def unit_rows(rows: list[Row], like: list[Row]) -> list[Row]:
     """Those of ``rows`` on the units (seed and round) that ``like`` covers: a stop claim's leak
     is measured on the same units as the setting it is compared with."""
     covered = {(r.get("seed"), r["round"]) for r in like}

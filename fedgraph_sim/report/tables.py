@@ -1,4 +1,4 @@
-"""Summary tables: one table model for every view of ``results.summarize`` entries.
+"""Summary tables: one table model for every view of ``rows.statistics.summarize`` entries.
 
 :func:`summary_grid` lays out label columns, the graph count, one column per catalogue metric
 (its short name as header) and optional utility columns, with a paper's row under ours where a

@@ -24,7 +24,7 @@ from clients.secaggplus_mod import secaggplus_mods
 from clients.turn import train_reply
 from fedgraph_sim.config import RunConfig, load_config
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.results import new_run_dir
+from fedgraph_sim.run_dirs import new_run_dir
 from fedgraph_sim.runtime.session import Session
 from fedgraph_sim.runtime.stopping import RunStopped, StoppableGrid
 from server.secaggplus import CuriousSecAggPlus, SecAggPlusRounds

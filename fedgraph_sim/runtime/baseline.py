@@ -7,7 +7,7 @@ with batches of K * b (McMahan et al., "Communication-Efficient Learning of Deep
 Decentralized Data", AISTATS 2017), so each round the baseline takes ``local_steps`` steps on
 batches of ``num_clients * batch_size`` graphs drawn from the pooled partitions (seeded per
 round), the number of gradient steps each client takes. Evaluated on the same test split after
-every round, beside the global model (``utility.jsonl``: ``centralised_test_accuracy``).
+every round, beside the global model (the utility rows: ``centralised_test_accuracy``).
 """
 
 from __future__ import annotations

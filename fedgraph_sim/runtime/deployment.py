@@ -33,7 +33,7 @@ from typing import Callable, TextIO
 from fedgraph_sim.config import RunConfig
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.processes import descendants, end, spawn
-from fedgraph_sim.results import new_run_dir
+from fedgraph_sim.run_dirs import new_run_dir
 from fedgraph_sim.runtime.simulation import FLOWER_ENV
 
 ROLES = ("all", "superlink", "supernodes")

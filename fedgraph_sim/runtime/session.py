@@ -26,7 +26,10 @@ from fedgraph_sim.evaluation import Evaluator, Prior, ThreatGrants
 from fedgraph_sim.metrics import PRIORS
 from fedgraph_sim.models import evaluate
 from fedgraph_sim.plugins import load_plugins
-from fedgraph_sim.results import RESULTS_JSONL, provenance, read_rows, seal, summarize, write_summary
+from fedgraph_sim.provenance import provenance
+from fedgraph_sim.rows.statistics import summarize
+from fedgraph_sim.rows.store import RESULTS_JSONL, read_rows, seal
+from fedgraph_sim.rows.summary_csv import write_summary
 from fedgraph_sim.runtime.stopping import StopRequest
 from fedgraph_sim.scenario import Scenario, attacker_knowledge, build_scenario, check_model_fits
 from fedgraph_sim.threat import AttackerKnowledge

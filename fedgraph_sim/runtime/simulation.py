@@ -17,7 +17,9 @@ from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import RunConfig, config_hash, to_yaml
 from fedgraph_sim.errors import Stopped
 from fedgraph_sim.local_ray import prepare_local_ray
-from fedgraph_sim.results import claim_run_dir, new_run_dir, provenance, read_rows, seal
+from fedgraph_sim.provenance import provenance
+from fedgraph_sim.rows.store import read_rows, seal
+from fedgraph_sim.run_dirs import claim_run_dir, new_run_dir
 from fedgraph_sim.runtime.session import Session, attack_pipeline
 from fedgraph_sim.runtime.stopping import quiet_console, startup_checkpoint
 from fedgraph_sim.utility import final_utility

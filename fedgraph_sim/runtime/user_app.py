@@ -30,7 +30,7 @@ from flwr.serverapp.strategy import FedAvg, Strategy
 
 from fedgraph_sim.config import RunConfig, load_config, parse_overrides, set_dotted, validate_config
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.results import new_run_dir
+from fedgraph_sim.run_dirs import new_run_dir
 from fedgraph_sim.runtime.session import Session
 from server.strategy import Curious
 

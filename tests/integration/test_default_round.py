@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.report.headline import exact_counts
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_round.py"
 

@@ -1,7 +1,6 @@
 """Flower's Deployment Engine on loopback (``fedgraph-sim deploy``): the simulation's rows, and no
 process left behind after success, failure or Ctrl-C."""
 
-import json
 import math
 import signal
 import subprocess
@@ -13,9 +12,10 @@ import pytest
 
 from fedgraph_sim.config import DEFAULT_CONFIG, load_config
 from fedgraph_sim.processes import alive
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.deployment import Launch, free_port
 from fedgraph_sim.runtime.simulation import run
+from fedgraph_sim.utility import read_utility
 
 pytestmark = pytest.mark.slow
 
@@ -55,10 +55,8 @@ def test_the_deployment_engine_gives_the_simulations_rows_and_leaves_no_process(
     assert launch() == "finished:completed"
     assert len(launch.stopped) >= 4  # the SuperLink, two SuperNodes, flwr run (and their children)
     assert _rows(tmp_path / "deployed") == _rows(simulated.run_dir)
-    deployed_utility = (tmp_path / "deployed" / "utility.jsonl").read_text().splitlines()
-    simulated_utility = (simulated.run_dir / "utility.jsonl").read_text().splitlines()
-    assert [json.loads(u)["test_accuracy"] for u in deployed_utility] == \
-           [json.loads(u)["test_accuracy"] for u in simulated_utility]
+    assert [u["test_accuracy"] for u in read_utility(tmp_path / "deployed")] == \
+           [u["test_accuracy"] for u in read_utility(simulated.run_dir)]
     assert _pids_gone(tmp_path / "deployed") == []
 
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 
 pytestmark = pytest.mark.slow
 EMPTY = ["data.dataset=synthetic", "partition.min_partition_size=0", "partition.alpha=0.01",

@@ -5,7 +5,7 @@ granted-adjacency threat for the "+A" baselines, GSM for every attack and prior.
 import pytest
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session

@@ -5,7 +5,7 @@ gradients kept out of the aggregate and handed to GLG's Node-2 attacker, Node-1 
 import pytest
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session

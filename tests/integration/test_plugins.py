@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

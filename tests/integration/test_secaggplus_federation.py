@@ -8,7 +8,7 @@ import pytest
 
 from fedgraph_sim.capture import CaptureStore
 from fedgraph_sim.config import load_config
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime import Session
 from fedgraph_sim.runtime.simulation import run
 from server.secaggplus import revealed_mean_error_bound

@@ -1,15 +1,15 @@
 """A real Flower federation: run_simulation on Ray, 2 client actors, 1 round, synthetic data."""
 
 import csv
-import json
 
 import pytest
 import yaml
 
 from clients.defenses.accounting import client_level_epsilons
 from fedgraph_sim.config import load_config
-from fedgraph_sim.results import has_rows, read_rows
+from fedgraph_sim.rows.store import has_rows, read_rows
 from fedgraph_sim.runtime.simulation import run
+from fedgraph_sim.utility import read_utility
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # one Ray for the session
 
@@ -54,7 +54,7 @@ def test_captured_federation_replays_to_attacks_with_utility_and_epsilon(tmp_pat
         "defenses=[{name: dp_sgd, noise_multiplier: 1.0, clip: 1.0}]", f"output.dir={tmp_path}"])
     federation = run(config, session=Session(config, capture=True), run_dir=tmp_path / "fed")
     assert not has_rows(federation.run_dir)  # capture only: no attacks ran
-    utility = [json.loads(line) for line in (federation.run_dir / "utility.jsonl").read_text().splitlines()]
+    utility = read_utility(federation.run_dir)
     assert [u["round"] for u in utility] == [0, 1, 2] and all(u["test_graphs"] == 12 for u in utility)
 
     attack_config = config.model_copy(update={"attack": config.attack.model_copy(

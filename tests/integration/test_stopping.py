@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 
 pytestmark = pytest.mark.slow
 ENDLESS = ["data.dataset=synthetic", "federation.num_clients=2", "federation.rounds=1000000",

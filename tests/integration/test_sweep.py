@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime import sweep
 
 pytestmark = pytest.mark.slow
@@ -111,8 +111,8 @@ def test_a_signal_to_the_runner_stops_the_sweep_and_everything_it_started(tmp_pa
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 300  # until the federation trains (its utility.jsonl grows)
-        while not list(out.glob("federations/*/utility.jsonl")) and time.time() < deadline and proc.poll() is None:
+        deadline = time.time() + 300  # until the federation trains (its utility.jsonl grows; sealed once done)
+        while not list(out.glob("federations/*/utility.*")) and time.time() < deadline and proc.poll() is None:
             time.sleep(0.5)
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         start = time.time()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.data.store import cache_root, data_root
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from server.sandbox import namespaces_available
 
 # the plugin's routes (importing the plugin here would register its attack for every other test)

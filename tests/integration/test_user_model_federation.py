@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fedgraph_sim.config import load_config
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.simulation import run
 
 pytestmark = [pytest.mark.slow]

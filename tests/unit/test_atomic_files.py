@@ -17,7 +17,7 @@ sys.path.insert(0, sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 disk = sys.argv[2]
 assert libc.mount(b"tmpfs", disk.encode(), b"tmpfs", 0, b"size=16k") == 0, ctypes.get_errno()
-from fedgraph_sim.results import write_summary
+from fedgraph_sim.rows.summary_csv import write_summary
 write_summary(disk, [{"attack": "grain", "n": 1}])  # fits
 before = open(os.path.join(disk, "summary.csv")).read()
 try:

@@ -10,7 +10,8 @@ from clients.training import fedsgd_gradient
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import load_config
 from fedgraph_sim.models import GraphClassifier
-from fedgraph_sim.results import read_rows, summarize
+from fedgraph_sim.rows.statistics import summarize
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.session import attack_pipeline
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 from fedgraph_sim.threat import ObservedUpdate

@@ -19,7 +19,7 @@ from attacks.base import Attack, Reconstruction
 from attacks.priors import AuxMeanAdjacency
 from attacks.random_guess import RandomGuess
 from fedgraph_sim.audit import AuditRecord, AuditStore
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.rows.store import read_rows
 from tests.unit.test_attack_runner import make_runner
 
 pytestmark = pytest.mark.slow  # each test starts worker interpreters

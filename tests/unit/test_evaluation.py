@@ -8,8 +8,8 @@ import torch
 from attacks.random_guess import RandomGuess
 from fedgraph_sim.audit import AuditRecord, AuditStore
 from fedgraph_sim.config import load_config
-from fedgraph_sim.evaluation import Evaluator, ResultRow, ThreatGrants
-from fedgraph_sim.results import read_rows
+from fedgraph_sim.evaluation import Evaluator, ThreatGrants
+from fedgraph_sim.rows.store import read_rows
 from fedgraph_sim.runtime.session import build_priors
 from fedgraph_sim.scenario import attacker_knowledge, build_scenario
 from fedgraph_sim.threat import AttackOutcome, ObservedUpdate
@@ -122,23 +122,6 @@ class _Ctx:
 
     def generator(self):
         return torch.Generator().manual_seed(0)
-
-
-def test_a_result_row_flattens_to_the_jsonl_columns():
-    row = ResultRow(run="r", dataset="d", seed=0, round=1, client=0, observed="client", aggregated_clients=1,
-                    dropped_clients=0, batch_index=0,
-                    graph_id=3, num_nodes=4, attack="a", defense="none", defense_stack=[], status="ok",
-                    message="", seconds=0.5, update_kind="gradient", exact_gradient=True, batch_size=1,
-                    local_steps=1, attack_input="gradient",
-                    aux="same:holdout", hint_node_count=True, hint_label=False, hint_adjacency=False,
-                    hint_features=False, hint_per_node_gradients=False, hint_node_labels=False, read_node_count=True,
-                    read_label=False, read_adjacency=False, read_features=False, read_node_labels=False,
-                    node_order="original", label_true=1, defense_report={"epsilon": 2.0}, extra={"cell": "c"},
-                    label_guess=1, scores={"identity_adj_auc": 0.75}, info={"rank": 2})
-    flat = row.as_dict()
-    assert flat["defense_epsilon"] == 2.0 and flat["cell"] == "c" and flat["info_rank"] == 2
-    assert flat["label_correct"] == 1 and flat["identity_adj_auc"] == 0.75
-    json.dumps(flat)
 
 
 def test_threat_grants_give_each_attack_only_its_hints(tmp_path):

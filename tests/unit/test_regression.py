@@ -13,7 +13,7 @@ from clients.training import fedsgd_gradient
 from fedgraph_sim.config import load_config
 from fedgraph_sim.data import make_synthetic
 from fedgraph_sim.errors import ConfigError
-from fedgraph_sim.evaluation.rows import ResultRow
+from fedgraph_sim.rows.record import ResultRow
 from fedgraph_sim.models import GraphClassifier, classification_loss, evaluate
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 

@@ -14,7 +14,7 @@ from fedgraph_sim.report.groups import group_rows
 from fedgraph_sim.report.inputs import defense_setting, load
 from fedgraph_sim.report.rounds import round_windows
 from fedgraph_sim.metrics import metric, shown_in
-from fedgraph_sim.results import read_rows, seal
+from fedgraph_sim.rows.store import read_rows, seal
 
 #: The report's metrics shown whatever the rows (the fixture has no GSM or FULL scores).
 ALWAYS = tuple(m for m in shown_in("report") if not metric(m).counts_failures)

@@ -26,7 +26,7 @@ FORBIDDEN = (
     "server",  # the curious strategy and the attack runner, which call the attacks
     "fedgraph_sim.audit",  # the ground truth
     "fedgraph_sim.evaluation",  # scores against the ground truth: the only reader of the audit store
-    "fedgraph_sim.results",  # result rows, scored against the ground truth
+    "fedgraph_sim.rows",  # result rows, scored against the ground truth
     "fedgraph_sim.report",  # reads the result rows
     "fedgraph_sim.scenario",  # the case under audit: which graphs each client holds, the held-out set
     # The data package reads datasets (tu, moleculenet; dataset, the container they fill), the

@@ -49,3 +49,37 @@ def test_auc_ranks_the_class_1_score_and_is_absent_with_one_class():
     assert metrics["test_auc"] == pytest.approx(float(pairs.mean()))
     one_class = [g for g in graphs if int(g.y) == 0]
     assert "test_auc" not in evaluate(model, one_class) and "test_accuracy" in evaluate(model, one_class)
+
+
+def test_a_sealed_run_keeps_its_utility_in_parquet_beside_the_results(tmp_path):
+    """Sealing a run moves ``utility.jsonl`` into ``utility.parquet``; every reader gets the same
+    rows and the same final utility from either, and a run sealed before utility was (only the
+    JSON lines) still reads."""
+    from fedgraph_sim.rows.store import ResultWriter, seal
+    from fedgraph_sim.utility import read_utility
+
+    for round_ in range(0, 12):
+        write_utility(tmp_path, round_, {"test_accuracy": 0.5 + round_ / 100, "test_loss": float("nan") if round_ == 3
+                                         else 1.0 / (round_ + 1), "test_graphs": 20})
+    ResultWriter(tmp_path).write({"attack": "grain", "status": "ok"})
+    streamed, final = read_utility(tmp_path), final_utility(tmp_path)
+    assert seal(tmp_path) == tmp_path / "results.parquet"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.parquet", "utility.parquet"]
+    assert repr(read_utility(tmp_path)) == repr(streamed) and final_utility(tmp_path) == final
+    assert final == {"test_accuracy": pytest.approx(0.61), "test_loss": pytest.approx(1 / 12)}
+
+    old = tmp_path / "old"  # an earlier version's run: results sealed, utility left in JSON lines
+    old.mkdir()
+    for row in streamed:
+        write_utility(old, row["round"], {k: v for k, v in row.items() if k != "round"})
+    assert repr(read_utility(old)) == repr(streamed) and final_utility(old) == final
+
+
+def test_a_run_without_result_rows_still_seals_its_utility(tmp_path):
+    from fedgraph_sim.rows.store import seal
+    from fedgraph_sim.utility import read_utility
+
+    write_utility(tmp_path, 0, {"test_accuracy": 0.5})
+    assert seal(tmp_path) is None  # no result rows to move
+    assert [p.name for p in tmp_path.iterdir()] == ["utility.parquet"]
+    assert read_utility(tmp_path) == [{"round": 0, "test_accuracy": 0.5}]

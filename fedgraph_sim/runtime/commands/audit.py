@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     from fedgraph_sim.report.audit_facts import verdict_lines
     from fedgraph_sim.report.audit_page import write_audit
-    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.rows.store import read_rows
     from fedgraph_sim.runtime.audit_plan import describe
 
     plan = describe(sweep, read_rows(runner.dir), what_if.sweep if what_if else None)
@@ -154,7 +154,7 @@ def _first_stage(sweep, runner, deadline: float) -> tuple[list[str], int]:
     """The strongest level, every other update of its rounds that decided nothing, then the weaker
     levels its rows call for and the malicious level (each planned from rows that a resumed audit
     reads alike); failures and the jobs the wall budget left unfinished."""
-    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.rows.store import read_rows
     from fedgraph_sim.runtime.audit_plan import plan_extension, plan_levels, plan_malicious
 
     failures = []
@@ -173,7 +173,7 @@ def _what_if_runner(sweep, audit_dir: Path, jobs: int, progress):
     """The what-if stage's runner (in ``<audit>/what_if``), planned from the first stage's rows, or
     None and why it does not run."""
     from fedgraph_sim.report.audit_facts import exact_attacks
-    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.rows.store import read_rows
     from fedgraph_sim.runtime.sweeps import open_sweep
     from fedgraph_sim.runtime.what_if_plan import plan_what_if
 
@@ -192,7 +192,7 @@ def _decide(runner, deadline: float, jobs: int) -> tuple[list[str], list[dict], 
     """Train the what-if federations, then attack them unit by unit until every claim is decided
     (``what_if_plan.next_cells``) or the deadline passes; failures, each trained federation's
     setting, seed and accuracy, and the jobs left unfinished."""
-    from fedgraph_sim.results import read_rows
+    from fedgraph_sim.rows.store import read_rows
     from fedgraph_sim.runtime.sweeps.jobs import DONE
     from fedgraph_sim.runtime.what_if_plan import next_cells
     from fedgraph_sim.utility import final_utility

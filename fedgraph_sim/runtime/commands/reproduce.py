@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         spec, cases, reference = load_reproduction(args.config, args.overrides,
                                                    args.cases or None)
         from fedgraph_sim.report.terminal import console, print_grid
-        from fedgraph_sim.results import faults, new_run_dir, provenance_line, read_rows, summarize
+        from fedgraph_sim.provenance import provenance_line
+        from fedgraph_sim.rows.statistics import faults, summarize
+        from fedgraph_sim.rows.store import read_rows
+        from fedgraph_sim.run_dirs import new_run_dir
         from fedgraph_sim.runtime import Session, resolve, run
 
         reuse = [Path(d) for d in args.reuse]

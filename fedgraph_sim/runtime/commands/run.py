@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from fedgraph_sim.report.headline import draw_exact, headline
     from fedgraph_sim.report.terminal import print_summary
-    from fedgraph_sim.results import faults, read_rows
+    from fedgraph_sim.rows.statistics import faults
+    from fedgraph_sim.rows.store import read_rows
 
     rows = read_rows(result.run_dir)
     console.print(headline(rows), style="bold")  # the verdict first, the evidence under it

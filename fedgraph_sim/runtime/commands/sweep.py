@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
     from fedgraph_sim.report.terminal import console as terminal_console, job_progress, print_summary
-    from fedgraph_sim.results import faults, read_rows
+    from fedgraph_sim.rows.statistics import faults
+    from fedgraph_sim.rows.store import read_rows
     from fedgraph_sim.runtime.stopping import interrupt_on_signals
     from fedgraph_sim.runtime.sweeps import open_sweep
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedgraph_sim.processes import check_main_guard
-from fedgraph_sim.results import new_run_dir
+from fedgraph_sim.run_dirs import new_run_dir
 from fedgraph_sim.runtime.sweeps.runner import SpecMismatch, SweepResult, SweepRunner, check_backend
 from fedgraph_sim.runtime.sweeps.spec import Cell, DefenseSetting, Federation, Sweep, build_sweep, load_sweep
 

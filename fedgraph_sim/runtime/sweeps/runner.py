@@ -5,7 +5,7 @@ Layout of a sweep directory::
     sweep.yaml                      the spec, as given (``--resume`` reads it back)
     reference.yaml                  the paper's table, when the spec names one
     .lock                           held by the runner at work (its PID inside)
-    federations/<id>/               a run directory with capture/, audit/, utility.jsonl, done
+    federations/<id>/               a run directory with capture/, audit/, utility.parquet, done
     cells/<id>/                     results.parquet and done for one (federation, attack)
     logs/<id>.log                   each job's worker output (Ray, Flower)
     results.parquet, summary.csv    every cell's rows in cell order, and their summary
@@ -37,7 +37,10 @@ import yaml
 
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.processes import kill_descendants
-from fedgraph_sim.results import project_version, read_rows, summarize, write_rows, write_summary
+from fedgraph_sim.provenance import project_version
+from fedgraph_sim.rows.statistics import summarize
+from fedgraph_sim.rows.store import read_rows, write_rows
+from fedgraph_sim.rows.summary_csv import write_summary
 from fedgraph_sim.runtime.sweeps.jobs import DONE, cell_job, federation_job, init_worker
 from fedgraph_sim.runtime.sweeps.spec import Cell, Federation, Sweep, spec_differences
 from fedgraph_sim.yaml_files import read_yaml

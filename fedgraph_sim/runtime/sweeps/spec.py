@@ -41,6 +41,7 @@ from fedgraph_sim import registry
 from fedgraph_sim.errors import ConfigError, require
 from fedgraph_sim.plugins import load_plugins
 from fedgraph_sim.report.tables import table_metrics
+from fedgraph_sim.rows.record import CELL_SEPARATOR
 from fedgraph_sim.runtime.reproduction import load_reference
 from fedgraph_sim.yaml_files import read_yaml
 
@@ -250,6 +251,6 @@ def build_sweep(spec: dict, folder: Path) -> Sweep:
                 cell_tree["threat"][grant] = _only(getattr(base_config.threat, grant), [attack])
             cell_config = validate_config(cell_tree)
             Session(cell_config, scenario=scenarios[key])
-            cell_id = f"{fed_id}__{_slug(attack)}-{_short_hash(cell_config.model_dump(mode='json'))}"
+            cell_id = f"{fed_id}{CELL_SEPARATOR}{_slug(attack)}-{_short_hash(cell_config.model_dump(mode='json'))}"
             sweep.cells.append(Cell(cell_id, federation, attack, cell_config))
     return sweep
