@@ -80,6 +80,11 @@ class ResultRow:
         return bool(self.scores)
 
     def as_dict(self) -> dict[str, Any]:
+        """The flat row the store keeps (:class:`Row`): the fields, each defense report entry as
+        ``defense_<key>``, the ``extra`` columns, each prior as :func:`prior_column`, and the
+        attack's diagnostics as ``info_<key>``. A scored row adds ``label_guess``, ``label_correct``
+        (1 or 0; None for a regression target or no guess), for a regression target
+        ``label_error`` (the absolute error; None without a guess), and its ``scores`` columns."""
         skip = ("defense_report", "extra", "label_guess", "scores", "priors", "info")
         row = {k: v for k, v in vars(self).items() if k not in skip}
         row.update({f"{DEFENSE_PREFIX}{k}": v for k, v in self.defense_report.items()})
@@ -172,23 +177,45 @@ class Row(TypedDict, total=False):
 
 
 def prior_column(column: str) -> str:
-    """The column of the best gradient-free prior's value for metric column ``column``."""
+    """The column of the best gradient-free prior's value for metric column ``column``.
+
+    Args:
+        column (str): a metric column (``metrics.metric_column``), e.g. ``identity_adj_auc``.
+
+    Returns:
+        ``prior_<column>``.
+    """
     return f"prior_{column}"
 
 
 def gain_column(column: str) -> str:
-    """The column of the attack's information gain over that prior for metric column ``column``."""
+    """The column of the attack's information gain over that prior for metric column ``column``.
+
+    Args:
+        column (str): a metric column (``metrics.metric_column``), e.g. ``identity_adj_auc``.
+
+    Returns:
+        ``gain_<column>``.
+    """
     return f"gain_{column}"
 
 
 def group_key(row: Row) -> tuple[str, str, str, str]:
     """``(dataset, attack, setting, defense)``: what the summaries group rows by; a row without a
-    dataset or a training setting has ``""`` there, one without a defense ``"none"``."""
+    dataset or a training setting has ``""`` there, one without a defense ``"none"``.
+
+    Args:
+        row (Row): a result row; it must have an ``attack``.
+    """
     return row.get("dataset", ""), row["attack"], row.get("setting") or "", row.get("defense", "none")
 
 
 def federation_id(row: Row) -> str | None:
     """The id of the sweep federation a cell's row was attacked in (its directory under
-    ``federations/``); None for a row outside a sweep."""
+    ``federations/``); None for a row outside a sweep.
+
+    Args:
+        row (Row): a result row; a sweep's has a ``cell`` ``<federation id>__<attack>-<hash>``.
+    """
     cell = row.get("cell")
     return cell.rsplit(CELL_SEPARATOR, 1)[0] if isinstance(cell, str) else None

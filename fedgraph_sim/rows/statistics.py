@@ -16,7 +16,15 @@ from fedgraph_sim.rows.record import Row, federation_id, group_key, prior_column
 
 
 def federation_key(row: Row) -> tuple:
-    """Rows of one federation share it: a sweep cell's federation (``record.federation_id``), else the run."""
+    """Rows of one federation share it: a sweep cell's federation (``record.federation_id``), else the run.
+
+    Args:
+        row (Row): a result row.
+
+    Returns:
+        ``(dataset, seed, defense, federation id or run)``, with ``""`` for no dataset and
+        ``"none"`` for no defense.
+    """
     origin = federation_id(row)
     if origin is None:
         origin = row.get("run")
@@ -26,7 +34,17 @@ def federation_key(row: Row) -> tuple:
 def run_columns(rows: list[Row]) -> dict:
     """Per-federation numbers of a group of rows: test accuracy and (two classes) test AUC, mean ±
     std over the distinct federations (a federation's rows repeat its value), and the largest
-    DP-SGD epsilon spent by any attacked client by its attacked round."""
+    DP-SGD epsilon spent by any attacked client by its attacked round.
+
+    Args:
+        rows (list[Row]): a group's rows, of any status; those without ``test_accuracy`` (no
+            utility added) count for no federation.
+
+    Returns:
+        ``test_accuracy_mean``, ``test_accuracy_std``, ``test_auc_mean``, ``test_auc_std`` (NaN
+        without values), ``federations`` (how many had a test accuracy) and
+        ``defense_epsilon_max`` (NaN when no row spent any).
+    """
     per_federation = {federation_key(r): r for r in rows if r.get("test_accuracy") is not None}
     accuracy = aggregate(per_federation.values(), "test_accuracy")
     auc = aggregate(per_federation.values(), "test_auc")
@@ -37,13 +55,23 @@ def run_columns(rows: list[Row]) -> dict:
 
 
 def is_scored(row: Row, alignment: str = ALIGNMENTS[0]) -> bool:
-    """Rows with metrics: ``ok`` rows, and timed-out attacks scored on their best graph so far."""
+    """Rows with metrics: ``ok`` rows, and timed-out attacks scored on their best graph so far.
+
+    Args:
+        row (Row): a result row.
+        alignment (str, optional): the alignment whose ``gsm0`` column the row must have.
+            (default: ``"identity"``)
+    """
     return row["status"] in ("ok", "timeout") and metric_column(alignment, "gsm0") in row
 
 
 def is_attempted(row: Row) -> bool:
     """Rows of a graph the attack was run on, whatever came of it (not ``not_applicable``, and a
-    failed client turn attacked no graph)."""
+    failed client turn attacked no graph).
+
+    Args:
+        row (Row): a result row.
+    """
     return row.get("graph_id") is not None and row["status"] != "not_applicable"
 
 
@@ -59,7 +87,19 @@ def mean_and_gain(rows: list[Row], name: str, alignment: str, *, failures_as_zer
     attempted rows, a graph without a value counting 0 (GRAIN's convention). Graphs whose value is
     undefined (AUC without an edge) are left out of both. The prior and the gain are given only
     when every graph the mean covers has them (a granted part, or rows without auxiliary graphs,
-    have none); otherwise NaN rather than a gain over fewer graphs than the mean."""
+    have none); otherwise NaN rather than a gain over fewer graphs than the mean.
+
+    Args:
+        rows (list[Row]): the group's scored rows, or its attempted rows with ``failures_as_zero``.
+        name (str): the metric's name (``adj_auc``), not its column.
+        alignment (str): one of :data:`~fedgraph_sim.metrics.alignment.ALIGNMENTS`.
+        failures_as_zero (bool, optional): count a row that has no value and is not scored as 0
+            instead of leaving it out. (default: :obj:`False`)
+
+    Returns:
+        ``count``, the ``values`` averaged, ``mean`` and ``std`` (population; NaN for no values),
+        and the mean ``prior``, ``gain`` and ``gain_std`` (NaN unless every value has a prior).
+    """
     m, column = metric(name), metric_column(alignment, name)
     values, priors = [], []
     for row in rows:
@@ -81,7 +121,14 @@ def mean_and_gain(rows: list[Row], name: str, alignment: str, *, failures_as_zer
 def shown(rows: list[Row], name: str, alignment: str = ALIGNMENTS[0]) -> dict:
     """The mean (and gain) a table cell, a figure or a verdict shows for a metric of a group of
     rows: for metrics that count failures (GRAIN's GSM family) over every attacked graph with a
-    failure as 0, else over the scored rows; :func:`mean_and_gain` either way."""
+    failure as 0, else over the scored rows; :func:`mean_and_gain` either way.
+
+    Args:
+        rows (list[Row]): the group's rows, of any status.
+        name (str): the metric's name (``adj_auc``), not its column.
+        alignment (str, optional): one of :data:`~fedgraph_sim.metrics.alignment.ALIGNMENTS`.
+            (default: ``"identity"``)
+    """
     if metric(name).counts_failures:
         return mean_and_gain([r for r in rows if is_attempted(r)], name, alignment, failures_as_zero=True)
     return mean_and_gain([r for r in rows if _scored(r)], name, alignment)
@@ -100,12 +147,21 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def summarize(rows: Iterable[Row]) -> list[dict]:
-    """Mean, std and count of every catalogue metric per (attack, defense, alignment) over scored
-    rows, with the mean prior and the mean information gain over the same graphs
-    (:func:`mean_and_gain`); statuses are counted per attack. For metrics that count failures
-    (GRAIN's GSM family) also the paper's convention: the mean over every attacked graph with a
-    failure (no graph recovered) counted as 0, its bootstrap 95% interval (10 000 resamples), and
-    the prior and gain over those same graphs (``_all_`` keys)."""
+    """Mean, std and count of every catalogue metric per group (``record.group_key``: dataset,
+    attack, setting, defense) and alignment over scored rows, with the mean prior and the mean
+    information gain over the same graphs (:func:`mean_and_gain`); statuses are counted per group.
+    For metrics that count failures (GRAIN's GSM family) also the paper's convention: the mean over
+    every attacked graph with a failure (no graph recovered) counted as 0, its bootstrap 95%
+    interval (10 000 resamples), and the prior and gain over those same graphs (``_all_`` keys).
+    Each entry also carries the group's :func:`run_columns`.
+
+    Args:
+        rows (Iterable[Row]): result rows of any status, with the final utility columns added
+            (``utility.with_utility``) for the per-federation numbers.
+
+    Returns:
+        One entry per group and alignment, in the order the groups first appear.
+    """
     groups: dict[tuple, list[Row]] = defaultdict(list)
     every: dict[tuple, list[Row]] = defaultdict(list)
     attempted: dict[tuple, list[Row]] = defaultdict(list)
@@ -148,7 +204,13 @@ def summarize(rows: Iterable[Row]) -> list[dict]:
 def faults(rows: Iterable[Row], failed_turns: Iterable[str] = ()) -> str:
     """One warning line about the rows whose status is a fault (``threat.FAULTS``) and the client
     turns that failed over the whole run (``failed_turns``, their reasons: rows exist only for the
-    attacked rounds and clients), or ``""`` when there is neither."""
+    attacked rounds and clients), or ``""`` when there is neither.
+
+    Args:
+        rows (Iterable[Row]): the run's result rows.
+        failed_turns (Iterable[str], optional): the reason of every client turn that failed over
+            the run. (default: ``()``)
+    """
     from fedgraph_sim.threat import FAULTS  # here: threat loads torch and PyG, row statistics need neither
 
     counts = Counter(row.get("status") for row in rows if row.get("status") in FAULTS)

@@ -11,7 +11,16 @@ from fedgraph_sim.atomic_files import replace_atomically
 
 
 def write_summary(run_dir: str | Path, summary: list[dict]) -> Path:
-    """``summary.csv``, written whole or not at all (a full disk leaves no empty or torn file)."""
+    """Write ``summary.csv``, whole or not at all (a full disk leaves no empty or torn file).
+
+    Args:
+        run_dir (str or Path): the run or sweep directory the file goes in.
+        summary (list[dict]): the :func:`~fedgraph_sim.rows.statistics.summarize` entries, the
+            first one's keys as the header; none gives an empty file.
+
+    Returns:
+        The path of ``summary.csv``.
+    """
     def write(partial: Path) -> None:
         with partial.open("w", newline="") as fh:
             if not summary:
