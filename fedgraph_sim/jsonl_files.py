@@ -36,6 +36,14 @@ class JsonlWriter:
         self.rows = 0
 
     def write(self, row: dict) -> None:
+        """Append ``row`` as one JSON line, whole or not at all. A NumPy or torch scalar is written
+        as its Python number, any other value JSON cannot hold as its text, and a NaN or infinity
+        as ``NaN``/``Infinity``. When the write fails (a full disk) the part of the line that was
+        written is cut off again and :class:`~fedgraph_sim.errors.DiskFull` is raised.
+
+        Args:
+            row (dict): the object to append; its keys become the line's keys.
+        """
         data = (json.dumps(row, default=_jsonable, allow_nan=True) + "\n").encode()
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -57,7 +65,12 @@ class JsonlWriter:
 
 
 def append_jsonl(path: str | Path, row: dict) -> None:
-    """Append ``row`` to ``path`` as :class:`JsonlWriter` does, for a file written a line at a time."""
+    """Append ``row`` to ``path`` as :class:`JsonlWriter` does, for a file written a line at a time.
+
+    Args:
+        path (str or Path): the JSON-lines file, created if absent.
+        row (dict): the object to append as one line.
+    """
     JsonlWriter(path).write(row)
 
 
@@ -71,7 +84,13 @@ def _jsonable(value):
 def read_jsonl(path: str | Path, on_broken: Callable[[str], None] | None = None) -> list[dict]:
     """The JSON objects of ``path``, one per line, in order (``[]`` for a missing file). Blank
     lines are ignored; other lines that are not a JSON object are skipped, and one line
-    ``"<file name>: N unreadable line(s) ignored"`` goes to ``on_broken`` (default: the log)."""
+    ``"<file name>: N unreadable line(s) ignored"`` goes to ``on_broken`` (default: the log).
+
+    Args:
+        path (str or Path): the JSON-lines file; undecodable bytes are read as U+FFFD.
+        on_broken (Callable[[str], None], optional): takes the line counting the unreadable
+            lines, called only when there are some. (default: :obj:`None`: a warning in the log)
+    """
     path = Path(path)
     if not path.is_file():
         return []

@@ -36,7 +36,16 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 def write_parquet(rows: list[dict], path: str | Path) -> Path:
     """Write ``rows`` to ``path`` atomically (a temporary file renamed over it, so a reader never
-    sees half a file, and removed again when the write fails) and return the path."""
+    sees half a file, and removed again when the write fails) and return the path.
+
+    Args:
+        rows (list[dict]): flat result rows, each with its own keys; none may have the key
+            ``_keys``, which the store uses itself (:class:`ValueError`).
+        path (str or Path): the Parquet file to replace (or create).
+
+    Returns:
+        ``path``, as a :class:`~pathlib.Path`.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -68,7 +77,12 @@ def write_parquet(rows: list[dict], path: str | Path) -> Path:
 
 
 def read_parquet(path: str | Path) -> list[dict]:
-    """The rows :func:`write_parquet` wrote to ``path``, as it was given them."""
+    """The rows :func:`write_parquet` wrote to ``path``, as it was given them; a file another
+    tool wrote (no ``_keys`` column) gives every column in every row.
+
+    Args:
+        path (str or Path): the Parquet file.
+    """
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)

@@ -10,6 +10,9 @@ from pathlib import Path
 
 
 def library_versions() -> dict[str, str]:
+    """The installed version of each library a run's numbers depend on (``fedgraph_sim``,
+    ``torch``, ``torch_geometric``, ``flwr``, ``opacus``, ``numpy``), ``"not installed"`` for
+    one that is missing."""
     out = {}
     for name in ("fedgraph_sim", "torch", "torch_geometric", "flwr", "opacus", "numpy"):
         try:
@@ -43,7 +46,15 @@ def project_version() -> dict:
 
 def provenance(config_sha256: str | None = None) -> dict:
     """What a run directory records besides its config: library versions, the project's version
-    (``project_version``) and, given, the resolved config's hash (``config.config_hash``)."""
+    (``project_version``) and, given, the resolved config's hash (``config.config_hash``).
+
+    Args:
+        config_sha256 (str, optional): the resolved config's SHA-256 hex digest; left out of the
+            record when not given. (default: :obj:`None`)
+
+    Returns:
+        ``{"versions": ..., "project": ...}``, plus ``"config_sha256"`` when given.
+    """
     return {"versions": library_versions(), "project": project_version(),
             **({"config_sha256": config_sha256} if config_sha256 else {})}
 

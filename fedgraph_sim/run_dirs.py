@@ -19,7 +19,18 @@ from fedgraph_sim.errors import ConfigError
 
 def claim_run_dir(path: str | Path) -> Path:
     """``path`` as a run directory of its own: created if absent, refused unless empty, so a run
-    never appends its rows to another's."""
+    never appends its rows to another's.
+
+    Args:
+        path (str or Path): the directory given for the run.
+
+    Returns:
+        ``path``, as a :class:`~pathlib.Path`.
+
+    Raises:
+        ConfigError: ``path`` is a file, already holds files, or cannot be created, or
+            :func:`check_output_base` refuses it.
+    """
     path = check_output_base(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         what = "is a file" if not path.is_dir() else "already holds files (a run never writes into another's directory)"
@@ -33,7 +44,17 @@ def claim_run_dir(path: str | Path) -> Path:
 
 def check_output_base(base: str | Path) -> Path:
     """``output.dir`` as a folder runs can be created under: a symbolic link that loops or points
-    nowhere, or a file in the way, is one line naming it (``mkdir`` would say "File exists")."""
+    nowhere, or a file in the way, is one line naming it (``mkdir`` would say "File exists").
+
+    Args:
+        base (str or Path): the configured ``output.dir``; it need not exist yet.
+
+    Returns:
+        ``base``, as a :class:`~pathlib.Path`.
+
+    Raises:
+        ConfigError: ``base`` or a folder above it is a file or a broken symbolic link.
+    """
     base = Path(base)
     for part in (base, *base.parents):
         if part.is_symlink() and not part.exists():
@@ -50,7 +71,20 @@ def check_output_base(base: str | Path) -> Path:
 def new_run_dir(base: str | Path, name: str) -> Path:
     """A new ``<stamp>-<name>[-k]`` directory under ``base``, created atomically: runs started in
     the same second by separate processes each get their own (``mkdir`` fails for all but one,
-    and the others take the next suffix)."""
+    and the others take the next suffix).
+
+    Args:
+        base (str or Path): the configured ``output.dir``, created if absent.
+        name (str): the run's name (``config.name``).
+
+    Returns:
+        The new directory, ``<base>/<YYYYmmdd-HHMMSS>-<name>`` in local time, with ``-2``,
+        ``-3``, ... when that is taken.
+
+    Raises:
+        ConfigError: ``base`` is unusable (:func:`check_output_base`), cannot be created or
+            written to, or already holds 10,000 runs of that name and second.
+    """
     base = check_output_base(base)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     try:
