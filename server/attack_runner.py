@@ -29,7 +29,8 @@ from attacks.base import Attack, fit_groups
 from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  attack_seed, output_problem)
-from server.attack_workers import Call, CallResult, InProcess, Listener, WorkerPool
+from server.attack_calls import Call, CallResult, Listener
+from server.attack_workers import InProcess, WorkerPool
 from server.boundary import Boundary, boundary_for
 from server.ray_attack_workers import RayWorkers
 

@@ -37,7 +37,7 @@ import socket
 import subprocess
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import connection
 from typing import Any, Iterator
 
@@ -46,6 +46,7 @@ import torch
 from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
 from fedgraph_sim.processes import end, kill_group, one_torch_thread, spawn
 from server import sandbox
+from server.attack_calls import Call, CallResult, Listener, group_of
 from server.boundary import Boundary
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
@@ -55,44 +56,6 @@ HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPW
 #: How long a new worker may take to import torch and build its attacks before its first call
 #: starts (the call's own clock starts when it does).
 STARTUP_SECONDS = 300.0
-
-
-@dataclass
-class Call:
-    """One attack call: ``prepare`` (``payload`` = the round's updates) or ``reconstruct``
-    (``payload`` = one update)."""
-
-    index: int
-    kind: str
-    name: str
-    payload: Any
-    knowledge: Any
-    seed: int
-    budget: float
-    fit_group: str = ""  # the attack whose fit this call shares (``attacks.base.fit_groups``); default its own
-
-    def __post_init__(self) -> None:
-        self.fit_group = self.fit_group or self.name
-
-    def shares_fit_with(self, other: Call) -> bool:
-        return (self.kind == other.kind == "reconstruct" and self.seed == other.seed
-                and self.fit_group == other.fit_group)
-
-
-@dataclass
-class CallResult:
-    status: str
-    message: str = ""
-    output: Any = None  # what ``reconstruct`` returned (not yet checked), or None
-    seconds: float = 0.0
-    hints_read: frozenset = frozenset()  # the granted hints ``reconstruct`` read
-    info: dict = field(default_factory=dict)  # the diagnostics of an attack that stopped without output
-
-
-def group_of(name: str) -> str:
-    """An attack's variants share a worker and a ``ctx.shared`` store: ``graphdlg@refine`` ->
-    ``graphdlg``."""
-    return name.split("@")[0]
 
 
 def execute(attack: Attack, call: Call, ctx: AttackContext) -> CallResult:
@@ -135,16 +98,6 @@ def hints_read(call: Call, ctx: AttackContext) -> frozenset:
     if ctx.fits.get("seed") == ctx.seed:
         read = ctx.fits["hints_read"] = read | ctx.fits.get("hints_read", frozenset())
     return read
-
-
-class Listener:
-    """What the executor tells the runner while calls run (progress bars)."""
-
-    def started(self, call: Call) -> None: ...
-
-    def progress(self, call: Call, done: int, total: int) -> None: ...
-
-    def finished(self, call: Call) -> None: ...
 
 
 class InProcess:

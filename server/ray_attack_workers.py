@@ -22,8 +22,8 @@ from typing import Any, Iterator
 
 from attacks.base import Attack
 from fedgraph_sim.local_ray import init_ray
-from server.attack_workers import (Call, CallQueue, CallResult, Listener, WorkerPool, attack_specs, slots,
-                                   stateful_groups)
+from server.attack_calls import Call, CallResult, Listener
+from server.attack_workers import CallQueue, WorkerPool, attack_specs, slots, stateful_groups
 from server.boundary import Boundary
 
 
