@@ -30,8 +30,9 @@ from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  attack_seed, output_problem)
 from server.attack_calls import Call, CallResult, Listener
-from server.attack_workers import InProcess, WorkerPool
+from server.attack_workers import WorkerPool
 from server.boundary import Boundary, boundary_for
+from server.in_process_executor import InProcess
 from server.ray_attack_workers import RayWorkers
 
 log = logging.getLogger(__name__)

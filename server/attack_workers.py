@@ -43,10 +43,11 @@ from typing import Any, Iterator
 
 import torch
 
-from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
-from fedgraph_sim.processes import end, kill_group, one_torch_thread, spawn
+from attacks.base import Attack, AttackContext, Budget
+from fedgraph_sim.processes import end, kill_group, spawn
 from server import sandbox
 from server.attack_calls import Call, CallResult, Listener, group_of
+from server.attack_execution import execute, shared_store
 from server.boundary import Boundary
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
@@ -56,80 +57,6 @@ HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPW
 #: How long a new worker may take to import torch and build its attacks before its first call
 #: starts (the call's own clock starts when it does).
 STARTUP_SECONDS = 300.0
-
-
-def execute(attack: Attack, call: Call, ctx: AttackContext) -> CallResult:
-    """Run one call and turn what happened into a status (in whichever process runs it)."""
-    # seconds are read off the budget's clock, so a call stopped at its budget reports at least it
-    torch.manual_seed(ctx.seed)  # module inits draw from the global RNG: results must not depend
-    # on what ran before in this process
-    if call.kind == "prepare":
-        try:
-            attack.prepare(call.payload, call.knowledge, ctx)
-            return CallResult("ok", seconds=ctx.budget.elapsed())
-        except Exception as exc:  # reconstruct() retries and reports it in the rows
-            return CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
-                              seconds=ctx.budget.elapsed())
-    reason = attack.not_applicable(call.payload, call.knowledge)
-    if reason:
-        return CallResult("not_applicable", reason, seconds=ctx.budget.elapsed())
-    call.knowledge.forget_reads()  # the applicability check above is ours, not the attack's
-    try:
-        output = attack.reconstruct(call.payload, call.knowledge, ctx)
-        status, message = "ok", ""
-        if ctx.budget.expired():
-            status, message = "timeout", f"returned after its {ctx.budget.seconds:g} s budget"
-        result = CallResult(status, message, output, ctx.budget.elapsed())
-    except AttackTimeout as exc:
-        result = CallResult("timeout", str(exc), ctx.last_checkpoint, ctx.budget.elapsed(), info=exc.info)
-    except AttackFailed as exc:
-        result = CallResult("failed", str(exc).splitlines()[0], seconds=ctx.budget.elapsed(), info=exc.info)
-    except Exception as exc:  # an attack bug must not stop the round
-        result = CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
-                            seconds=ctx.budget.elapsed())
-    result.hints_read = hints_read(call, ctx)
-    return result
-
-
-def hints_read(call: Call, ctx: AttackContext) -> frozenset:
-    """What the call read of its granted hints. A call that reused its fit group's fit
-    (``ctx.shared_fit``) read, through that fit, what the call that computed it read."""
-    read = call.knowledge.hints_read()
-    if ctx.fits.get("seed") == ctx.seed:
-        read = ctx.fits["hints_read"] = read | ctx.fits.get("hints_read", frozenset())
-    return read
-
-
-class InProcess:
-    """``attack.workers: 0``: every call in this process, one after the other (debugging)."""
-
-    def __init__(self, attacks: dict[str, Attack]) -> None:
-        self.attacks = attacks
-        self.shared: dict[str, dict] = defaultdict(dict)
-        self.fits: dict[str, dict] = defaultdict(dict)
-
-    def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
-        for original in calls:
-            call = pickle.loads(pickle.dumps(original))  # copies, as a worker gets them
-            listener.started(call)
-            attack = self.attacks[call.name]
-            ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
-                                shared=shared_store(self.shared, attack, call), fits=self.fits[call.fit_group])
-            with one_torch_thread():
-                result = execute(attack, call, ctx)
-            listener.finished(call)
-            yield original, result
-
-    def close(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass  # a call in this process cannot be interrupted: it ends when its attack returns
-
-
-def shared_store(stores: dict[str, dict], attack: Attack, call: Call) -> dict:
-    """The run-scoped store of the call's attack group, or a fresh one for a call that stands alone."""
-    return stores[group_of(call.name)] if attack.keeps_state else {}
 
 
 def serve(conn_fd: int) -> None:
