@@ -36,103 +36,23 @@ import signal
 import socket
 import subprocess
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from multiprocessing import connection
 from typing import Any, Iterator
 
-import torch
-
-from attacks.base import Attack, AttackContext, Budget
+from attacks.base import Attack
 from fedgraph_sim.processes import end, kill_group, spawn
 from server import sandbox
-from server.attack_calls import Call, CallResult, Listener, group_of
-from server.attack_execution import execute, shared_store
+from server.attack_calls import Call, CallResult, Listener
+from server.attack_scheduling import CallQueue, slots, stateful_groups
 from server.boundary import Boundary
+from server.worker_loop import ENTRY, attack_specs
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
-#: What the sandbox runs in the worker once it is inside (``module:function``, called with the socket).
-ENTRY = "server.attack_workers:serve"
 HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
 #: How long a new worker may take to import torch and build its attacks before its first call
 #: starts (the call's own clock starts when it does).
 STARTUP_SECONDS = 300.0
-
-
-def serve(conn_fd: int) -> None:
-    """A worker's life (in :mod:`server.sandbox`'s process): receive its attacks' classes,
-    parameters and plugins, build the attacks, then answer calls until told to stop."""
-    conn = connection.Connection(conn_fd)
-    torch.set_num_threads(1)
-    from fedgraph_sim.plugins import load_plugins
-
-    specs, plugins = pickle.loads(conn.recv_bytes())
-    load_plugins(plugins)
-    instances = {name: cls(**params) for name, (cls, params) in specs.items()}
-    shared: dict[str, dict] = defaultdict(dict)
-    fits: dict[str, dict] = defaultdict(dict)
-
-    def send(message) -> None:
-        conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-
-    while True:
-        try:
-            blob = conn.recv_bytes()
-        except (EOFError, OSError):
-            return  # the server is gone
-        call = pickle.loads(blob)
-        if call is None:
-            return
-        send(("started",))
-        attack = instances[call.name]
-        ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t: send(("progress", d, t)),
-                            shared=shared_store(shared, attack, call), fits=fits[call.fit_group],
-                            stream=lambda recs: send(("checkpoint", recs)))
-        result = execute(attack, call, ctx)
-        try:
-            send(("done", result))
-        except Exception as exc:  # e.g. an output that cannot be pickled
-            send(("done", CallResult("invalid_output", f"could not be sent back: {type(exc).__name__}: {exc}",
-                                     seconds=result.seconds)))
-
-
-def attack_specs(attacks: dict[str, Attack]) -> dict[str, tuple[type, dict]]:
-    """What a worker rebuilds the attacks from: each one's class and parameters."""
-    return {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
-
-
-def stateful_groups(attacks: dict[str, Attack]) -> list[str]:
-    """The groups of attacks that keep state between calls, each pinned to one worker."""
-    return list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
-
-
-def slots(attacks: dict[str, Attack], workers: int) -> int:
-    """How many workers to start: ``workers``, but no more than the stateful groups when every
-    attack keeps state (the others would have nothing to do)."""
-    if attacks and all(a.keeps_state for a in attacks.values()):
-        workers = min(workers, len(stateful_groups(attacks)))
-    return max(1, workers)
-
-
-class CallQueue:
-    """Which call a worker takes next: the first pending one it may take (a stateful group's calls
-    only the worker ``pinned`` to the group, in the server's order), together with the later calls
-    that share its fit (``Call.shares_fit_with``), which must run after it on the same worker."""
-
-    def __init__(self, pinned: dict[str, Any]) -> None:
-        self.pinned = pinned
-        self.pending: list[Call] = []
-
-    def take(self, worker: Any) -> list[Call]:
-        for i, call in enumerate(self.pending):
-            if self.pinned.get(group_of(call.name), worker) is worker:
-                self.pending.pop(i)
-                if group_of(call.name) in self.pinned:  # a pinned group keeps the server's order
-                    return [call]
-                sharing = [c for c in self.pending if c.shares_fit_with(call)]
-                self.pending = [c for c in self.pending if not c.shares_fit_with(call)]
-                return [call, *sharing]
-        return []
 
 
 @dataclass

@@ -23,8 +23,10 @@ from typing import Any, Iterator
 from attacks.base import Attack
 from fedgraph_sim.local_ray import init_ray
 from server.attack_calls import Call, CallResult, Listener
-from server.attack_workers import CallQueue, WorkerPool, attack_specs, slots, stateful_groups
+from server.attack_scheduling import CallQueue, slots, stateful_groups
+from server.attack_workers import WorkerPool
 from server.boundary import Boundary
+from server.worker_loop import attack_specs
 
 
 class AttackActor:
