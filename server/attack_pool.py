@@ -1,4 +1,5 @@
-"""Attack calls apart from the server: worker processes with a hard time limit.
+"""A pool of attack workers: attack calls apart from the server, in worker processes with a hard
+time limit (``attack.executor: pool``; with ``ray``, each Ray actor owns a pool of one).
 
 Each worker is a fresh interpreter (``server/sandbox.py`` run as a program, so a user's script is
 never re-imported) that holds none of the server's memory (no audit records, no datasets, no run
@@ -14,16 +15,15 @@ Calls of attacks that keep state between calls (``Attack.keeps_state``: GraphDLG
 in one worker per attack, variants included (``graphdlg`` and ``graphdlg@refine`` share a
 ``ctx.shared`` store), in the order the server makes them; every other call goes to the first free
 worker, followed there by the calls that share its fit on the same update (``Attack.after_fit``:
-``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``). Every call seeds
+``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``); the queue is
+:mod:`server.attack_scheduling`'s, the worker's side :mod:`server.worker_loop`'s. Every call seeds
 torch's global RNG with its own seed and runs on one torch thread, so rows do not depend on the
 number of workers. A call still running ``grace`` seconds after its budget is killed (status
 ``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any); a worker that
 dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
 next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
 
-``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for
-stepping through an attack in a debugger. The calls still get copies of what they may see, so
-results are the same (calls run on one torch thread here too).
+``workers=0`` runs every call in the server's own process instead (:mod:`server.in_process_executor`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from server.attack_calls import Call, CallResult, Listener
 from server.attack_scheduling import CallQueue, slots, stateful_groups
 from server.boundary import Boundary
 from server.worker_loop import ENTRY, attack_specs
+
+__all__ = ["HIDDEN_ENV", "STARTUP_SECONDS", "WorkerPool", "exit_reason"]
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
 HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
@@ -187,7 +189,7 @@ class WorkerPool:
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.process.wait(timeout=5)
-            how = _exit_reason(worker.process.returncode, self.boundary.isolate)
+            how = exit_reason(worker.process.returncode, self.boundary.isolate)
             self._stop(worker)
             seconds = 0.0 if running.started is None else time.perf_counter() - running.started
             return CallResult("crashed", f"its worker process died ({how})", running.streamed, seconds)
@@ -218,7 +220,7 @@ class WorkerPool:
             self._stop(worker)
 
 
-def _exit_reason(code: int | None, isolated: bool) -> str:
+def exit_reason(code: int | None, isolated: bool) -> str:
     """How a worker ended, from its exit status (the sandbox's reaper reports a signal as 128 + it)."""
     if code is not None and isolated and 128 < code <= 128 + 64:
         code = 128 - code
