@@ -6,7 +6,7 @@ within ``attack.limit``; each attack's :meth:`~attacks.base.Attack.prepare` hook
 the round's selected updates, then one call per (update, attack) with the knowledge its threat
 grants allow, a seed and a time budget. Variants that share a fit (``Attack.after_fit``, the same
 grants and budget) get the seed of their fit group's first attack. The calls run in attack workers
-(``server.attack_workers``: isolated processes with a hard time limit); their results come back in
+(``server.attack_pool``: isolated processes with a hard time limit); their results come back in
 this order whatever the number of workers, are checked (``invalid_output`` for anything that is
 not a batch of graphs of the model's width, ``nan`` for NaN or inf) and handed on as
 :class:`~fedgraph_sim.threat.AttackOutcome` objects to ``record``, the evaluator, which alone reads
@@ -29,8 +29,10 @@ from attacks.base import Attack, fit_groups
 from fedgraph_sim.config import ATTACK_GRANTS, RunConfig
 from fedgraph_sim.threat import (AGGREGATE, AttackerKnowledge, AttackOutcome, ClientFailure, ObservedUpdate,
                                  attack_seed, output_problem)
-from server.attack_workers import Call, CallResult, InProcess, Listener, WorkerPool
+from server.attack_calls import Call, CallResult, Listener
+from server.attack_pool import WorkerPool
 from server.boundary import Boundary, boundary_for
+from server.in_process_executor import InProcess
 from server.ray_attack_workers import RayWorkers
 
 log = logging.getLogger(__name__)

@@ -2,11 +2,11 @@
 ``federation.ray_address``.
 
 ``attack.workers`` Ray actors are spread over the cluster's nodes; each owns one attack worker of
-:class:`server.attack_workers.WorkerPool` on its node, so every call still runs in a fresh,
+:class:`server.attack_pool.WorkerPool` on its node, so every call still runs in a fresh,
 sandboxed interpreter behind the same boundary, with the same hard limit (killed ``grace`` seconds
 past its budget by the actor's pool) and the same copies of what the server saw. The actor itself
 runs no attack code: it relays the calls and their results. The server's scheduling is the
-pool's (:class:`~server.attack_workers.CallQueue`: a stateful group pinned to one actor, calls
+pool's (:class:`~server.attack_scheduling.CallQueue`: a stateful group pinned to one actor, calls
 sharing a fit sent together), results come back in the server's order, and rows do not depend on
 the executor. Actors reserve no CPU, so they never wait behind Flower's client actors, which
 reserve them all; a stop kills them, and their workers die with them (the lifeline closes).
@@ -22,9 +22,13 @@ from typing import Any, Iterator
 
 from attacks.base import Attack
 from fedgraph_sim.local_ray import init_ray
-from server.attack_workers import (Call, CallQueue, CallResult, Listener, WorkerPool, attack_specs, slots,
-                                   stateful_groups)
+from server.attack_calls import Call, CallResult, Listener
+from server.attack_pool import WorkerPool
+from server.attack_scheduling import CallQueue, slots, stateful_groups
 from server.boundary import Boundary
+from server.worker_loop import attack_specs
+
+__all__ = ["AttackActor", "RayWorkers"]
 
 
 class AttackActor:

@@ -252,7 +252,7 @@ class AttackConfig(Section):
     time_budget: float = Field(120.0, gt=0, allow_inf_nan=False)  # seconds per attack call
     time_budgets: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # per-attack overrides, e.g.
                                                                                       # {dlg@softmax: 400}
-    # Attack worker processes (server/attack_workers.py): auto = this machine's cores; 0 = in the
+    # Attack worker processes (server/attack_pool.py): auto = this machine's cores; 0 = in the
     # server's process (no isolation, no hard limit: for debugging an attack)
     workers: Literal["auto"] | Annotated[int, Field(ge=0)] = "auto"
     # Where the workers run: pool = processes of the server's machine; ray = one Ray actor per

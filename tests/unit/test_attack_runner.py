@@ -20,7 +20,7 @@ from server.attack_runner import AttackRunner
 
 def make_runner(tmp_path, attacks, overrides=()):
     """The runtime's pipeline (runner -> evaluator) on one synthetic FedSGD update of client 0,
-    attacks in this process unless ``attack.workers`` is overridden (test_attack_workers.py runs
+    attacks in this process unless ``attack.workers`` is overridden (test_attack_pool.py runs
     them in workers)."""
     config = load_config(None, ["data.dataset=synthetic", "federation.num_clients=2",
                                 "attack.time_budget=1.0", "attack.workers=0", *overrides])

@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch_geometric.utils import to_dense_adj
 
-from attacks.base import AttackContext, Budget
+from attacks.base import Attack, AttackContext, Budget
 from attacks.common import (DummyGraphs, GradientMatcher, Schedule, idlg_label, label_from_bias, minimise,
                             symmetric_adjacency)
 from attacks.idlg import classifier_gradients
@@ -181,3 +181,15 @@ def test_attack_parameters_of_the_wrong_kind_are_refused(params, message):
         registry.attacks.get("dlg")(**params)
     assert str(info.value) == message
     assert registry.attacks.get("dlg")(iterations=5.0).params.iterations == 5.0  # a whole float is fine
+
+
+def test_an_attack_that_prepares_must_declare_that_it_keeps_state():
+    with pytest.raises(TypeError, match="keeps_state"):
+        class Forgetful(Attack):  # noqa: F841
+            name, paper = "forgetful", "test double"
+
+            def prepare(self, updates, knowledge, ctx):
+                pass
+
+            def reconstruct(self, update, knowledge, ctx):
+                return []

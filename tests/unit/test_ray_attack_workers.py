@@ -10,8 +10,8 @@ from attacks.priors import AuxMeanAdjacency
 from attacks.random_guess import RandomGuess
 from fedgraph_sim.rows.store import read_rows
 from tests.unit.test_attack_runner import make_runner
-from tests.unit.test_attack_workers import (Counter, Loner, Probe, Sleeper, earlier_run_in_the_checkout,  # noqa: F401
-                                           three_rounds)
+from tests.unit.worker_attacks import (Counter, Loner, Probe, Sleeper, earlier_run_in_the_checkout,  # noqa: F401
+                                      three_rounds)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]  # worker interpreters in Ray actors
 

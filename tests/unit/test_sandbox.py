@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from server import sandbox
-from server.attack_workers import _exit_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_namespaces = pytest.mark.skipif(bool(sandbox.namespaces_available()),
@@ -43,13 +42,6 @@ def test_a_hidden_path_that_is_a_package_is_refused_and_code_inside_one_is_viewe
     finally:
         sys.path.remove(str(app))
     assert os.path.realpath(app / "fab_pkg") in layout["code"] and os.path.realpath(app) in layout["sys_path"]
-
-
-def test_a_worker_killed_by_a_signal_is_reported_so():
-    assert _exit_reason(-9, isolated=False) == "killed by signal SIGKILL"
-    assert _exit_reason(128 + 11, isolated=True) == "killed by signal SIGSEGV"
-    assert _exit_reason(3, isolated=True) == "exit code 3"
-    assert _exit_reason(139, isolated=False) == "exit code 139"
 
 
 ESCAPES = r"""

@@ -1,4 +1,5 @@
-"""Attack calls apart from the server: worker processes with a hard time limit.
+"""A pool of attack workers: attack calls apart from the server, in worker processes with a hard
+time limit (``attack.executor: pool``; with ``ray``, each Ray actor owns a pool of one).
 
 Each worker is a fresh interpreter (``server/sandbox.py`` run as a program, so a user's script is
 never re-imported) that holds none of the server's memory (no audit records, no datasets, no run
@@ -14,16 +15,15 @@ Calls of attacks that keep state between calls (``Attack.keeps_state``: GraphDLG
 in one worker per attack, variants included (``graphdlg`` and ``graphdlg@refine`` share a
 ``ctx.shared`` store), in the order the server makes them; every other call goes to the first free
 worker, followed there by the calls that share its fit on the same update (``Attack.after_fit``:
-``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``). Every call seeds
+``dlg@fedgig_bp`` after ``dlg@fedgig``, which then find the fit in ``ctx.fits``); the queue is
+:mod:`server.attack_scheduling`'s, the worker's side :mod:`server.worker_loop`'s. Every call seeds
 torch's global RNG with its own seed and runs on one torch thread, so rows do not depend on the
 number of workers. A call still running ``grace`` seconds after its budget is killed (status
 ``timeout``, scored on the last graphs it streamed with ``ctx.checkpoint``, if any); a worker that
 dies is ``crashed`` with its exit code or signal. Either way the worker is started afresh for the
 next call, so an attack's state from earlier rounds (a trained decoder) is lost with it.
 
-``workers=0`` runs every call in the server's own process: no isolation and no hard limit, for
-stepping through an attack in a debugger. The calls still get copies of what they may see, so
-results are the same (calls run on one torch thread here too).
+``workers=0`` runs every call in the server's own process instead (:mod:`server.in_process_executor`).
 """
 
 from __future__ import annotations
@@ -36,223 +36,25 @@ import signal
 import socket
 import subprocess
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import connection
 from typing import Any, Iterator
 
-import torch
-
-from attacks.base import Attack, AttackContext, AttackFailed, AttackTimeout, Budget
-from fedgraph_sim.processes import end, kill_group, one_torch_thread, spawn
+from attacks.base import Attack
+from fedgraph_sim.processes import end, kill_group, spawn
 from server import sandbox
+from server.attack_calls import Call, CallResult, Listener
+from server.attack_scheduling import CallQueue, slots, stateful_groups
 from server.boundary import Boundary
+from server.worker_loop import ENTRY, attack_specs
+
+__all__ = ["HIDDEN_ENV", "STARTUP_SECONDS", "WorkerPool", "exit_reason"]
 
 #: Environment variables that point at data, caches or run directories: not for attack workers.
-#: What the sandbox runs in the worker once it is inside (``module:function``, called with the socket).
-ENTRY = "server.attack_workers:serve"
 HIDDEN_ENV = ("FEDGRAPH_DATA_ROOT", "FEDGRAPH_CACHE", "FLWR_HOME", "PWD", "OLDPWD")
 #: How long a new worker may take to import torch and build its attacks before its first call
 #: starts (the call's own clock starts when it does).
 STARTUP_SECONDS = 300.0
-
-
-@dataclass
-class Call:
-    """One attack call: ``prepare`` (``payload`` = the round's updates) or ``reconstruct``
-    (``payload`` = one update)."""
-
-    index: int
-    kind: str
-    name: str
-    payload: Any
-    knowledge: Any
-    seed: int
-    budget: float
-    fit_group: str = ""  # the attack whose fit this call shares (``attacks.base.fit_groups``); default its own
-
-    def __post_init__(self) -> None:
-        self.fit_group = self.fit_group or self.name
-
-    def shares_fit_with(self, other: Call) -> bool:
-        return (self.kind == other.kind == "reconstruct" and self.seed == other.seed
-                and self.fit_group == other.fit_group)
-
-
-@dataclass
-class CallResult:
-    status: str
-    message: str = ""
-    output: Any = None  # what ``reconstruct`` returned (not yet checked), or None
-    seconds: float = 0.0
-    hints_read: frozenset = frozenset()  # the granted hints ``reconstruct`` read
-    info: dict = field(default_factory=dict)  # the diagnostics of an attack that stopped without output
-
-
-def group_of(name: str) -> str:
-    """An attack's variants share a worker and a ``ctx.shared`` store: ``graphdlg@refine`` ->
-    ``graphdlg``."""
-    return name.split("@")[0]
-
-
-def execute(attack: Attack, call: Call, ctx: AttackContext) -> CallResult:
-    """Run one call and turn what happened into a status (in whichever process runs it)."""
-    # seconds are read off the budget's clock, so a call stopped at its budget reports at least it
-    torch.manual_seed(ctx.seed)  # module inits draw from the global RNG: results must not depend
-    # on what ran before in this process
-    if call.kind == "prepare":
-        try:
-            attack.prepare(call.payload, call.knowledge, ctx)
-            return CallResult("ok", seconds=ctx.budget.elapsed())
-        except Exception as exc:  # reconstruct() retries and reports it in the rows
-            return CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
-                              seconds=ctx.budget.elapsed())
-    reason = attack.not_applicable(call.payload, call.knowledge)
-    if reason:
-        return CallResult("not_applicable", reason, seconds=ctx.budget.elapsed())
-    call.knowledge.forget_reads()  # the applicability check above is ours, not the attack's
-    try:
-        output = attack.reconstruct(call.payload, call.knowledge, ctx)
-        status, message = "ok", ""
-        if ctx.budget.expired():
-            status, message = "timeout", f"returned after its {ctx.budget.seconds:g} s budget"
-        result = CallResult(status, message, output, ctx.budget.elapsed())
-    except AttackTimeout as exc:
-        result = CallResult("timeout", str(exc), ctx.last_checkpoint, ctx.budget.elapsed(), info=exc.info)
-    except AttackFailed as exc:
-        result = CallResult("failed", str(exc).splitlines()[0], seconds=ctx.budget.elapsed(), info=exc.info)
-    except Exception as exc:  # an attack bug must not stop the round
-        result = CallResult("error", f"{type(exc).__name__}: {exc}".splitlines()[0],
-                            seconds=ctx.budget.elapsed())
-    result.hints_read = hints_read(call, ctx)
-    return result
-
-
-def hints_read(call: Call, ctx: AttackContext) -> frozenset:
-    """What the call read of its granted hints. A call that reused its fit group's fit
-    (``ctx.shared_fit``) read, through that fit, what the call that computed it read."""
-    read = call.knowledge.hints_read()
-    if ctx.fits.get("seed") == ctx.seed:
-        read = ctx.fits["hints_read"] = read | ctx.fits.get("hints_read", frozenset())
-    return read
-
-
-class Listener:
-    """What the executor tells the runner while calls run (progress bars)."""
-
-    def started(self, call: Call) -> None: ...
-
-    def progress(self, call: Call, done: int, total: int) -> None: ...
-
-    def finished(self, call: Call) -> None: ...
-
-
-class InProcess:
-    """``attack.workers: 0``: every call in this process, one after the other (debugging)."""
-
-    def __init__(self, attacks: dict[str, Attack]) -> None:
-        self.attacks = attacks
-        self.shared: dict[str, dict] = defaultdict(dict)
-        self.fits: dict[str, dict] = defaultdict(dict)
-
-    def run(self, calls: list[Call], listener: Listener) -> Iterator[tuple[Call, CallResult]]:
-        for original in calls:
-            call = pickle.loads(pickle.dumps(original))  # copies, as a worker gets them
-            listener.started(call)
-            attack = self.attacks[call.name]
-            ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t, c=call: listener.progress(c, d, t),
-                                shared=shared_store(self.shared, attack, call), fits=self.fits[call.fit_group])
-            with one_torch_thread():
-                result = execute(attack, call, ctx)
-            listener.finished(call)
-            yield original, result
-
-    def close(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass  # a call in this process cannot be interrupted: it ends when its attack returns
-
-
-def shared_store(stores: dict[str, dict], attack: Attack, call: Call) -> dict:
-    """The run-scoped store of the call's attack group, or a fresh one for a call that stands alone."""
-    return stores[group_of(call.name)] if attack.keeps_state else {}
-
-
-def serve(conn_fd: int) -> None:
-    """A worker's life (in :mod:`server.sandbox`'s process): receive its attacks' classes,
-    parameters and plugins, build the attacks, then answer calls until told to stop."""
-    conn = connection.Connection(conn_fd)
-    torch.set_num_threads(1)
-    from fedgraph_sim.plugins import load_plugins
-
-    specs, plugins = pickle.loads(conn.recv_bytes())
-    load_plugins(plugins)
-    instances = {name: cls(**params) for name, (cls, params) in specs.items()}
-    shared: dict[str, dict] = defaultdict(dict)
-    fits: dict[str, dict] = defaultdict(dict)
-
-    def send(message) -> None:
-        conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-
-    while True:
-        try:
-            blob = conn.recv_bytes()
-        except (EOFError, OSError):
-            return  # the server is gone
-        call = pickle.loads(blob)
-        if call is None:
-            return
-        send(("started",))
-        attack = instances[call.name]
-        ctx = AttackContext(call.seed, Budget(call.budget), lambda d, t: send(("progress", d, t)),
-                            shared=shared_store(shared, attack, call), fits=fits[call.fit_group],
-                            stream=lambda recs: send(("checkpoint", recs)))
-        result = execute(attack, call, ctx)
-        try:
-            send(("done", result))
-        except Exception as exc:  # e.g. an output that cannot be pickled
-            send(("done", CallResult("invalid_output", f"could not be sent back: {type(exc).__name__}: {exc}",
-                                     seconds=result.seconds)))
-
-
-def attack_specs(attacks: dict[str, Attack]) -> dict[str, tuple[type, dict]]:
-    """What a worker rebuilds the attacks from: each one's class and parameters."""
-    return {name: (type(a), dataclasses.asdict(a.params)) for name, a in attacks.items()}
-
-
-def stateful_groups(attacks: dict[str, Attack]) -> list[str]:
-    """The groups of attacks that keep state between calls, each pinned to one worker."""
-    return list(dict.fromkeys(group_of(n) for n, a in attacks.items() if a.keeps_state))
-
-
-def slots(attacks: dict[str, Attack], workers: int) -> int:
-    """How many workers to start: ``workers``, but no more than the stateful groups when every
-    attack keeps state (the others would have nothing to do)."""
-    if attacks and all(a.keeps_state for a in attacks.values()):
-        workers = min(workers, len(stateful_groups(attacks)))
-    return max(1, workers)
-
-
-class CallQueue:
-    """Which call a worker takes next: the first pending one it may take (a stateful group's calls
-    only the worker ``pinned`` to the group, in the server's order), together with the later calls
-    that share its fit (``Call.shares_fit_with``), which must run after it on the same worker."""
-
-    def __init__(self, pinned: dict[str, Any]) -> None:
-        self.pinned = pinned
-        self.pending: list[Call] = []
-
-    def take(self, worker: Any) -> list[Call]:
-        for i, call in enumerate(self.pending):
-            if self.pinned.get(group_of(call.name), worker) is worker:
-                self.pending.pop(i)
-                if group_of(call.name) in self.pinned:  # a pinned group keeps the server's order
-                    return [call]
-                sharing = [c for c in self.pending if c.shares_fit_with(call)]
-                self.pending = [c for c in self.pending if not c.shares_fit_with(call)]
-                return [call, *sharing]
-        return []
 
 
 @dataclass
@@ -387,7 +189,7 @@ class WorkerPool:
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.process.wait(timeout=5)
-            how = _exit_reason(worker.process.returncode, self.boundary.isolate)
+            how = exit_reason(worker.process.returncode, self.boundary.isolate)
             self._stop(worker)
             seconds = 0.0 if running.started is None else time.perf_counter() - running.started
             return CallResult("crashed", f"its worker process died ({how})", running.streamed, seconds)
@@ -418,7 +220,7 @@ class WorkerPool:
             self._stop(worker)
 
 
-def _exit_reason(code: int | None, isolated: bool) -> str:
+def exit_reason(code: int | None, isolated: bool) -> str:
     """How a worker ended, from its exit status (the sandbox's reaper reports a signal as 128 + it)."""
     if code is not None and isolated and 128 < code <= 128 + 64:
         code = 128 - code
