@@ -168,17 +168,7 @@ class GCN(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
-        """PyG's ``GCNConv``.
-
-        Args:
-            i (int): input width.
-            o (int): output width (per head for attention layers).
-            bias (bool): whether the layer has biases.
-            heads (int): attention heads (ignored).
-            concat (bool): concatenate the heads rather than average them (ignored).
-            residual (bool): add a skip projection (ignored).
-            train_eps (bool, optional): GIN's ``eps`` trained (ignored). (default: :obj:`False`)
-        """
+        """PyG's ``GCNConv`` (the attention and GIN arguments unused)."""
         return GCNConv(i, o, bias=bias)
 
 
@@ -190,17 +180,7 @@ class GAT(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
-        """PyG's ``GATConv``.
-
-        Args:
-            i (int): input width.
-            o (int): output width (per head for attention layers).
-            bias (bool): whether the layer has biases.
-            heads (int): attention heads.
-            concat (bool): concatenate the heads rather than average them.
-            residual (bool): add a skip projection.
-            train_eps (bool, optional): GIN's ``eps`` trained (ignored). (default: :obj:`False`)
-        """
+        """PyG's ``GATConv`` (``train_eps`` unused)."""
         return GATConv(i, o, heads=heads, concat=concat, bias=bias, residual=residual)
 
 
@@ -211,17 +191,7 @@ class SAGE(ConvType):
 
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
-        """PyG's ``SAGEConv`` with mean aggregation.
-
-        Args:
-            i (int): input width.
-            o (int): output width (per head for attention layers).
-            bias (bool): whether the layer has biases.
-            heads (int): attention heads (ignored).
-            concat (bool): concatenate the heads rather than average them (ignored).
-            residual (bool): add a skip projection (ignored).
-            train_eps (bool, optional): GIN's ``eps`` trained (ignored). (default: :obj:`False`)
-        """
+        """PyG's ``SAGEConv`` with mean aggregation (the attention and GIN arguments unused)."""
         return SAGEConv(i, o, aggr="mean", bias=bias)
 
 
@@ -236,17 +206,7 @@ class GIN(ConvType):
     @staticmethod
     def build(i, o, *, bias, heads, concat, residual, train_eps=False):
         """PyG's ``GINConv`` over ``Linear(i, o), ReLU, Linear(o, o)``; a fixed ``eps`` is a
-        non-persistent buffer, not a parameter.
-
-        Args:
-            i (int): input width.
-            o (int): output width (per head for attention layers).
-            bias (bool): whether the layer has biases.
-            heads (int): attention heads (ignored).
-            concat (bool): concatenate the heads rather than average them (ignored).
-            residual (bool): add a skip projection (ignored).
-            train_eps (bool, optional): GIN's ``eps`` trained (else fixed at 0). (default: :obj:`False`)
-        """
+        non-persistent buffer, not a parameter (the attention arguments unused)."""
         mlp = torch.nn.Sequential(torch.nn.Linear(i, o, bias=bias), torch.nn.ReLU(), torch.nn.Linear(o, o, bias=bias))
         conv = GINConv(mlp, train_eps=train_eps)
         if not train_eps:  # a constant, not a weight the federation exchanges

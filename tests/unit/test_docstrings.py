@@ -4,7 +4,9 @@
 The core is ``fedgraph_sim`` outside ``runtime/`` and ``report/``. Public means a module-level
 function, or a method of a module-level class (nested classes too), whose name does not start
 with ``_``; dunder methods, properties and ``@overload`` stubs are left out. A ``forward`` is
-left out when its class's docstring states the inputs in a ``Shapes:`` section. ``self``/``cls``
+left out when its class's docstring states the inputs in a ``Shapes:`` section. An override
+whose docstring has no ``Args:`` takes its base's, when the base class is defined in the same
+module (one place for a hook's arguments, as Sphinx inherits docstrings). ``self``/``cls``
 need no entry; ``*args``/``**kwargs`` may be named (``*args`` or ``args``) or left out. The
 modules are read with ``ast``: nothing is imported.
 """
@@ -39,10 +41,27 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
-def public_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
-    """``(qualified name, node, is a method)`` of each public function and method in ``tree``,
-    minus properties, ``@overload`` stubs and ``forward`` methods whose class has ``Shapes:``."""
+def inherited_doc(cls: ast.ClassDef | None, name: str, classes: dict[str, ast.ClassDef]) -> str | None:
+    """The docstring of method ``name`` on the nearest base of ``cls`` defined in the same module."""
+    for base in cls.bases if cls is not None else ():
+        parent = classes.get(base.id) if isinstance(base, ast.Name) else None
+        if parent is None:
+            continue
+        for node in parent.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return ast.get_docstring(node)
+        found = inherited_doc(parent, name, classes)
+        if found:
+            return found
+    return None
+
+
+def public_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool, str | None]]:
+    """``(qualified name, node, is a method, the base's docstring of it)`` of each public function
+    and method in ``tree``, minus properties, ``@overload`` stubs and ``forward`` methods whose
+    class has ``Shapes:``."""
     found = []
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
 
     def visit(body, prefix: str, cls: ast.ClassDef | None) -> None:
         for node in body:
@@ -56,7 +75,7 @@ def public_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.
                         and "\nShapes:" in "\n" + (ast.get_docstring(cls) or "")):
                     continue
                 method = cls is not None and "staticmethod" not in decorators
-                found.append((prefix + node.name, node, method))
+                found.append((prefix + node.name, node, method, inherited_doc(cls, node.name, classes)))
 
     visit(tree.body, "", None)
     return found
@@ -107,7 +126,7 @@ def problems(path: Path, root: Path = ROOT) -> tuple[int, list[str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     functions = public_functions(tree)
     found = []
-    for qualname, node, method in functions:
+    for qualname, node, method, base_doc in functions:
         where = f"{module}:{qualname}"
         doc = ast.get_docstring(node)
         if not doc:
@@ -117,6 +136,8 @@ def problems(path: Path, root: Path = ROOT) -> tuple[int, list[str]]:
         if not named and not star:
             continue
         entries = documented_args(doc)
+        if entries is None and base_doc:
+            entries = documented_args(base_doc)
         if entries is None:
             if named:
                 found.append(f"{where}: missing Args: section")
@@ -189,6 +210,15 @@ class Thing:
 
     def forward(self, x): pass
 
+class Child(Thing):
+    """A thing of another kind."""
+
+    def method(self, x):
+        """Uses x its own way; the arguments are Thing.method's."""
+
+    def other(self, y):
+        """Nothing to inherit."""
+
 class Module:
     """A module.
 
@@ -201,9 +231,10 @@ class Module:
     (package / "__init__.py").write_text("def exported(a):\n    \"\"\"Takes a.\"\"\"\n")
     assert problems(package / "__init__.py", tmp_path) == (1, ["fedgraph_sim:exported: missing Args: section"])
     count, found = problems(package / "m.py", tmp_path)
-    assert count == 8
+    assert count == 10
     assert found == ["fedgraph_sim.m:bare: missing docstring",
                      "fedgraph_sim.m:no_args: missing Args: section",
                      "fedgraph_sim.m:partial: missing Args entry for b",
                      "fedgraph_sim.m:Thing.plain: missing Args: section",
-                     "fedgraph_sim.m:Thing.forward: missing docstring"]
+                     "fedgraph_sim.m:Thing.forward: missing docstring",
+                     "fedgraph_sim.m:Child.other: missing Args: section"]
