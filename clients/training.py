@@ -138,14 +138,15 @@ def defended_update(model: GraphClassifier, batches: Sequence[Sequence[Data]], d
     Returns:
         The reply's arrays (the gradient, or the new weights) and the mean training loss.
     """
-    sent = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    fedsgd = len(batches) == 1
+    sent = None if fedsgd else {k: v.detach().clone() for k, v in model.state_dict().items()}  # SGD moves them
     with defenses.training(model, rng):
         gradient_fn = defenses.gradient_fn(rng)
-        if len(batches) == 1:
+        if fedsgd:
             update, value = fedsgd_gradient(model, batches[0], gradient_fn, loss)
         else:
             update, value = fedavg_weights(model, batches, lr, gradient_fn, loss)
-    if len(batches) == 1:
+    if fedsgd:
         return defenses.apply(update, rng), value
     delta = defenses.apply({k: update[k] - sent[k] for k in update}, rng)
     return {k: sent[k] + delta[k] for k in update}, value
