@@ -80,7 +80,8 @@ def crafting(name: str) -> Crafting:
     return CRAFTINGS[name]()
 
 
-from fedgraph_sim.crafting.separated_clients import SeparatedClients  # noqa: E402  (it subclasses Crafting)
+from fedgraph_sim.crafting.rescaled_layers import RescaledLayers  # noqa: E402  (they subclass Crafting)
+from fedgraph_sim.crafting.separated_clients import SeparatedClients  # noqa: E402
 
 #: ``threat.crafting`` -> its class.
-CRAFTINGS: dict[str, type[Crafting]] = {SeparatedClients.name: SeparatedClients}
+CRAFTINGS: dict[str, type[Crafting]] = {c.name: c for c in (SeparatedClients, RescaledLayers)}
