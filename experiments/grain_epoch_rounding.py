@@ -14,6 +14,10 @@ how many of the true rows the check loses (distance at or above GRAIN's threshol
 This reads the ground truth on purpose: it measures a mechanism, it is not an attack.
 
     python experiments/grain_epoch_rounding.py --updates 10 --lr 0.01 0.1
+
+``--scale s`` adds the same views of the model a malicious server sends instead
+(``rescaled_layers``: the same function, the checked layers scaled by ``s``), whose rows are
+that model's.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from attacks.grain.embed import check_input, checked_weights  # noqa: E402
 from attacks.grain.local_training import LocalTraining  # noqa: E402
 from attacks.grain.spancheck import RowSpace  # noqa: E402
 from clients.training import fedavg_weights, mean_gradient  # noqa: E402
+from fedgraph_sim.crafting.rescaled_layers import rescale  # noqa: E402
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
 from fedgraph_sim.models import GraphClassifier  # noqa: E402
 from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
@@ -82,20 +87,29 @@ def views(model: GraphClassifier, graphs, steps: int, size: int, lr: float) -> d
     return out
 
 
-def measure(dataset, victims: np.ndarray, updates: int, steps: int, size: int, lr: float) -> dict[str, dict]:
-    """Per view: the median rank of each check, the true rows each loses, and the rows checked."""
+def measure(dataset, victims: np.ndarray, updates: int, steps: int, size: int, lr: float,
+            scale: float | None = None) -> dict[str, dict]:
+    """Per view: the median rank of each check, the true rows each loses, and the rows checked;
+    with ``scale``, the same views of the model a malicious server sends (``rescaled_layers``)."""
     per_update = steps * size
     out: dict[str, dict] = {}
     for u in range(updates):
         graphs = [dataset.graphs[int(i)] for i in victims[u * per_update:(u + 1) * per_update]]
         torch.manual_seed(u)
         model = GraphClassifier(graphs[0].x.size(1), dataset.num_classes, **MODEL)
-        rows = true_rows(copy.deepcopy(model).double(), graphs)
-        for view, checks in views(model, graphs, steps, size, lr).items():
-            entry = out.setdefault(view, {"ranks": [], "lost": np.zeros(3, int), "rows": 0})
-            entry["ranks"].append([s.rank for s in checks])
-            entry["lost"] += [int((s.distance(r) >= tau).sum()) for s, r, tau in zip(checks, rows, THRESHOLDS)]
-            entry["rows"] += rows[0].size(0)
+        served = [("", model)]
+        if scale is not None:  # what a malicious server sends instead: the same function, rescaled
+            crafted = copy.deepcopy(model)
+            weights = rescale({k: v.numpy() for k, v in model.state_dict().items()}, MODEL, scale)
+            crafted.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+            served.append((f", rescaled_layers {scale:g}", crafted))
+        for suffix, sent in served:
+            rows = true_rows(copy.deepcopy(sent).double(), graphs)  # the rows of the model the client trained
+            for view, checks in views(sent, graphs, steps, size, lr).items():
+                entry = out.setdefault(view + suffix, {"ranks": [], "lost": np.zeros(3, int), "rows": 0})
+                entry["ranks"].append([s.rank for s in checks])
+                entry["lost"] += [int((s.distance(r) >= tau).sum()) for s, r, tau in zip(checks, rows, THRESHOLDS)]
+                entry["rows"] += rows[0].size(0)
     for entry in out.values():
         entry["ranks"] = np.median(np.array(entry["ranks"]), axis=0).astype(int).tolist()
         entry["lost"] = entry["lost"].tolist()
@@ -108,7 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--lr", type=float, nargs="+", default=[0.01])
+    parser.add_argument("--scale", type=float, default=None,
+                        help="also the views of the model rescaled_layers sends at this scale (a malicious server)")
     args = parser.parse_args(argv)
+    if args.scale is not None and not args.scale > 0:
+        print(f"error: --scale must be > 0 (got {args.scale:g}); the factor of the rescaled layers", file=sys.stderr)
+        return 2
     if min(args.updates, args.steps, args.batch_size) < 1 or args.updates * args.steps * args.batch_size > 100:
         print("error: --updates, --steps and --batch-size must be >= 1 with a product of at most 100 "
               "(GRAIN's 100 Tox21 victims)", file=sys.stderr)
@@ -121,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| lr | view | rank (nodes, 1-hop, 2-hop), median | true rows lost (nodes, 1-hop, 2-hop) | rows |")
     print("|---|---|---|---|---|")
     for lr in args.lr:
-        for view, entry in measure(dataset, victims, args.updates, args.steps, args.batch_size, lr).items():
+        for view, entry in measure(dataset, victims, args.updates, args.steps, args.batch_size, lr,
+                                   args.scale).items():
             print(f"| {lr:g} | {view} | {', '.join(map(str, entry['ranks']))} | "
                   f"{', '.join(map(str, entry['lost']))} | {entry['rows']} |")
     return 0
