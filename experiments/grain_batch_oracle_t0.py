@@ -32,11 +32,11 @@ from attacks.grain.nodes import NodeProposal  # noqa: E402
 from clients.training import mean_gradient  # noqa: E402
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
 from fedgraph_sim.models import GraphClassifier  # noqa: E402
+from fedgraph_sim.models.presets.grain_gcn import OPTIONS as GRAIN_GCN  # noqa: E402
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate  # noqa: E402
 
-#: GRAIN's victim (Table 2) as the reproduction configs build it
-MODEL = dict(conv="gcn", layers=2, hidden=300, conv_bias=False, last_activation=False, readout="mlp",
-             readout_hidden=[300, 64], readout_input="concat_input", readout_placement="per_node")
+#: GRAIN's victim (Table 2), the preset the reproduction configs build (``model.preset: grain_gcn``)
+MODEL = GRAIN_GCN
 STAGES = ("rank_1", "rank_2", "rank_3", "t0_nodes", "one_hop_candidates", "one_hop_kept", "two_hop_candidates",
           "two_hop_kept", "two_hop_weighed", "seconds_one_hop", "seconds_dfs", "found")
 

@@ -39,11 +39,11 @@ from clients.training import fedavg_weights, mean_gradient  # noqa: E402
 from fedgraph_sim.crafting.rescaled_layers import rescale  # noqa: E402
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
 from fedgraph_sim.models import GraphClassifier  # noqa: E402
+from fedgraph_sim.models.presets.grain_gcn import OPTIONS as GRAIN_GCN  # noqa: E402
 from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
 
-#: GRAIN's victim (Table 2) as the reproduction configs build it
-MODEL = dict(conv="gcn", layers=2, hidden=300, conv_bias=False, last_activation=False, readout="mlp",
-             readout_hidden=[300, 64], readout_input="concat_input", readout_placement="per_node")
+#: GRAIN's victim (Table 2), the preset the reproduction configs build (``model.preset: grain_gcn``)
+MODEL = GRAIN_GCN
 TOLERANCES = (1e-7, 1e-7, 1e-8)  # the official rank tolerances
 THRESHOLDS = (1e-3, 1e-2, 1e-2)  # the official residual thresholds: nodes, 1-hop, 2-hop
 

@@ -37,6 +37,8 @@ graph's share of the update, so it does not separate a batch.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from fedgraph_sim.crafting import Crafting
@@ -93,8 +95,6 @@ class RescaledLayers(Crafting):
             update (ObservedUpdate): a client's reply or a secure aggregate of a crafted round.
             knowledge (AttackerKnowledge): the attacker's knowledge of the model.
         """
-        from dataclasses import replace
-
         return [(replace(update, crafted=None), knowledge)]
 
 
@@ -113,15 +113,15 @@ def rescale(weights: dict[str, np.ndarray], model: dict, scale: float) -> dict[s
         for name in (f"convs.{k}.lin.weight", f"convs.{k}.bias"):
             if name in out:
                 out[name] = out[name] * scale
-    features = weights["convs.0.lin.weight"].shape[1]
     first = out["classifier.0.weight"]
-    states = first.shape[1] - (features if model.get("readout_input", "last") == "concat_input" else 0)
+    # its columns over the input features (concat_input) come first, those over the states after
+    inputs = weights["convs.0.lin.weight"].shape[1] if model.get("readout_input", "last") == "concat_input" else 0
     output = scale ** (layers + 1)  # the readout's first layer's output scale
-    first[:, first.shape[1] - states:] *= scale  # its inputs already carry scale**layers
-    first[:, :first.shape[1] - states] *= output
+    first[:, inputs:] *= scale  # its inputs already carry scale**layers
+    first[:, :inputs] *= output
     out["classifier.0.bias"] = out["classifier.0.bias"] * output
-    later = sorted({n.rsplit(".", 1)[0] for n in out if n.startswith("classifier.") and n != "classifier.0.weight"
-                    and n != "classifier.0.bias"}, key=lambda n: int(n.split(".")[1]))
+    later = sorted({n.rsplit(".", 1)[0] for n in out if n.startswith("classifier.")} - {"classifier.0"},
+                   key=lambda n: int(n.split(".")[1]))
     share = output ** (-1.0 / len(later))  # the inverse, in equal shares, keeping each ReLU's input scaled
     for k, layer in enumerate(later, 1):
         out[f"{layer}.weight"] = out[f"{layer}.weight"] * share
