@@ -1,7 +1,8 @@
 """How often the clients' ``crafted_check`` flags, from the run directories of
 ``experiments/configs/crafted_check/*.yaml`` (each row of a run is one client's turn in an attacked
 round, with the check's report): flagged turns over all turns with a Wilson 95% interval, the
-median and largest fraction of dead units and the largest of zeroed units a turn saw, and the run's
+median and largest fraction of dead units, the largest of zeroed units, the median and largest
+weight-norm factor from the initialisation (``scale-factor``) a turn saw, and the run's
 final test utility (the mean over the last tenth of the rounds).
 
     fedgraph-sim run --config experiments/configs/crafted_check/honest_fedsgd.yaml
@@ -30,7 +31,16 @@ def rates(run_dir: Path) -> dict:
             "flagged %": f"{100 * flagged / len(turns):.1f} [{100 * low:.1f}, {100 * high:.1f}]",
             "dead fraction (median, max)": f"{dead.median():.3f}, {dead.max():.3f}",
             "zero fraction (max)": f"{turns['defense_zero_fraction'].max():.3f}",
+            **_scale(turns),
             **{k: round(v, 4) for k, v in final_utility(run_dir).items() if k in ("test_accuracy", "test_auc")}}
+
+
+def _scale(turns: pd.DataFrame) -> dict:
+    """The scale-factor column, for runs whose check reported one (older runs did not)."""
+    if "defense_scale_factor" not in turns:
+        return {}
+    factor = turns["defense_scale_factor"]
+    return {"scale factor (median, max)": f"{factor.median():.3f}, {factor.max():.3f}"}
 
 
 def main(argv: list[str] | None = None) -> int:

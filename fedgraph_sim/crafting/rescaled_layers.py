@@ -21,7 +21,8 @@ where :math:`W_r^{h}` are the readout's columns over the last layer's states and
 those over the input features (GRAIN's ``concat_input``); the readout's remaining linear maps take
 the inverse :math:`s^{-(L+1)}` in equal shares. Every client receives the same weights, and the
 model computes what the honest one computes on every input (``tests/unit/test_rescaled_layers.py``),
-so a client's accuracy, dead units and zero counts are unchanged: ``crafted_check`` sees nothing.
+so a client's accuracy, dead units and zero counts are unchanged; what moves is each rescaled
+map's norm, which ``crafted_check`` measures against the architecture's initialisation.
 
 The attack reads the reply as an honest update of the weights it sent (:meth:`members` returns the
 update itself): GRAIN's FedAvg reading ([ext] ``local_steps`` with ``batches``) replays the local

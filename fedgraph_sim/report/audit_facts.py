@@ -267,7 +267,7 @@ def verdict_lines(facts: dict) -> list[str]:
         found = facts["caught"]
         lines.append(f"Would the clients catch a malicious server? Their crafted_check flagged {found['flagged']} of "
                      f"{found['updates']} crafted updates (a client flags weights most of whose units are dead on "
-                     "its batch or zeroed).")
+                     "its batch or zeroed, or whose norms stand far from the architecture's initialisation).")
     stop = facts.get("cheapest_stop")
     for setting in facts.get("what_if") or []:
         check = setting.get("claim_check") or {}

@@ -7,7 +7,7 @@ import torch
 
 from clients.defenses import build_defenses
 from clients.defenses.base import ClientTurn
-from clients.defenses.crafted_check import CraftedCheck, dead_fraction
+from clients.defenses.crafted_check import CraftedCheck, dead_fraction, scale_factors
 from clients.training import mean_gradient
 from fedgraph_sim.crafting import crafting
 from fedgraph_sim.errors import ConfigError
@@ -71,3 +71,34 @@ def test_two_clients_are_caught_by_their_zeroed_units_not_by_dead_ones():
     assert report["crafted-flag"] == 1.0
     _, report = _turn(CraftedCheck(), model, graph)
     assert report["zero-fraction"] == 0.0
+
+
+def test_an_honest_initialisation_stands_at_scale_one_and_the_run_stream_is_untouched():
+    model = victim("gcn")
+    torch.manual_seed(7)
+    factors = scale_factors(model)
+    after = torch.rand(3)
+    torch.manual_seed(7)
+    assert torch.equal(after, torch.rand(3))  # the reference's draws left the global stream alone
+    assert set(factors) == {"convs.0.lin", "convs.1.lin", "classifier.0", "classifier.2", "classifier.4"}
+    assert max(factors.values()) < 1.05
+
+
+def test_a_rescaled_round_passes_the_counts_and_is_caught_by_its_scale():
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = copy.deepcopy(victim("gcn"))
+    honest = {k: v.numpy() for k, v in model.state_dict().items()}
+    _, parts = crafting("rescaled_layers").craft(honest, GCN, 8, seed=0)
+    crafted = type(model)(140, 2, **GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    _, report = _turn(CraftedCheck(scale=0), crafted, graph)  # the counts alone: blind to a rescaling
+    assert report["crafted-flag"] == 0.0 and report["scale-factor"] == 1.0
+    update, report = _turn(CraftedCheck(), crafted, graph)
+    # the readout's two later maps share the inverse 10**1.5: 10**0.75 each
+    assert report["crafted-flag"] == 1.0 and report["scale-factor"] == pytest.approx(10 ** 0.75, rel=0.05)
+    assert all(not v.any() for v in update.values())
+
+
+def test_scale_below_one_is_one_line():
+    with pytest.raises(ConfigError, match=r"^defenses\.0\.scale: must be 0 \(off\) or >= 1 \(got 0\.5\)$"):
+        build_defenses([{"name": "crafted_check", "scale": 0.5}])
