@@ -82,7 +82,8 @@ class AuditStore:
                 (default: ``()``)
 
         Returns:
-            The record; for ``AGGREGATE``, ``steps`` is the first member's.
+            The record; for ``AGGREGATE``, ``steps`` is the first member's, and a round with no
+            member recorded gives no graphs and 0 steps (the union of nothing).
         """
         if client_key == AGGREGATE and members:
             paths = [self._path(round, k) for k in sorted(members)]
@@ -93,4 +94,4 @@ class AuditStore:
             paths = [self._path(round, client_key)]
         blobs = [torch.load(p, weights_only=False) for p in paths]
         graphs = [Data(**g) for blob in blobs for g in blob["graphs"]]
-        return AuditRecord(round, client_key, graphs, blobs[0]["steps"])
+        return AuditRecord(round, client_key, graphs, blobs[0]["steps"] if blobs else 0)
