@@ -106,7 +106,8 @@ def prepared(family: str, folder: str) -> Iterator[Path]:
 
 def _replace(target: Path, source: Path, fingerprint: str) -> None:
     """Put a fresh copy of ``source`` at ``target/raw`` (and nothing else under ``target``),
-    written beside it and renamed into place."""
+    written beside it and renamed into place. The old copy is moved aside first and moved back if
+    the fresh one cannot take its place, so a failed refresh leaves the old copy, not none."""
     fresh = target.with_name(f".{target.name}.{os.getpid()}.new")
     stale = target.with_name(f".{target.name}.{os.getpid()}.old")
     for leftover in (fresh, stale):
@@ -116,10 +117,15 @@ def _replace(target: Path, source: Path, fingerprint: str) -> None:
         (fresh / ".source").write_text(fingerprint)
         if target.exists():
             target.rename(stale)
-        fresh.rename(target)
+        try:
+            fresh.rename(target)
+        except BaseException:
+            if stale.exists():
+                stale.rename(target)
+            raise
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
-        shutil.rmtree(stale, ignore_errors=True)
+    shutil.rmtree(stale, ignore_errors=True)  # only once the fresh copy is in place
 
 
 def _unwritable(exc: BaseException) -> ConfigError:

@@ -77,6 +77,30 @@ def test_a_stale_copy_is_replaced_whole(tmp_path, monkeypatch):
         assert len((root / "TINY" / "raw" / "TINY_graph_labels.txt").read_text().split()) == 5
 
 
+def test_a_refresh_that_cannot_rename_its_copy_into_place_keeps_the_old_copy(tmp_path, monkeypatch):
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    monkeypatch.setenv("FEDGRAPH_DATA_ROOT", str(data))
+    monkeypatch.setenv("FEDGRAPH_CACHE", str(cache))
+    write_tu(data, graphs=3)
+    with store.prepared("tu", "TINY"):
+        pass
+    write_tu(data, graphs=5)
+    rename = Path.rename
+
+    def fresh_fails(self, target):
+        if self.name.endswith(".new"):  # the fresh copy's move into place; the old copy's move aside succeeds
+            raise OSError(28, "No space left on device")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", fresh_fails)
+    with pytest.raises(ConfigError, match="No space left on device"):
+        with store.prepared("tu", "TINY"):
+            pass
+    labels = cache / "tu" / "TINY" / "raw" / "TINY_graph_labels.txt"
+    assert len(labels.read_text().split()) == 3  # the old copy is back at its place
+    assert sorted(p.name for p in (cache / "tu").iterdir()) == [".TINY.lock", "TINY"]
+
+
 def test_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
