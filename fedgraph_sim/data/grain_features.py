@@ -27,6 +27,7 @@ import torch
 from torch_geometric.data import Data
 
 from fedgraph_sim.data.schema import FeatureBlock, FeatureSchema
+from fedgraph_sim.errors import ConfigError
 
 ATOMIC_NUMBERS = (1, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 19, 20, 22, 23, 24, 25, 26, 27,
                   28, 29, 30, 32, 33, 34, 35, 38, 40, 42, 43, 46, 47, 48, 49, 50, 51, 53, 56, 60, 64,
@@ -91,6 +92,9 @@ def grain_molecules(graphs: list[Data]) -> tuple[list[Data], FeatureSchema, int]
     Args:
         graphs (list[Data]): molecule graphs with ``smiles``. One whose SMILES does not parse, has
             another atom count or an atom outside the value sets is dropped and counted.
+
+    Raises:
+        ConfigError: when every molecule is dropped (there are no atoms to standardise with).
     """
     from rdkit import Chem, RDLogger
 
@@ -105,8 +109,11 @@ def grain_molecules(graphs: list[Data]) -> tuple[list[Data], FeatureSchema, int]
             continue
         kept.append(g)
         categories.append(cats)
+    if not kept:  # no atom to take the statistics of: every column's mean would be NaN
+        raise ConfigError(f"data.features: GRAIN's features keep none of the {len(graphs)} molecules (each has an "
+                          "unreadable SMILES or an atom outside GRAIN's value sets); valid: pyg")
     # one-hot and standardised for all atoms at once (elementwise, so per molecule the same values)
-    stacked = plain.onehot(torch.cat(categories)) if categories else torch.zeros(0, plain.width)
+    stacked = plain.onehot(torch.cat(categories))
     mean, std = stacked.mean(0), stacked.std(0)
     schema = FeatureSchema(BLOCKS, type_block="atomic_num", degree_block="degree",
                            mean=tuple(mean.tolist()), std=tuple(std.nan_to_num(0.0).tolist()))

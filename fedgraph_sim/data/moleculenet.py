@@ -96,7 +96,8 @@ def load_moleculenet(name: str, task=None, features: str = "pyg", task_type: str
 
     Raises:
         ConfigError: for unknown features, a task the set lacks, regression on a classification
-            set, or data neither offline nor downloadable.
+            set, GRAIN's features on a set none of whose molecules they fit, or data neither
+            offline nor downloadable.
     """
     if features not in FEATURES:
         raise ConfigError(f"data.features: unknown node features '{features}' for {name}; "

@@ -47,6 +47,13 @@ def test_each_molecule_owns_its_features():
     assert all(g.x.untyped_storage().nbytes() == g.x.numel() * g.x.element_size() for g in kept)
 
 
+def test_grain_features_that_keep_no_molecule_are_one_line():
+    """Standardising with no atom would give every column a NaN mean."""
+    with pytest.raises(ConfigError, match=r"^data.features: GRAIN's features keep none of the 1 molecules .*; "
+                                          r"valid: pyg$"):
+        grain_molecules(graphs()[-1:])  # xenon only
+
+
 def test_degree_block_on_synthetic():
     data = with_degree_block(make_synthetic(num_graphs=20, seed=1))
     assert data.schema.degree_block == "degree" and data.schema.width == 4 + len(data.schema.block("degree").values)
