@@ -290,7 +290,12 @@ class GraphClassifier(nn.Module):
     @property
     def readout_width(self) -> int:
         """The width of one node's row at the pooling (or per-node readout) input: ``hidden``, or
-        ``in_channels + hidden`` with ``readout_input="concat_input"``."""
+        ``in_channels + hidden`` with ``readout_input="concat_input"``. A node classifier whose last
+        layer gives the logits has neither (:meth:`readout_dense` could not run on such rows), so it
+        raises :class:`ValueError`."""
+        if self.classifier is None:
+            raise ValueError("a node classifier whose last layer gives the logits has no readout "
+                             "(readout_placement='per_node' gives it one)")
         first = self.classifier if isinstance(self.classifier, nn.Linear) else self.classifier[0]
         return first.in_features // (self.flatten_nodes or 1)
 

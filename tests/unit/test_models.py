@@ -242,6 +242,15 @@ def test_node_classifier_with_a_per_node_readout_keeps_every_nodes_logits():
     assert torch.allclose(sparse, model.classifier(rows), atol=1e-6)
 
 
+def test_a_node_classifier_has_a_readout_width_only_with_a_per_node_readout():
+    """Its last layer gives the logits: no pooling or readout input whose width attacks could fit."""
+    with pytest.raises(ValueError, match="no readout"):
+        GraphClassifier(8, 3, task="node").readout_width
+    per_node = GraphClassifier(8, 3, hidden=12, readout_input="concat_input", readout_placement="per_node",
+                               task="node")
+    assert per_node.readout_width == 8 + 12
+
+
 def test_node_classifier_scores_labelled_nodes_only():
     g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), y=torch.tensor([1]),
              node_y=torch.tensor([1, 0, 1, 0]), train_mask=torch.tensor([True, False, True, False]))
