@@ -102,3 +102,16 @@ def test_a_rescaled_round_passes_the_counts_and_is_caught_by_its_scale():
 def test_scale_below_one_is_one_line():
     with pytest.raises(ConfigError, match=r"^defenses\.0\.scale: must be 0 \(off\) or >= 1 \(got 0\.5\)$"):
         build_defenses([{"name": "crafted_check", "scale": 0.5}])
+
+
+def test_the_logits_may_grow_as_training_grows_them_but_not_shrink():
+    model = copy.deepcopy(victim("gcn"))
+    with torch.no_grad():
+        model.classifier[4].weight.mul_(3.0)  # the logits' map: training grows it
+    assert scale_factors(model)["classifier.4"] == 1.0
+    with torch.no_grad():
+        model.classifier[4].weight.div_(9.0)
+        model.classifier[2].weight.mul_(3.0)  # a hidden map grown as much is far from any honest round
+    factors = scale_factors(model)
+    assert factors["classifier.4"] == pytest.approx(3.0, rel=0.05)
+    assert factors["classifier.2"] == pytest.approx(3.0, rel=0.05)
