@@ -23,6 +23,16 @@ def _turn(check: CraftedCheck, model, graph):
     return check.apply(grads, torch.Generator()), check.report()
 
 
+def _crafted(name: str, clients: int, slot: int):
+    """GRAIN's GCN victim as the crafting ``name`` sends it to client ``slot`` of ``clients``."""
+    model = victim("gcn")
+    honest = {k: v.numpy() for k, v in model.state_dict().items()}
+    _, parts = crafting(name).craft(honest, GCN, clients, seed=0)
+    crafted = type(model)(140, 2, **GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[slot].items()})
+    return crafted
+
+
 def test_dead_fraction_counts_units_zero_on_every_row():
     output = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
     assert dead_fraction(output) == pytest.approx(1 / 3)
@@ -39,11 +49,7 @@ def test_the_honest_model_passes_and_its_update_is_unchanged():
 
 def test_a_separated_clients_round_is_refused_with_a_zero_update():
     graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
-    model = copy.deepcopy(victim("gcn"))  # trained here: not the shared copy
-    honest = {k: v.numpy() for k, v in model.state_dict().items()}
-    _, parts = crafting("separated_clients").craft(honest, GCN, 8, seed=0)
-    crafted = type(model)(140, 2, **GCN)
-    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[3].items()})
+    crafted = _crafted("separated_clients", clients=8, slot=3)
     update, report = _turn(CraftedCheck(), crafted, graph)
     assert report["crafted-flag"] == 1.0 and report["dead-fraction"] >= 7 / 8
     assert all(not v.any() for v in update.values())
@@ -60,11 +66,7 @@ def test_bad_settings_are_one_line():
 
 def test_two_clients_are_caught_by_their_zeroed_units_not_by_dead_ones():
     graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
-    model = copy.deepcopy(victim("gcn"))
-    honest = {k: v.numpy() for k, v in model.state_dict().items()}
-    _, parts = crafting("separated_clients").craft(honest, GCN, 2, seed=0)
-    crafted = type(model)(140, 2, **GCN)
-    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    model, crafted = victim("gcn"), _crafted("separated_clients", clients=2, slot=0)
     _, report = _turn(CraftedCheck(zero=1.0 - 1e-9), crafted, graph)  # the zero count off: dead units alone
     assert report["zero-fraction"] == 0.5 and report["crafted-flag"] == 0.0
     _, report = _turn(CraftedCheck(), crafted, graph)
@@ -86,11 +88,7 @@ def test_an_honest_initialisation_stands_at_scale_one_and_the_run_stream_is_unto
 
 def test_a_rescaled_round_passes_the_counts_and_is_caught_by_its_scale():
     graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
-    model = copy.deepcopy(victim("gcn"))
-    honest = {k: v.numpy() for k, v in model.state_dict().items()}
-    _, parts = crafting("rescaled_layers").craft(honest, GCN, 8, seed=0)
-    crafted = type(model)(140, 2, **GCN)
-    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    crafted = _crafted("rescaled_layers", clients=8, slot=0)
     _, report = _turn(CraftedCheck(scale=0), crafted, graph)  # the counts alone: blind to a rescaling
     assert report["crafted-flag"] == 0.0 and report["scale-factor"] == 1.0
     update, report = _turn(CraftedCheck(), crafted, graph)
