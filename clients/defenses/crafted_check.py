@@ -28,7 +28,8 @@ received and its own batch, so it counts two things:
   a generator of its own, so the run's random stream is untouched); for the last linear map (the
   logits) only its shrinking counts, :math:`\max(\bar w_\ell / \lVert W_\ell \rVert_F, 1)`,
   because training grows it as the model grows confident (twice its initial norm after 1000 SGD
-  steps of lr 0.1 on GRAIN's Tox21 victim, where the other maps moved by under 5%). A server that
+  steps of lr 0.1 on GRAIN's Tox21 victim, where the other maps moved by under 5%:
+  ``experiments/crafted_check_drift.py``). A server that
   rescales layers (the rescaling symmetry of ReLU networks: the function, the dead units and the
   zero counts stay as they were) must shrink the layers an attack reads, and the client knows its
   architecture's initialisation, which the server cannot set.
@@ -146,13 +147,25 @@ def zero_fractions(model: nn.Module) -> dict[str, float]:
     return out
 
 
-def scale_factors(model: nn.Module, draws: int = 4) -> dict[str, float]:
+def scale_factors(model: nn.Module) -> dict[str, float]:
     """Module name -> how far its 2-D ``weight``'s Frobenius norm stands from its initialisation's
-    root mean square norm, ``max(r, 1/r)`` (for the last such module, the logits, ``max(1/r, 1)``:
-    training grows it), over ``draws`` fresh initialisations of a copy of ``model`` (each module's
-    ``reset_parameters``, on a seeded generator forked from the global one so the caller's random
-    stream is untouched). A weight whose initialisation is all zero is left out: no factor is
+    (:func:`init_norms`), ``max(r, 1/r)``; for the last such module, the logits, ``max(1/r, 1)``:
+    training grows it. A weight whose initialisation is all zero is left out: no factor is
     defined."""
+    init = init_norms(model)
+    weights = [(name, weight) for name, _, weight in _weights(model) if init.get(name, 0.0) > 0]
+    out = {}
+    for i, (name, weight) in enumerate(weights):
+        sent = float(weight.detach().double().norm())
+        grown = sent / init[name] if i < len(weights) - 1 else 1.0
+        out[name] = max(grown, init[name] / sent) if sent > 0 else float("inf")
+    return out
+
+
+def init_norms(model: nn.Module, draws: int = 4) -> dict[str, float]:
+    """Module name -> the root mean square Frobenius norm of its 2-D ``weight`` over ``draws``
+    fresh initialisations of a copy of ``model`` (each module's ``reset_parameters``, on a seeded
+    generator forked from the global one, so the caller's random stream is untouched)."""
     fresh = copy.deepcopy(model)
     squares: dict[str, float] = {}
     with torch.random.fork_rng(devices=[]), torch.no_grad():
@@ -163,14 +176,7 @@ def scale_factors(model: nn.Module, draws: int = 4) -> dict[str, float]:
                     module.reset_parameters()
             for name, _, weight in _weights(fresh):
                 squares[name] = squares.get(name, 0.0) + float(weight.double().square().sum()) / draws
-    out = {}
-    weights = list(_weights(model))
-    for i, (name, _, weight) in enumerate(weights):
-        sent, init = float(weight.detach().double().norm()), squares.get(name, 0.0) ** 0.5
-        if init > 0:
-            grown = sent / init if i < len(weights) - 1 else 1.0
-            out[name] = max(grown, init / sent) if sent > 0 else float("inf")
-    return out
+    return {name: total ** 0.5 for name, total in squares.items()}
 
 
 def _weights(model: nn.Module, rows: int = 1):
