@@ -150,8 +150,8 @@ def zero_fractions(model: nn.Module) -> dict[str, float]:
 def scale_factors(model: nn.Module) -> dict[str, float]:
     """Module name -> how far its 2-D ``weight``'s Frobenius norm stands from its initialisation's
     (:func:`init_norms`), ``max(r, 1/r)``; for the last such module, the logits, ``max(1/r, 1)``:
-    training grows it. A weight whose initialisation is all zero is left out: no factor is
-    defined."""
+    training grows it. A weight without an initialisation (:func:`init_norms`), or whose
+    initialisation is all zero, is left out: no factor is defined."""
     init = init_norms(model)
     weights = [(name, weight) for name, _, weight in _weights(model) if init.get(name, 0.0) > 0]
     out = {}
@@ -165,8 +165,11 @@ def scale_factors(model: nn.Module) -> dict[str, float]:
 def init_norms(model: nn.Module, draws: int = 4) -> dict[str, float]:
     """Module name -> the root mean square Frobenius norm of its 2-D ``weight`` over ``draws``
     fresh initialisations of a copy of ``model`` (each module's ``reset_parameters``, on a seeded
-    generator forked from the global one, so the caller's random stream is untouched)."""
+    generator forked from the global one, so the caller's random stream is untouched). A weight
+    no ``reset_parameters`` redraws (a user's module without one) is left out: it has no
+    initialisation to compare with."""
     fresh = copy.deepcopy(model)
+    sent = {name: weight.detach().clone() for name, _, weight in _weights(model)}
     squares: dict[str, float] = {}
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(0)
@@ -176,7 +179,8 @@ def init_norms(model: nn.Module, draws: int = 4) -> dict[str, float]:
                     module.reset_parameters()
             for name, _, weight in _weights(fresh):
                 squares[name] = squares.get(name, 0.0) + float(weight.double().square().sum()) / draws
-    return {name: total ** 0.5 for name, total in squares.items()}
+        redrawn = {name for name, _, weight in _weights(fresh) if not torch.equal(weight, sent[name])}
+    return {name: total ** 0.5 for name, total in squares.items() if name in redrawn}
 
 
 def _weights(model: nn.Module, rows: int = 1):

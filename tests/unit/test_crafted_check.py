@@ -113,3 +113,13 @@ def test_the_logits_may_grow_as_training_grows_them_but_not_shrink():
     factors = scale_factors(model)
     assert factors["classifier.4"] == pytest.approx(3.0, rel=0.05)
     assert factors["classifier.2"] == pytest.approx(3.0, rel=0.05)
+
+
+def test_a_map_no_reset_redraws_is_left_out_not_compared_with_itself():
+    class Frozen(torch.nn.Module):  # a user's layer with a weight and no reset_parameters
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.full((3, 4), 10.0))
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), Frozen(), torch.nn.Linear(3, 2))
+    assert set(scale_factors(model)) == {"0", "2"}
