@@ -29,20 +29,20 @@ received and its own batch, so it counts two things:
   logits) only its shrinking counts, :math:`\max(\bar w_\ell / \lVert W_\ell \rVert_F, 1)`,
   because training grows it as the model grows confident (twice its initial norm after 1000 SGD
   steps of lr 0.1 on GRAIN's Tox21 victim, where the other maps moved by under 5%:
-  ``experiments/crafted_check_drift.py``). A server that
-  rescales layers (the rescaling symmetry of ReLU networks: the function, the dead units and the
-  zero counts stay as they were) must shrink the layers an attack reads, and the client knows its
-  architecture's initialisation, which the server cannot set.
+  ``experiments/crafted_check_drift.py``). A server that rescales layers (the rescaling symmetry
+  of ReLU networks: the function, the dead units and the zero counts stay as they were) must
+  shrink the layers an attack reads, and the client knows its architecture's initialisation,
+  which the server cannot set.
 
 It flags the round when some layer's :math:`\mathrm{dead}_\ell` exceeds ``dead``, some layer's
 :math:`\mathrm{zero}_\ell` exceeds ``zero`` or some linear map's :math:`\mathrm{scale}_\ell`
-exceeds ``scale``. An honest model keeps most units alive, but not on
-every batch: on a molecule of a few atoms, whose nodes' features are alike, about half of a
-bias-free GCN layer's units can be dead, which is why ``dead`` defaults to 3/4 (its false alarms
-over honest client rounds are measured in the results' "malicious server" section). A flagged
-round is refused (``action: refuse``: the client replies a zero update, which tells the server
-nothing) or only reported (``action: flag``); the report carries ``crafted-flag`` and the largest
-``dead-fraction``, ``zero-fraction`` and ``scale-factor``.
+exceeds ``scale``. An honest model keeps most units alive, but not on every batch: on a molecule
+of a few atoms, whose nodes' features are alike, about half of a bias-free GCN layer's units can
+be dead, which is why ``dead`` defaults to 3/4 (its false alarms over honest client rounds are
+measured in the results' "malicious server" section). A flagged round is refused (``action:
+refuse``: the client replies a zero update, which tells the server nothing) or only reported
+(``action: flag``); the report carries ``crafted-flag`` and the largest ``dead-fraction``,
+``zero-fraction`` and ``scale-factor``.
 
 Args:
     dead: the fraction of a ReLU layer's units dead on the client's batch above which it flags.
