@@ -168,8 +168,12 @@ def merge(graph: PartialGraph, pairs: list[tuple[int, int]]) -> PartialGraph:
     return PartialGraph(types, new_adj)
 
 
+class _Expired(Exception):
+    """The deadline passed inside :func:`ring_closures`' recursion."""
+
+
 def ring_closures(graph: PartialGraph, added: list[int], deg, *, min_ring: int, first: bool,
-                  deadline: float) -> list[PartialGraph]:
+                  deadline: float, expired: Callable[[], bool] = lambda: False) -> list[PartialGraph]:
     """The glued graph and every valid set of merges closing rings (App. A.6). After the first
     gluing any two same-type nodes may merge (every subset of such pairs is a branch); later each
     newly added node may merge into one earlier node. A merge needs the two nodes ``min_ring``
@@ -179,7 +183,8 @@ def ring_closures(graph: PartialGraph, added: list[int], deg, *, min_ring: int, 
     invalid sets are never built; every surviving set is then checked exactly.
 
     Order, as the official code visits them: the most merges first (it reverses its enumeration),
-    the unmerged graph last."""
+    the unmerged graph last. The enumeration stops at ``deadline`` (the official code's time per
+    gluing) or once ``expired()`` (the attack's budget), keeping the sets found by then."""
     new = set(added)
     drops = range(graph.num_nodes) if first else sorted(added)
     options: dict[int, list[int]] = {}
@@ -215,8 +220,8 @@ def ring_closures(graph: PartialGraph, added: list[int], deg, *, min_ring: int, 
         return True
 
     def extend(i: int) -> None:
-        if time.monotonic() > deadline:
-            return
+        if time.monotonic() > deadline or expired():  # unwind at once: each branch left would run bound_ok
+            raise _Expired
         if i == len(order):
             if phi:
                 merged = merge(graph, [(j, a) for a, j in phi.items()])
@@ -240,7 +245,10 @@ def ring_closures(graph: PartialGraph, added: list[int], deg, *, min_ring: int, 
                 extend(i + 1)
             del phi[a]
 
-    extend(0)
+    try:
+        extend(0)
+    except _Expired:
+        pass  # the merge sets found before the deadline stand
     out.reverse()
     if first:
         out.sort(key=lambda item: -item[0])
@@ -402,7 +410,8 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
             for candidate in by_centre.get(root.types[v], []):
                 for glued, added in glue(root, v, candidate, deg):
                     seeds.extend(g for g in ring_closures(glued, added, deg, min_ring=min_ring, first=True,
-                                                          deadline=time.monotonic() + budget.overlap_seconds)
+                                                          deadline=time.monotonic() + budget.overlap_seconds,
+                                                          expired=expired)
                                  if admissible(g))
                 if len(seeds) >= budget.seeds_per_block:
                     break
@@ -431,7 +440,8 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
                 for candidate in by_centre.get(graph.types[v], []):
                     for glued, added in glue(graph, v, candidate, deg):
                         children.extend(g for g in ring_closures(glued, added, deg, min_ring=min_ring, first=False,
-                                                                 deadline=time.monotonic() + budget.overlap_seconds)
+                                                                 deadline=time.monotonic() + budget.overlap_seconds,
+                                                                 expired=expired)
                                         if admissible(g))
                 if not children:
                     if share >= 1:

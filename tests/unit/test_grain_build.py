@@ -50,6 +50,20 @@ def test_ring_closure_merges_at_distance_and_rejects_small_rings():
     assert has_short_ring(square.adj, 5) and not has_short_ring(square.adj, 4)
 
 
+def test_ring_closure_stops_when_the_attack_budget_is_spent():
+    g = PartialGraph.from_block(TOLUENE_C)
+    glued, added = glue(g, 2, NEAR, DEG)[0]
+    calls = []
+
+    def expired() -> bool:
+        calls.append(1)
+        return True
+
+    assert ring_closures(glued, added, DEG, min_ring=5, first=False, deadline=float("inf"),
+                         expired=expired) == [glued]  # no merge set enumerated: the unmerged graph only
+    assert len(calls) == 1  # the recursion unwound at its first step
+
+
 def test_search_finds_the_graph_the_scorer_accepts():
     seen = []
 
