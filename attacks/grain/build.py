@@ -396,6 +396,13 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
     def result(timed_out: bool = False) -> SearchResult:
         return SearchResult(best, best_dist, exact is not None, steps, evals, timed_out)
 
+    def closures(glued: PartialGraph, added: list[int], first: bool) -> list[PartialGraph]:
+        """The admissible ring closures of a gluing; none once the budget is spent (``admissible``
+        may run the model on each, and the search is about to return)."""
+        found = ring_closures(glued, added, deg, min_ring=min_ring, first=first,
+                              deadline=time.monotonic() + budget.overlap_seconds, expired=expired)
+        return [] if expired() else [g for g in found if admissible(g)]
+
     for blocks in blocks_by_pass:
         pass_start = time.monotonic()
         by_centre: dict[int, list[Block]] = {}
@@ -409,12 +416,11 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
             seeds = []
             for candidate in by_centre.get(root.types[v], []):
                 for glued, added in glue(root, v, candidate, deg):
-                    seeds.extend(g for g in ring_closures(glued, added, deg, min_ring=min_ring, first=True,
-                                                          deadline=time.monotonic() + budget.overlap_seconds,
-                                                          expired=expired)
-                                 if admissible(g))
+                    seeds.extend(closures(glued, added, first=True))
                 if len(seeds) >= budget.seeds_per_block:
                     break
+            if expired():
+                return result(timed_out=True)
             stack = [(g, 2, float(budget.grad_evals)) for g in seeds[: budget.seeds_per_block]][::-1]
             while stack:
                 now = time.monotonic()
@@ -439,10 +445,9 @@ def search(blocks_by_pass: list[list[Block]], deg, score: Callable[[PartialGraph
                 children = []
                 for candidate in by_centre.get(graph.types[v], []):
                     for glued, added in glue(graph, v, candidate, deg):
-                        children.extend(g for g in ring_closures(glued, added, deg, min_ring=min_ring, first=False,
-                                                                 deadline=time.monotonic() + budget.overlap_seconds,
-                                                                 expired=expired)
-                                        if admissible(g))
+                        children.extend(closures(glued, added, first=False))
+                if expired():
+                    return result(timed_out=True)
                 if not children:
                     if share >= 1:
                         evaluate(graph)
