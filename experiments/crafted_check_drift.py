@@ -47,20 +47,23 @@ def measure(steps: list[int], lr: float, batch_size: int) -> list[tuple[str, dic
     model = build_model(GRAIN_GCN, graphs[0].x.size(1), dataset.num_classes)
     optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     order = np.random.default_rng(0)
-    rows, done = [("initialisation", ratios(model))], 0
-    batches = iter(())
-    while done < max(steps):
-        batch = next(batches, None)
-        if batch is None:  # a new epoch: the molecules reshuffled
+
+    def batches():
+        """Batches of the molecules, reshuffled every pass, without end."""
+        while True:
             perm = order.permutation(len(graphs))
-            batches = iter([[graphs[i] for i in perm[k:k + batch_size]] for k in range(0, len(perm), batch_size)])
-            continue
+            for k in range(0, len(perm), batch_size):
+                yield [graphs[i] for i in perm[k:k + batch_size]]
+
+    rows = [("initialisation", ratios(model))]
+    for done, batch in enumerate(batches(), start=1):
         optimiser.zero_grad()
         loss_on(model, batch, "bce").backward()
         optimiser.step()
-        done += 1
         if done in steps:
             rows.append((f"honest, {done} steps", ratios(model)))
+        if done == max(steps):
+            break
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
     crafted = build_model(GRAIN_GCN, graphs[0].x.size(1), dataset.num_classes)
     crafted.load_state_dict({k: torch.from_numpy(v) for k, v in rescale(weights, GRAIN_GCN, SCALE).items()})
