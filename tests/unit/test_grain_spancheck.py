@@ -92,3 +92,38 @@ def test_the_coordinate_screen_keeps_every_passing_row_and_drops_random_ones():
     assert screen.plausible(others[:, screen.index].float(), 2 * others.norm(dim=1).float(), tau).numel() == 0
     assert not CoordinateScreen(RowSpace(torch.randn(300, 300, generator=gen), tol=1e-7)).usable  # saturated
     assert not CoordinateScreen(RowSpace(x[:5] * 1.0, tol=1e-7, noise=1e-6)).usable  # a perturbed update
+
+
+def test_under_an_allowance_the_float32_screen_keeps_every_passing_row_and_drops_far_ones():
+    """A perturbed update (noise and drift, as a FedAvg epoch's) whose weakest kept directions sit
+    near the noise's floor: rows on them get allowances so large that the L2 test passes them
+    even far outside the span, so the screen tests the L1 residual in float32. Rows nudged to
+    distances on both sides of the threshold all survive it when they pass in float64; rows mostly
+    on a weak direction with a large residual are dropped."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(40, 300, generator=gen, dtype=torch.float64)
+    strength = torch.logspace(0, -2, 40, dtype=torch.float64)[:, None]
+    noise = 1e-2
+    grad = torch.randn(300, 40, generator=gen, dtype=torch.float64) @ (strength * x)
+    space = RowSpace(grad + noise * torch.randn(300, 300, generator=gen, dtype=torch.float64), tol=1e-7,
+                     noise=noise, drift=1e-3)
+    assert space.rank == 40 and space.turn.max() > 0.04  # every direction kept, the weakest near the floor
+    inside = torch.randn(2000, 40, generator=gen, dtype=torch.float64) @ x
+    nudged = inside + torch.logspace(-3, 0, 2000, dtype=torch.float64)[:, None] \
+        * inside.norm(dim=1, keepdim=True) * torch.randn(2000, 300, generator=gen, dtype=torch.float64) / 300 ** 0.5
+    tau = 1e-2
+    passing = space.distance(nudged) < tau
+    assert 200 < passing.sum() < 1800  # rows on both sides of the threshold
+    kept = torch.zeros(2000, dtype=torch.bool)
+    kept[space.plausible(nudged, tau)] = True
+    assert kept[passing].all()
+    index, _ = space.passing(nudged, tau)
+    assert index.tolist() == torch.nonzero(passing).flatten().tolist()
+
+    outside = torch.randn(500, 300, generator=gen, dtype=torch.float64)
+    outside -= (outside @ space.basis.T) @ space.basis
+    far = 0.8 * space.basis[-1] + 0.6 * outside / outside.norm(dim=1, keepdim=True)
+    coords = far @ space.basis.T
+    assert ((1 - coords.pow(2).sum(1)) < (2 * (tau + space.slack(coords))) ** 2).all()  # the L2 test passes them
+    assert (space.distance(far) > 1.0).all()
+    assert space.plausible(far, tau).numel() == 0
