@@ -75,7 +75,9 @@ def _random_training_forward(model: nn.Module, graphs) -> str | None:
 
 def read_as_classifier(model: nn.Module, num_features: int, num_classes: int) -> ClassifierReading | str:
     """The :class:`ClassifierReading` of ``model``, or why there is none. It runs the model's
-    training forward twice, seeding torch's global generator (0, then 1) to detect randomness.
+    training forward twice, under seeds 0 and 1, to detect randomness, and builds candidate
+    classifiers to compare with it; all on a forked generator, so torch's global generator is left
+    as it was (the caller's later draws do not depend on whether it read a model).
 
     Args:
         model (nn.Module): the user's model (built with its weights).
@@ -85,6 +87,11 @@ def read_as_classifier(model: nn.Module, num_features: int, num_classes: int) ->
     Returns:
         The reading, or one line saying why the model is not read.
     """
+    with torch.random.fork_rng():
+        return _read(model, num_features, num_classes)
+
+
+def _read(model: nn.Module, num_features: int, num_classes: int) -> ClassifierReading | str:
     dtype = next(model.parameters()).dtype
     graphs = probe_graphs(num_features, dtype)
     reason = _random_training_forward(model, graphs)

@@ -43,6 +43,18 @@ def test_what_cannot_be_replayed_says_why(cls, args, says):
     assert isinstance(reading, str) and says in reading
 
 
+@pytest.mark.parametrize("cls, args", [("PlainGIN", {"hidden_channels": 8, "num_layers": 3}), ("DropoutGIN", {})])
+def test_reading_leaves_torchs_global_generator_as_it_was(cls, args):
+    """The dropout probe seeds a forked generator: the caller's next draws are the ones it would
+    have made without the reading."""
+    model = build_user_model(f"{GINS}:{cls}", args, 6, 2)
+    torch.manual_seed(123)
+    expected = torch.rand(4)
+    torch.manual_seed(123)
+    read_as_classifier(model, 6, 2)
+    assert torch.equal(torch.rand(4), expected)
+
+
 def test_grain_ext_rebuilds_a_molecule_from_a_users_gin():
     from attacks.base import AttackContext, Budget, build_attack
     from clients.training import mean_gradient
