@@ -66,10 +66,15 @@ class RowSpace:
         # each kept direction's expected turn out of the clean span, per unit of its coordinate
         self.turn = noise * g.size(0) ** 0.5 / s[: self.rank] if noise > 0 else None
 
+    @property
+    def perturbed(self) -> bool:
+        """True when the update carries noise or drift, so each row gets an allowance (:meth:`slack`)."""
+        return self.turn is not None or self.drift != 0
+
     def slack(self, coords: Tensor) -> Tensor | float:
         """What the perturbations may add to the L1 residual of unit rows with ``coords`` on the
         basis: ``sqrt(d_in) (drift + 2 rho)``; 0 for an unperturbed gradient."""
-        if self.turn is None and self.drift == 0:
+        if not self.perturbed:
             return 0.0
         rho = 0.0 if self.turn is None else (coords * self.turn.to(coords.dtype)).norm(dim=1)
         return self.dim ** 0.5 * (self.drift + 2 * rho)
@@ -122,7 +127,7 @@ class RowSpace:
         l2_sq = (1 - coords.pow(2).sum(1)).clamp(min=0)
         slack = self.slack(coords)
         keep = l2_sq < (2 * (tau + slack)) ** 2 + 1e-4
-        if self.turn is not None or self.drift:
+        if self.perturbed:
             l1 = (unit - coords @ q32).abs().sum(1)
             keep &= l1 < tau + slack + L1_MARGIN * self.dim ** 0.5
         return torch.nonzero(keep).flatten()
@@ -176,7 +181,7 @@ class CoordinateScreen:
 
     def __init__(self, space: RowSpace, extra: int = 32) -> None:
         k = space.rank + extra
-        self.usable = (space.turn is None and space.drift == 0 and 0 < space.rank and k <= 0.6 * space.dim)
+        self.usable = (not space.perturbed and 0 < space.rank and k <= 0.6 * space.dim)
         self.index = torch.linspace(0, space.dim - 1, min(k, space.dim)).round().long()
         u, s, _ = torch.linalg.svd(space.basis[:, self.index].T, full_matrices=False)
         self.basis = u[:, : int((s > 1e-9).sum())].T.to(torch.float32)  # [r, |I|], orthonormal rows

@@ -45,8 +45,8 @@ def test_what_cannot_be_replayed_says_why(cls, args, says):
 
 @pytest.mark.parametrize("cls, args", [("PlainGIN", {"hidden_channels": 8, "num_layers": 3}), ("DropoutGIN", {})])
 def test_reading_leaves_torchs_global_generator_as_it_was(cls, args):
-    """The dropout probe seeds a forked generator: the caller's next draws are the ones it would
-    have made without the reading."""
+    """The reading (its dropout probe's seeds, its candidate classifiers) runs on a forked
+    generator: the caller's next draws are the ones it would have made without it."""
     model = build_user_model(f"{GINS}:{cls}", args, 6, 2)
     torch.manual_seed(123)
     expected = torch.rand(4)
