@@ -215,7 +215,8 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
 
 def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
                              max_combinations: float, expired: Callable[[], bool],
-                             screen: bool = True, coordinates: bool = True) -> OneHopBlocks:
+                             screen: bool = True, coordinates: bool = True,
+                             witnessed_first: bool = True) -> OneHopBlocks:
     """T1* for a batch (our extension, with GRAIN's ``batches``): the union of several graphs'
     node rows spans one-hot combinations no graph has, so T0 holds every value of a block (the
     degree above all) for many types, and ``|T0|^3`` or ``|T0|^4`` neighbour multisets are out of
@@ -223,22 +224,63 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
     then *witnessed*, and centres of degree 3 and more take neighbours among the witnessed types
     only, until no new type is witnessed. A true centre is found whenever its neighbours' types are
     witnessed, which holds for every atom next to an atom of degree <= 2, and then for theirs (a
-    graph with no node of degree <= 2 is missed)."""
-    def types_in(blocks: OneHopBlocks) -> set[int]:
-        return set(blocks.centre.tolist()) | set(blocks.nbrs[blocks.mask].tolist())
+    graph with no node of degree <= 2 is missed).
 
-    low = {d for d in deg.unique().tolist() if 0 < d <= 2}
-    high = {d for d in deg.unique().tolist() if d > 2}
-    blocks = one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=float("inf"), expired=expired,
-                            screen=screen, coordinates=coordinates, degrees=low)
-    witnessed, new = types_in(blocks), None
+    The order is chosen so that a time limit cuts the least likely blocks
+    (``witnessed_first``): degree-1 centres first, then degree-2 centres with at least one
+    witnessed neighbour, the higher degrees on the witnessed types, and so on while new types are
+    witnessed (a chain or ring of the batch is followed from its leaves); the degree-2 multisets
+    with no witnessed type come last. When nothing expires the blocks are the same as in the
+    plain order (degrees 1 and 2 in full, then the higher ones), which ``witnessed_first`` off
+    keeps (for benchmarks); only the order differs, and with it which blocks a time limit leaves."""
+    def enumerate_(degrees: set[int], limit: float, **restrict) -> OneHopBlocks:
+        return one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=limit, expired=expired,
+                              screen=screen, coordinates=coordinates, degrees=degrees, **restrict)
+
+    present = set(deg.unique().tolist())
+    high = {d for d in present if d > 2}
+    if not witnessed_first:
+        blocks = enumerate_({d for d in present if 0 < d <= 2}, float("inf"))
+        return _witnessed_closure(blocks, _types_in(blocks), None, high, enumerate_, max_combinations, expired)
+    everything = set(range(deg.numel()))
+    blocks = enumerate_({1}, float("inf")) if 1 in present else OneHopBlocks.empty()
+    witnessed, done, high_done = _types_in(blocks), set(), set()
+    while not expired():  # degree 2 around newly witnessed types, then the higher degrees on them
+        new = witnessed - done
+        if not new:
+            break
+        if 2 in present:  # multisets holding a new type and no type enumerated around before
+            more = enumerate_({2}, float("inf"), neighbours=everything - done, including=new)
+            blocks, witnessed = concat_one_hop(blocks, more), witnessed | _types_in(more)
+        done |= new
+        if high and witnessed - high_done:
+            fresh = witnessed - high_done
+            more = enumerate_(high, max_combinations, neighbours=set(witnessed),
+                              including=fresh if high_done else None)
+            high_done = set(witnessed)
+            blocks, witnessed = concat_one_hop(blocks, more), witnessed | _types_in(more)
+    if 2 in present and not expired():  # the rest of degree 2: no witnessed neighbour
+        more = enumerate_({2}, float("inf"), neighbours=everything - done)
+        blocks, witnessed = concat_one_hop(blocks, more), witnessed | _types_in(more)
+    if not high or not witnessed - high_done:
+        return blocks
+    return _witnessed_closure(blocks, witnessed, high_done or None, high, enumerate_, max_combinations, expired)
+
+
+def _types_in(blocks: OneHopBlocks) -> set[int]:
+    """The types a set of blocks witnesses: their centres and neighbours."""
+    return set(blocks.centre.tolist()) | set(blocks.nbrs[blocks.mask].tolist())
+
+
+def _witnessed_closure(blocks: OneHopBlocks, witnessed: set[int], enumerated: set[int] | None, high: set[int],
+                       enumerate_, max_combinations: float, expired: Callable[[], bool]) -> OneHopBlocks:
+    """Centres of degree ``high`` on witnessed neighbour types until no new type is witnessed;
+    ``enumerated``: the witnessed types whose multisets were already checked (None: none)."""
+    new = None if enumerated is None else witnessed - enumerated
     while high and not expired():  # each round only the multisets with a newly witnessed type
-        more = one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=max_combinations,
-                              expired=expired, screen=screen, coordinates=coordinates, degrees=high,
-                              neighbours=witnessed,
-                              including=new)
+        more = enumerate_(high, max_combinations, neighbours=set(witnessed), including=new)
         blocks = concat_one_hop(blocks, more)
-        new = types_in(more) - witnessed
+        new = _types_in(more) - witnessed
         if not new:
             break
         witnessed |= new

@@ -164,3 +164,35 @@ def test_joining_blocks_with_an_empty_set_keeps_the_blocks():
     for joined in (concat_one_hop(found, none), concat_one_hop(none, found)):
         assert len(joined) == len(found) and torch.equal(joined.states, found.states)
         assert joined.candidates == found.candidates + none.candidates
+
+
+def test_the_witnessed_order_finds_a_batchs_blocks_before_the_unwitnessed_multisets(monkeypatch):
+    """Three molecules in one gradient: followed from the leaves, every true 1-hop block is found
+    before the degree-2 multisets with no witnessed type are enumerated (what a time limit cuts
+    first), and with no limit the blocks are the plain order's, in as many candidates."""
+    import attacks.grain.blocks as blocks
+    from attacks.grain.blocks import witnessed_one_hop_blocks
+
+    graphs, schema, nodes, deg, layer1, space = batch_of_three()
+    as_set = lambda t1: {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}  # noqa: E731
+    kw = dict(tau=1e-2, max_combinations=1e8, expired=NEVER)
+    plain = witnessed_one_hop_blocks(layer1, deg, space, witnessed_first=False, **kw)
+    calls = []
+    enumerate_ = blocks.one_hop_blocks
+
+    def recorded(*args, **kwargs):
+        calls.append((kwargs, enumerate_(*args, **kwargs)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(blocks, "one_hop_blocks", recorded)
+    first = witnessed_one_hop_blocks(layer1, deg, space, **kw)
+    assert as_set(first) == as_set(plain) and first.candidates == plain.candidates
+    last_unwitnessed = max(i for i, (k, _) in enumerate(calls) if k["degrees"] == {2} and k.get("including") is None)
+    before = set().union(*(as_set(found) for _, found in calls[:last_unwitnessed]))
+    index = {tuple(r): i for i, r in enumerate(nodes.categories.tolist())}
+    order = lambda ts: tuple(sorted(ts, key=lambda t: (-int(deg[t]), t)))  # noqa: E731
+    for g in graphs:
+        types = [index[tuple(r)] for r in schema.decode(g.x).tolist()]
+        nbrs = neighbours(g)
+        assert {(types[v], order(types[u] for u in nbrs[v])) for v in range(g.num_nodes)} <= before
+    assert calls[last_unwitnessed][1].candidates > first.candidates / 4  # a share of the work, deferred
