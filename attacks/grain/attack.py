@@ -71,7 +71,10 @@ gradient scaled down), is within the noise's expected distance plus ``noise_z`` 
 deviations. Where the noise's edge rises above the signal's weakest directions, true rows stop
 passing and the attack fails with its reason; with [ext] ``rank_closed`` = k (off by default),
 a node type that centres no passing 1-hop or 2-hop block keeps instead its k candidates nearest
-the kept span, ranked after the passing ones (``ranking.py``).
+the kept span, ranked after the passing ones (``ranking.py``). A batch's FedAvg epoch loses true
+1-hop blocks to the client's rounding in the same way: with [ext] ``rank_witnessed`` = k (off by
+default) every type a passing block witnesses keeps its k candidates nearest the span over
+witnessed neighbour types (``ranking.nearest_witnessed``).
 The models users train ([ext] ``pooled_readout``, ``other_convs``, ``unknown_degrees`` and
 ``float32_rounding``, off in paper mode; all four in ``grain@ext``): PyG's examples pool node
 states (sum or mean) into an MLP head, put ReLU after every layer, keep biases, use GIN or
@@ -126,7 +129,7 @@ from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.noise import NoiseEstimate
 from attacks.grain.pooled_sums import PooledSums, pooled_sums
 from attacks.grain.nodes import NodeSearchAborted, propose_nodes
-from attacks.grain.ranking import nearest_one_hop, unexplained_centres
+from attacks.grain.ranking import nearest_one_hop, nearest_witnessed, unexplained_centres
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
 from fedgraph_sim.crafting import crafting
@@ -226,6 +229,10 @@ class GRAIN(Attack):
         # passing ones (ranking.py); 0 = filtering only
         rank_closed: int = 0
         rank_closed_share: float = 0.25  # of the time budget, at most, for the ranked 1-hop enumeration
+        # [ext] with batches, under an allowance (a FedAvg epoch's rounding): every witnessed type
+        # also keeps its rank_witnessed candidates nearest the 1-hop span over witnessed
+        # neighbour types (ranking.nearest_witnessed); 0 = filtering only
+        rank_witnessed: int = 0
         # [ext] a readout after pooling (sum or mean, then a linear or MLP head): the 2-hop check
         # moves from the per-node readout to layer 3, whose input rows are the nodes' 2-hop states
         pooled_readout: bool = False
@@ -251,6 +258,9 @@ class GRAIN(Attack):
         if self.params.rank_closed and not self.params.noise_aware:
             raise ConfigError(f"attack.params.{self.name}.rank_closed: ranks where a defense's noise closes "
                               "the spectral gap, so it needs noise_aware: true")
+        if self.params.rank_witnessed and not self.params.batches:
+            raise ConfigError(f"attack.params.{self.name}.rank_witnessed: ranks over the types a batch's blocks "
+                              "witness, so it needs batches: true")
         if self.params.local_steps:  # a pseudo-gradient will do
             self.requires = Requirements(tasks=("graph", "node"))
 
@@ -496,6 +506,14 @@ class _Run:
                                 expired=lambda: self.expired() or time.monotonic() > ranked_deadline)
             one_hop = concat_one_hop(one_hop, ranked)
             self.info["one_hop_ranked"] = len(ranked)
+        if p.rank_witnessed and self.batch is not None and spaces[1].perturbed and len(one_hop):
+            # a batch's true blocks the rounding hides: the nearest over the witnessed types
+            ranked_deadline = time.monotonic() + p.rank_closed_share * self.ctx.budget.seconds
+            ranked = self.stage("one_hop_witnessed", nearest_witnessed, layer1, deg, spaces[1], one_hop,
+                                p.rank_witnessed, max_combinations=p.max_one_hop_combinations,
+                                expired=lambda: self.expired() or time.monotonic() > ranked_deadline)
+            one_hop = concat_one_hop(one_hop, ranked)
+            self.info["one_hop_witnessed"] = len(ranked)
         self.ctx.progress(2, 5)
         for i in range(len(one_hop)):  # complete stars: every neighbour a leaf
             nbrs = one_hop.neighbours(i)

@@ -50,17 +50,22 @@ def unexplained_centres(deg: Tensor, one_hop: OneHopBlocks) -> list[int]:
 
 
 def nearest_one_hop(layer1: StarLayer, deg: Tensor, space: RowSpace, centres: list[int], k: int, *,
-                    max_combinations: float, expired: Callable[[], bool], chunk: int = 65536) -> OneHopBlocks:
+                    max_combinations: float, expired: Callable[[], bool], chunk: int = 65536,
+                    neighbours: set[int] | None = None) -> OneHopBlocks:
     """Per type in ``centres``, the ``k`` 1-hop blocks whose layer-1 state has the smallest
-    residual on ``space`` (every multiset of ``deg[c]`` neighbour types; a centre whose
-    ``|T0|^deg[c]`` exceeds ``max_combinations`` is skipped, as in ``blocks.one_hop_blocks``), as
-    far as ``expired`` allows. ``distance`` is the residual."""
+    residual on ``space`` (every multiset of ``deg[c]`` neighbour types, of ``neighbours`` only
+    when given; a centre whose ``|T0|^deg[c]`` exceeds ``max_combinations`` is skipped, as in
+    ``blocks.one_hop_blocks``, ``|T0|`` counting the neighbour types allowed), as far as
+    ``expired`` allows. ``distance`` is the residual."""
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
+    if neighbours is not None:
+        allowed = allowed[torch.tensor([int(t) in neighbours for t in allowed], dtype=torch.bool)]
+    types = deg.numel() if neighbours is None else allowed.numel()
     found = OneHopBlocks.empty()
     for c in centres:
         degree = int(deg[c])
-        if deg.numel() ** degree > max_combinations or allowed.numel() == 0:
+        if types ** degree > max_combinations or allowed.numel() == 0:
             continue
         best_n, best_s, best_r, total = [], [], [], 0
         for combos in _multisets(allowed, degree):
@@ -86,6 +91,27 @@ def nearest_one_hop(layer1: StarLayer, deg: Tensor, space: RowSpace, centres: li
         ranked = OneHopBlocks(torch.full((len(rows),), c, dtype=torch.long), padded, mask, states, residual, total)
         found = concat_one_hop(found, ranked)
     return found
+
+
+def nearest_witnessed(layer1: StarLayer, deg: Tensor, space: RowSpace, one_hop: OneHopBlocks, k: int, *,
+                      max_combinations: float, expired: Callable[[], bool]) -> OneHopBlocks:
+    """[ext] ``rank_witnessed``, for a batch's update under an allowance (a FedAvg epoch's
+    rounding): every *witnessed* type (a centre or neighbour of a passing block,
+    ``blocks.witnessed_one_hop_blocks``) keeps its ``k`` candidates nearest the span over witnessed
+    neighbour types, those that did not pass. The rounding hides the weakest directions of the
+    1-hop check, and a true block with weight on them fails the threshold while its types are
+    witnessed by the blocks that pass; by the principle above it still ranks near the top of its
+    centre's candidates. Restricting neighbours to the witnessed types keeps the enumeration to
+    ``|W|^deg`` per centre, ``|W|`` the witnessed types, far fewer than T0's."""
+    have = {(int(one_hop.centre[i]), one_hop.neighbours(i)) for i in range(len(one_hop))}
+    witnessed = set(one_hop.centre.tolist()) | set(one_hop.nbrs[one_hop.mask].tolist())
+    centres = sorted((t for t in witnessed if int(deg[t]) > 0), key=lambda t: (int(deg[t]), t))
+    ranked = nearest_one_hop(layer1, deg, space, centres, k, max_combinations=max_combinations, expired=expired,
+                             neighbours=witnessed)
+    new = torch.tensor([(int(ranked.centre[i]), ranked.neighbours(i)) not in have for i in range(len(ranked))],
+                       dtype=torch.bool)
+    return OneHopBlocks(ranked.centre[new], ranked.nbrs[new], ranked.mask[new], ranked.states[new],
+                        ranked.distance[new], ranked.candidates)
 
 
 def _top(nbrs: list[Tensor], states: list[Tensor], residuals: list[Tensor], k: int):

@@ -109,3 +109,20 @@ def test_an_update_lost_in_its_rounding_fails_with_the_reason():
     except (AttackFailed, AttackTimeout):
         recs = []
     assert not any(r.info["exact"] for r in recs)
+
+
+def test_an_epochs_ranked_witnessed_blocks_join_the_passing_ones():
+    """Three steps at lr 0.003, each on another molecule: the client's rounding hides half the
+    true 1-hop blocks, and [ext] ``rank_witnessed`` adds the nearest failing candidates of the
+    witnessed types to the blocks the search starts from (off: the plain checks only)."""
+    smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "C1CCNCC1"]
+    graphs = [molecule(s)[0] for s in smiles]
+    weights, _ = fedavg_weights(copy.deepcopy(victim("gcn")), [[g] for g in graphs], 0.003, loss="bce")
+    update, knowledge = observed(smiles[0])
+    update = dataclasses.replace(update, returned={k: v.numpy() for k, v in weights.items()}, kind="weights",
+                                 local_steps=3, lr=0.003, same_batch=False)
+    runs = [GRAIN(local_steps=True, batches=True, **extra).reconstruct(
+        update, knowledge, AttackContext(seed=0, budget=Budget(5)))[0].info for extra in ({}, {"rank_witnessed": 3})]
+    plain, ranked = runs
+    assert "one_hop_witnessed" not in plain and ranked["one_hop_witnessed"] > 0
+    assert ranked["one_hop_kept"] == plain["one_hop_kept"]  # the checks alone are unchanged

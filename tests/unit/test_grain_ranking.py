@@ -97,3 +97,49 @@ def test_ranking_needs_the_noise_aware_checks():
         GRAIN(rank_closed=3)
     with pytest.raises(ConfigError, match="rank_closed: must be a finite number >= 0"):
         GRAIN(rank_closed=-1, noise_aware=True)
+
+
+def test_the_witnessed_ranking_brings_back_true_blocks_the_hidden_directions_drop():
+    """Three molecules in one gradient, the two weakest directions of layer 2 hidden (as a FedAvg
+    epoch's rounding hides them): 4 of the 16 true 1-hop blocks still pass, and each witnessed
+    type's nearest failing candidate over witnessed neighbours brings back 2 more. Every ranked
+    block is new, of witnessed types, at most k per centre, and the nearest of its centre's."""
+    from attacks.grain.blocks import witnessed_one_hop_blocks
+    from attacks.grain.ranking import nearest_witnessed
+    from clients.training import mean_gradient
+    from tests.unit.grain_cases import victim
+    from tests.unit.test_grain_blocks import batch_of_three, neighbours
+
+    graphs, schema, nodes, deg, layer1, space = batch_of_three()
+    grad, _ = mean_gradient(victim("gcn"), graphs, "bce")
+    hidden = RowSpace(grad["convs.1.lin.weight"], 1.0001 * float(space.singular_values[space.rank - 2]))
+    assert hidden.rank == space.rank - 2
+    index = {tuple(r): i for i, r in enumerate(nodes.categories.tolist())}
+    order = lambda ts: tuple(sorted(ts, key=lambda t: (-int(deg[t]), t)))  # noqa: E731
+    truth = set()
+    for g in graphs:
+        types = [index[tuple(r)] for r in schema.decode(g.x).tolist()]
+        nbrs = neighbours(g)
+        truth |= {(types[v], order(types[u] for u in nbrs[v])) for v in range(g.num_nodes)}
+    as_set = lambda t1: {(int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1))}  # noqa: E731
+    kw = dict(max_combinations=1e8, expired=lambda: False)
+    passing = witnessed_one_hop_blocks(layer1, deg, hidden, tau=1e-2, **kw)
+    assert len(truth) == 16 and len(as_set(passing) & truth) == 4
+    ranked = nearest_witnessed(layer1, deg, hidden, passing, 1, **kw)
+    assert len(as_set(ranked) & truth) == 2
+    witnessed = set(passing.centre.tolist()) | set(passing.nbrs[passing.mask].tolist())
+    assert not as_set(ranked) & as_set(passing)
+    assert all(c in witnessed and set(n) <= witnessed for c, n in as_set(ranked))
+    assert len(set(ranked.centre.tolist())) == len(ranked)  # k = 1 per centre
+    for i in range(len(ranked)):  # nothing of its centre, witnessed and failing, lies nearer
+        c = int(ranked.centre[i])
+        every = one_hop_blocks(layer1, deg, hidden, tau=1e9, degrees={int(deg[c])}, neighbours=witnessed,
+                               coordinates=False, **kw)
+        rest = [float(d) for j, d in enumerate(every.distance) if int(every.centre[j]) == c
+                and (c, every.neighbours(j)) not in as_set(passing)]
+        assert float(ranked.distance[i]) <= min(rest) + 1e-12
+
+
+def test_the_witnessed_ranking_needs_batches():
+    with pytest.raises(ConfigError, match="rank_witnessed.*batches"):
+        GRAIN(rank_witnessed=10)
