@@ -228,7 +228,7 @@ class GRAIN(Attack):
         # (2-hop) block keeps its rank_closed candidates nearest the span, ranked after the
         # passing ones (ranking.py); 0 = filtering only
         rank_closed: int = 0
-        rank_closed_share: float = 0.25  # of the time budget, at most, for the ranked 1-hop enumeration
+        rank_closed_share: float = 0.25  # of the time budget, at most, for a ranked 1-hop enumeration (either option)
         # [ext] with batches, under an allowance (a FedAvg epoch's rounding): every witnessed type
         # also keeps its rank_witnessed candidates nearest the 1-hop span over witnessed
         # neighbour types (ranking.nearest_witnessed); 0 = filtering only
