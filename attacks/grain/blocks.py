@@ -68,6 +68,10 @@ class OneHopBlocks:
     def neighbours(self, i: int) -> tuple[int, ...]:
         return tuple(self.nbrs[i][self.mask[i]].tolist())
 
+    def types(self) -> set[int]:
+        """The types these blocks witness: their centres and neighbours."""
+        return set(self.centre.tolist()) | set(self.nbrs[self.mask].tolist())
+
     def passing(self, space: RowSpace, tau: float) -> "OneHopBlocks":
         """The blocks whose states pass the span check on ``space`` (a smaller span than the one
         they were found on: what is left of a batch once members are removed)."""
@@ -241,35 +245,30 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
     high = {d for d in present if d > 2}
     if not witnessed_first:
         blocks = enumerate_({d for d in present if 0 < d <= 2}, float("inf"))
-        return _witnessed_closure(blocks, _types_in(blocks), None, high, enumerate_, max_combinations, expired)
+        return _witnessed_closure(blocks, blocks.types(), None, high, enumerate_, max_combinations, expired)
     everything = set(range(deg.numel()))
     blocks = enumerate_({1}, float("inf")) if 1 in present else OneHopBlocks.empty()
-    witnessed, done, high_done = _types_in(blocks), set(), set()
+    witnessed, done, high_done = blocks.types(), set(), set()
     while not expired():  # degree 2 around newly witnessed types, then the higher degrees on them
         new = witnessed - done
         if not new:
             break
         if 2 in present:  # multisets holding a new type and no type enumerated around before
             more = enumerate_({2}, float("inf"), neighbours=everything - done, including=new)
-            blocks, witnessed = concat_one_hop(blocks, more), witnessed | _types_in(more)
+            blocks, witnessed = concat_one_hop(blocks, more), witnessed | more.types()
         done |= new
         if high and witnessed - high_done:
             fresh = witnessed - high_done
             more = enumerate_(high, max_combinations, neighbours=set(witnessed),
                               including=fresh if high_done else None)
             high_done = set(witnessed)
-            blocks, witnessed = concat_one_hop(blocks, more), witnessed | _types_in(more)
+            blocks, witnessed = concat_one_hop(blocks, more), witnessed | more.types()
     if 2 in present and not expired():  # the rest of degree 2: no witnessed neighbour
         more = enumerate_({2}, float("inf"), neighbours=everything - done)
-        blocks, witnessed = concat_one_hop(blocks, more), witnessed | _types_in(more)
+        blocks, witnessed = concat_one_hop(blocks, more), witnessed | more.types()
     if not high or not witnessed - high_done:
         return blocks
     return _witnessed_closure(blocks, witnessed, high_done or None, high, enumerate_, max_combinations, expired)
-
-
-def _types_in(blocks: OneHopBlocks) -> set[int]:
-    """The types a set of blocks witnesses: their centres and neighbours."""
-    return set(blocks.centre.tolist()) | set(blocks.nbrs[blocks.mask].tolist())
 
 
 def _witnessed_closure(blocks: OneHopBlocks, witnessed: set[int], enumerated: set[int] | None, high: set[int],
@@ -280,7 +279,7 @@ def _witnessed_closure(blocks: OneHopBlocks, witnessed: set[int], enumerated: se
     while high and not expired():  # each round only the multisets with a newly witnessed type
         more = enumerate_(high, max_combinations, neighbours=set(witnessed), including=new)
         blocks = concat_one_hop(blocks, more)
-        new = _types_in(more) - witnessed
+        new = more.types() - witnessed
         if not new:
             break
         witnessed |= new

@@ -104,7 +104,7 @@ def nearest_witnessed(layer1: StarLayer, deg: Tensor, space: RowSpace, one_hop: 
     centre's candidates. Restricting neighbours to the witnessed types keeps the enumeration to
     ``|W|^deg`` per centre, ``|W|`` the witnessed types, far fewer than T0's."""
     have = {(int(one_hop.centre[i]), one_hop.neighbours(i)) for i in range(len(one_hop))}
-    witnessed = set(one_hop.centre.tolist()) | set(one_hop.nbrs[one_hop.mask].tolist())
+    witnessed = one_hop.types()
     centres = sorted((t for t in witnessed if int(deg[t]) > 0), key=lambda t: (int(deg[t]), t))
     ranked = nearest_one_hop(layer1, deg, space, centres, k, max_combinations=max_combinations, expired=expired,
                              neighbours=witnessed)
