@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from torch import Tensor
@@ -150,6 +150,18 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
     ``degrees`` and ``neighbours`` restrict the enumeration to those centre degrees and neighbour
     types (``|T0|`` then counts the neighbour types allowed);
     ``including`` to the multisets holding at least one of those types."""
+    return OneHopEnumeration(one_hop_parts(
+        layer1, deg, space, tau=tau, max_combinations=max_combinations, screen=screen,
+        centres_together=centres_together, coordinates=coordinates, degrees=degrees, neighbours=neighbours,
+        including=including)).take(expired)
+
+
+def one_hop_parts(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float, max_combinations: float,
+                  screen: bool = True, centres_together: bool = True, coordinates: bool = True,
+                  degrees: set[int] | None = None, neighbours: set[int] | None = None,
+                  including: set[int] | None = None) -> Iterator[OneHopBlocks]:
+    """:func:`one_hop_blocks` one chunk of neighbour multisets at a time: the blocks each chunk
+    passes, with its count of candidates (a time limit stops between chunks)."""
     order = torch.tensor(canonical_order(deg))
     allowed = order[deg[order] > 0]
     if neighbours is not None:
@@ -162,14 +174,11 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
         q_some, norms = q[:, few.index], q.norm(dim=1)
         bias_some = None if bias is None else bias[few.index]
         bias_norm = 0.0 if bias is None else float(bias.norm())
-    kept_c, kept_n, kept_s, kept_d, total = [], [], [], [], 0
     for k in sorted({int(d) for d in deg.tolist() if d > 0 and (degrees is None or d in degrees)}):
         if types ** k > max_combinations or allowed.numel() == 0:
             continue
         of_degree = torch.nonzero(deg == k).flatten().tolist()
         for combos in _multisets(allowed, k):
-            if expired():
-                break
             if including is not None:
                 combos = combos[torch.isin(combos, torch.tensor(sorted(including))).any(1)]
                 if combos.numel() == 0:
@@ -178,6 +187,7 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
             if few is not None:
                 sums_some, norm_sums = q_some[combos].sum(1), norms[combos].sum(1)
             step = max(1, 65536 // combos.size(0)) if centres_together else 1  # centres screened together
+            kept_c, kept_n, kept_s, kept_d, total = [], [], [], [], 0
             for first in range(0, len(of_degree), step):
                 group = torch.tensor(of_degree[first:first + step])
                 total += group.numel() * combos.size(0)
@@ -209,12 +219,12 @@ def one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: floa
                 kept_n.append(nbrs[keep])
                 kept_s.append(layer1.states(rows[keep]))
                 kept_d.append(dist)
-    if not kept_c:
-        return OneHopBlocks.empty(total)
-    width = max(n.size(1) for n in kept_n)
-    rows = [tuple(r) for n in kept_n for r in n.tolist()]
-    nbrs, mask = _padded(rows, width)
-    return OneHopBlocks(torch.cat(kept_c), nbrs, mask, torch.cat(kept_s), torch.cat(kept_d), total)
+            if not kept_c:
+                yield OneHopBlocks.empty(total)
+                continue
+            nbrs = torch.cat(kept_n)
+            yield OneHopBlocks(torch.cat(kept_c), nbrs, torch.ones_like(nbrs, dtype=torch.bool), torch.cat(kept_s),
+                               torch.cat(kept_d), total)
 
 
 def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float,
@@ -237,67 +247,109 @@ def witnessed_one_hop_blocks(layer1: StarLayer, deg: Tensor, space: RowSpace, *,
     with no witnessed type come last. When nothing expires the blocks are the same as in the
     plain order (degrees 1 and 2 in full, then the higher ones), which ``witnessed_first`` off
     keeps (for benchmarks); only the order differs, and with it which blocks a time limit leaves."""
-    def enumerate_(degrees: set[int], limit: float, **restrict) -> OneHopBlocks:
-        return one_hop_blocks(layer1, deg, space, tau=tau, max_combinations=limit, expired=expired,
-                              screen=screen, coordinates=coordinates, degrees=degrees, **restrict)
+    return witnessed_enumeration(layer1, deg, space, tau=tau, max_combinations=max_combinations, screen=screen,
+                                 coordinates=coordinates, witnessed_first=witnessed_first).take(expired)
+
+
+def witnessed_enumeration(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float, max_combinations: float,
+                          screen: bool = True, coordinates: bool = True,
+                          witnessed_first: bool = True) -> "OneHopEnumeration":
+    """:func:`witnessed_one_hop_blocks` as an enumeration that a time limit pauses, to resume later."""
+    return OneHopEnumeration(_witnessed_parts(layer1, deg, space, tau=tau, max_combinations=max_combinations,
+                                              screen=screen, coordinates=coordinates,
+                                              witnessed_first=witnessed_first))
+
+
+def _witnessed_parts(layer1: StarLayer, deg: Tensor, space: RowSpace, *, tau: float, max_combinations: float,
+                     screen: bool, coordinates: bool, witnessed_first: bool) -> Iterator[OneHopBlocks]:
+    def enumerate_(degrees: set[int], limit: float, **restrict):  # yields its parts, returns them joined
+        parts = []
+        for part in one_hop_parts(layer1, deg, space, tau=tau, max_combinations=limit, screen=screen,
+                                  coordinates=coordinates, degrees=degrees, **restrict):
+            parts.append(part)
+            yield part
+        return concat_one_hop(*parts)
 
     present = set(deg.unique().tolist())
     high = {d for d in present if d > 2}
     if not witnessed_first:
-        blocks = enumerate_({d for d in present if 0 < d <= 2}, float("inf"))
-        return _witnessed_closure(blocks, blocks.types(), None, high, enumerate_, max_combinations, expired)
+        blocks = yield from enumerate_({d for d in present if 0 < d <= 2}, float("inf"))
+        yield from _witnessed_closure(blocks.types(), None, high, enumerate_, max_combinations)
+        return
     everything = set(range(deg.numel()))
-    blocks = enumerate_({1}, float("inf")) if 1 in present else OneHopBlocks.empty()
-    witnessed, done, high_done = blocks.types(), set(), set()
-    while not expired():  # degree 2 around newly witnessed types, then the higher degrees on them
+    witnessed = (yield from enumerate_({1}, float("inf"))).types() if 1 in present else set()
+    done, high_done = set(), set()
+    while witnessed - done:  # degree 2 around newly witnessed types, then the higher degrees on them
         new = witnessed - done
-        if not new:
-            break
         if 2 in present:  # multisets holding a new type and no type enumerated around before
-            more = enumerate_({2}, float("inf"), neighbours=everything - done, including=new)
-            blocks, witnessed = concat_one_hop(blocks, more), witnessed | more.types()
+            witnessed |= (yield from enumerate_({2}, float("inf"), neighbours=everything - done,
+                                                including=new)).types()
         done |= new
         if high and witnessed - high_done:
             fresh = witnessed - high_done
-            more = enumerate_(high, max_combinations, neighbours=set(witnessed),
-                              including=fresh if high_done else None)
+            more = yield from enumerate_(high, max_combinations, neighbours=set(witnessed),
+                                         including=fresh if high_done else None)
             high_done = set(witnessed)
-            blocks, witnessed = concat_one_hop(blocks, more), witnessed | more.types()
-    if 2 in present and not expired():  # the rest of degree 2: no witnessed neighbour
-        more = enumerate_({2}, float("inf"), neighbours=everything - done)
-        blocks, witnessed = concat_one_hop(blocks, more), witnessed | more.types()
-    if not high or not witnessed - high_done:
-        return blocks
-    return _witnessed_closure(blocks, witnessed, high_done or None, high, enumerate_, max_combinations, expired)
+            witnessed |= more.types()
+    if 2 in present:  # the rest of degree 2: no witnessed neighbour
+        witnessed |= (yield from enumerate_({2}, float("inf"), neighbours=everything - done)).types()
+    if high and witnessed - high_done:
+        yield from _witnessed_closure(witnessed, high_done or None, high, enumerate_, max_combinations)
 
 
-def _witnessed_closure(blocks: OneHopBlocks, witnessed: set[int], enumerated: set[int] | None, high: set[int],
-                       enumerate_, max_combinations: float, expired: Callable[[], bool]) -> OneHopBlocks:
+def _witnessed_closure(witnessed: set[int], enumerated: set[int] | None, high: set[int], enumerate_,
+                       max_combinations: float) -> Iterator[OneHopBlocks]:
     """Centres of degree ``high`` on witnessed neighbour types until no new type is witnessed;
     ``enumerated``: the witnessed types whose multisets were already checked (None: none)."""
     new = None if enumerated is None else witnessed - enumerated
-    while high and not expired():  # each round only the multisets with a newly witnessed type
-        more = enumerate_(high, max_combinations, neighbours=set(witnessed), including=new)
-        blocks = concat_one_hop(blocks, more)
+    while high:  # each round only the multisets with a newly witnessed type
+        more = yield from enumerate_(high, max_combinations, neighbours=set(witnessed), including=new)
         new = more.types() - witnessed
         if not new:
             break
         witnessed |= new
-    return blocks
 
 
-def concat_one_hop(a: OneHopBlocks, b: OneHopBlocks) -> OneHopBlocks:
-    if len(a) == 0 or len(b) == 0:  # an empty set's tensors have placeholder widths (OneHopBlocks.empty)
-        kept = b if len(a) == 0 else a
-        return OneHopBlocks(kept.centre, kept.nbrs, kept.mask, kept.states, kept.distance, a.candidates + b.candidates)
-    width = max(a.nbrs.size(1), b.nbrs.size(1))
+class OneHopEnumeration:
+    """A 1-hop enumeration that a time limit pauses rather than ends: :meth:`take` checks chunks
+    of candidates until ``expired`` and returns the blocks they passed; a later :meth:`take`
+    goes on from the next chunk. ``exhausted`` once every candidate has been checked.
+
+    Args:
+        parts: the enumeration's chunks (:func:`one_hop_parts`), each the blocks it passed.
+    """
+
+    def __init__(self, parts: Iterator[OneHopBlocks]) -> None:
+        self._parts = parts
+        self.exhausted = False
+        self.candidates = 0  # checked so far, over every take
+
+    def take(self, expired: Callable[[], bool]) -> OneHopBlocks:
+        found = []
+        while not self.exhausted and not expired():
+            part = next(self._parts, None)
+            if part is None:
+                self.exhausted = True
+            else:
+                found.append(part)
+                self.candidates += part.candidates
+        return concat_one_hop(*found)
+
+
+def concat_one_hop(*parts: OneHopBlocks) -> OneHopBlocks:
+    """The blocks of ``parts`` in order, neighbours padded to the widest; candidates summed."""
+    candidates = sum(p.candidates for p in parts)
+    kept = [p for p in parts if len(p)]  # an empty set's tensors have placeholder widths (OneHopBlocks.empty)
+    if not kept:
+        return OneHopBlocks.empty(candidates)
+    width = max(p.nbrs.size(1) for p in kept)
 
     def pad(t: Tensor, fill) -> Tensor:
         return torch.nn.functional.pad(t, (0, width - t.size(1)), value=fill)
 
-    return OneHopBlocks(torch.cat([a.centre, b.centre]), torch.cat([pad(a.nbrs, 0), pad(b.nbrs, 0)]),
-                        torch.cat([pad(a.mask, False), pad(b.mask, False)]), torch.cat([a.states, b.states]),
-                        torch.cat([a.distance, b.distance]), a.candidates + b.candidates)
+    return OneHopBlocks(torch.cat([p.centre for p in kept]), torch.cat([pad(p.nbrs, 0) for p in kept]),
+                        torch.cat([pad(p.mask, False) for p in kept]), torch.cat([p.states for p in kept]),
+                        torch.cat([p.distance for p in kept]), candidates)
 
 
 def _gluings(one_hop: OneHopBlocks, i: int, deg: Tensor, by_centre: dict[int, list[int]],

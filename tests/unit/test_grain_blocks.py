@@ -178,14 +178,18 @@ def test_the_witnessed_order_finds_a_batchs_blocks_before_the_unwitnessed_multis
     kw = dict(tau=1e-2, max_combinations=1e8, expired=NEVER)
     plain = witnessed_one_hop_blocks(layer1, deg, space, witnessed_first=False, **kw)
     calls = []
-    enumerate_ = blocks.one_hop_blocks
+    enumerate_ = blocks.one_hop_parts
 
-    def recorded(*args, **kwargs):
-        calls.append((kwargs, enumerate_(*args, **kwargs)))
-        return calls[-1][1]
+    def recorded(*args, **kwargs):  # each enumeration's arguments and the blocks it found
+        found = []
+        calls.append((kwargs, found))
+        for part in enumerate_(*args, **kwargs):
+            found.append(part)
+            yield part
 
-    monkeypatch.setattr(blocks, "one_hop_blocks", recorded)
+    monkeypatch.setattr(blocks, "one_hop_parts", recorded)
     first = witnessed_one_hop_blocks(layer1, deg, space, **kw)
+    calls = [(k, concat_one_hop(*found)) for k, found in calls]
     assert as_set(first) == as_set(plain) and first.candidates == plain.candidates
     last_unwitnessed = max(i for i, (k, _) in enumerate(calls) if k["degrees"] == {2} and k.get("including") is None)
     before = set().union(*(as_set(found) for _, found in calls[:last_unwitnessed]))
@@ -196,3 +200,23 @@ def test_the_witnessed_order_finds_a_batchs_blocks_before_the_unwitnessed_multis
         nbrs = neighbours(g)
         assert {(types[v], order(types[u] for u in nbrs[v])) for v in range(g.num_nodes)} <= before
     assert calls[last_unwitnessed][1].candidates > first.candidates / 4  # a share of the work, deferred
+
+
+def test_a_paused_enumeration_resumes_where_it_stopped():
+    """A batch's witnessed enumeration cut by a time limit every few chunks and resumed each time
+    finds the blocks of one uninterrupted run, once each, after as many candidates."""
+    from attacks.grain.blocks import witnessed_enumeration, witnessed_one_hop_blocks
+
+    _, _, _, deg, layer1, space = batch_of_three()
+    kw = dict(tau=1e-2, max_combinations=1e8)
+    whole = witnessed_one_hop_blocks(layer1, deg, space, expired=NEVER, **kw)
+    enumeration, takes, pieces = witnessed_enumeration(layer1, deg, space, **kw), 0, []
+    while not enumeration.exhausted:
+        ticks = iter(range(3))  # three chunks, then the limit
+        pieces.append(enumeration.take(lambda: next(ticks, None) is None))
+        takes += 1
+    resumed = concat_one_hop(*pieces)
+    as_list = lambda t1: sorted((int(t1.centre[i]), t1.neighbours(i)) for i in range(len(t1)))  # noqa: E731
+    assert takes > 10 and as_list(resumed) == as_list(whole) and len(whole) > 0
+    assert resumed.candidates == whole.candidates == enumeration.candidates
+    assert len(enumeration.take(NEVER)) == 0  # nothing left
