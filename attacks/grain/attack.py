@@ -38,8 +38,11 @@ is among the passing blocks (``build.FixedNeighbourhoods``; ``fixed_neighbourhoo
 graph), and keeps only the 2-hop blocks that carry weight in the readout's gradient, fitted over
 all passing blocks (``coefficients.py``; ``block_coefficients`` for one graph). 1-hop blocks of
 degree >= 3 take only neighbour types witnessed by other blocks (``blocks.witnessed_one_hop_blocks``):
-a batch's T0 holds every degree for many types. A batch whose layer-1 gradient has full rank is
-not applicable.
+a batch's T0 holds every degree for many types. With [ext] ``resume_one_hop`` (off by default) a
+1-hop enumeration that ``one_hop_seconds`` cut resumes where it stopped whenever the batch's
+search ends without an exact batch and with time left (for half the time left), and the blocks,
+checked again with the new ones, are searched again from those no search has started from. A
+batch whose layer-1 gradient has full rank is not applicable.
 FedAvg updates ([ext] ``local_steps``, off in paper mode): ``K`` local SGD steps on one batch
 (``train.sampling: repeat``), read as the pseudo-gradient; steps on different batches are, with
 ``batches``, one batch of all their graphs, read from one-step gradients and replayed in every
@@ -118,8 +121,8 @@ from attacks.base import (Attack, AttackContext, AttackFailed, AttackStopped, At
                           Reconstruction, Requirements, register)
 from attacks.common.user_models import as_classifier, reading_of
 from attacks.grain.batch import BatchAssembler, Peeling, unexplained_first
-from attacks.grain.blocks import (Block, concat_one_hop, is_complete, one_hop_blocks, structure_filter,
-                                  two_hop_blocks, witnessed_one_hop_blocks)
+from attacks.grain.blocks import (Block, OneHopEnumeration, concat_one_hop, is_complete, one_hop_blocks,
+                                  structure_filter, two_hop_blocks, witnessed_enumeration)
 from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget, neighbourhood, preference, search
 from attacks.grain.coefficients import block_z_scores
 from attacks.grain.degrees import degree_types, one_hop_blocks_of_unknown_degree
@@ -233,6 +236,10 @@ class GRAIN(Attack):
         # also keeps its rank_witnessed candidates nearest the 1-hop span over witnessed
         # neighbour types (ranking.nearest_witnessed); 0 = filtering only
         rank_witnessed: int = 0
+        # [ext] with batches: when a batch's search ends without an exact batch, with time left,
+        # and one_hop_seconds cut its 1-hop enumeration, the enumeration resumes where it stopped
+        # for half the time left, and the blocks are checked and searched again
+        resume_one_hop: bool = False
         # [ext] a readout after pooling (sum or mean, then a linear or MLP head): the 2-hop check
         # moves from the per-node readout to layer 3, whose input rows are the nodes' 2-hop states
         pooled_readout: bool = False
@@ -261,6 +268,9 @@ class GRAIN(Attack):
         if self.params.rank_witnessed and not self.params.batches:
             raise ConfigError(f"attack.params.{self.name}.rank_witnessed: ranks over the types a batch's blocks "
                               "witness, so it needs batches: true")
+        if self.params.resume_one_hop and not self.params.batches:
+            raise ConfigError(f"attack.params.{self.name}.resume_one_hop: resumes a batch's 1-hop enumeration, "
+                              "so it needs batches: true")
         if self.params.local_steps:  # a pseudo-gradient will do
             self.requires = Requirements(tasks=("graph", "node"))
 
@@ -409,6 +419,8 @@ class _Run:
         self.admissible = lambda graph: True
         self.peeling: Peeling | None = None
         self.peeled = False  # a member was recognised since the blocks were last checked
+        self.enumeration: OneHopEnumeration | None = None  # a batch's 1-hop enumeration, resumable
+        self.started: set = set()  # the neighbourhoods searches have started from
 
     def expired(self) -> bool:
         return self.ctx.budget.expired()
@@ -490,13 +502,16 @@ class _Run:
 
         layer1 = StarLayer(self.model, 0, nodes.x)
         one_hop_deadline = time.monotonic() + p.one_hop_seconds
-        enumerate_one_hop = one_hop_blocks if self.batch is None else witnessed_one_hop_blocks
-        if types is not None:
-            enumerate_one_hop = partial(one_hop_blocks_of_unknown_degree, rows=types.row,
-                                        degree_free=self.model.conv_name in DEGREE_FREE)
-        one_hop = self.stage("one_hop", enumerate_one_hop, layer1, deg, spaces[1], tau=p.tau_one_hop,
-                             max_combinations=p.max_one_hop_combinations,
-                             expired=lambda: self.expired() or time.monotonic() > one_hop_deadline)
+        one_hop_expired = lambda: self.expired() or time.monotonic() > one_hop_deadline  # noqa: E731
+        if self.batch is not None and types is None:  # paused by the time limit, resumable
+            self.enumeration = witnessed_enumeration(layer1, deg, spaces[1], tau=p.tau_one_hop,
+                                                     max_combinations=p.max_one_hop_combinations)
+            one_hop = self.stage("one_hop", self.enumeration.take, one_hop_expired)
+        else:
+            enumerate_one_hop = one_hop_blocks if types is None else partial(
+                one_hop_blocks_of_unknown_degree, rows=types.row, degree_free=self.model.conv_name in DEGREE_FREE)
+            one_hop = self.stage("one_hop", enumerate_one_hop, layer1, deg, spaces[1], tau=p.tau_one_hop,
+                                 max_combinations=p.max_one_hop_combinations, expired=one_hop_expired)
         self.info.update(one_hop_candidates=one_hop.candidates, one_hop_kept=len(one_hop))
         unexplained = unexplained_centres(deg, one_hop) if p.rank_closed else []
         if unexplained:  # where the gap closes: the nearest candidates, ranked after the passing
@@ -521,7 +536,8 @@ class _Run:
                 star = PartialGraph.from_block(Block(int(one_hop.centre[i]), tuple((t, ()) for t in nbrs)))
                 if self.score(star) < self.exact_tol:
                     return self.finish("star")
-        if len(one_hop) == 0:
+        resumable = p.resume_one_hop and self.enumeration is not None and not self.enumeration.exhausted
+        if len(one_hop) == 0 and not resumable:
             return self.finish("none", failure="no 1-hop block passed the layer-2 span check")
 
         self.layer1, self.x0, self.one_hop = layer1, nodes.x, one_hop
@@ -529,7 +545,7 @@ class _Run:
         for block in blocks:  # the whole graph within two hops of one node
             if is_complete(block, deg) and self.score(PartialGraph.from_block(block)) < self.exact_tol:
                 return self.finish("two_hop")
-        if not blocks:
+        if not blocks and not resumable:
             return self.finish("none", failure="no 2-hop block passed the readout span check")
         bound = self.pooled_bound(nodes.x) if p.pooled_sums else None
         self.ctx.progress(4, 5)
@@ -543,6 +559,9 @@ class _Run:
             steps, evaluations, exact, timed_out = result.steps, result.evaluations, result.exact, result.timed_out
         else:
             steps, evaluations, exact, searches = self.stage("dfs", self.search_in_turns, passes, budget)
+            if resumable:
+                steps, evaluations, exact, searches = self.resumed(
+                    budget, (steps, evaluations, exact, searches))
             timed_out = self.expired()
             self.info["dfs_searches"] = searches
         self.info.update(dfs_steps=steps, dfs_evaluations=evaluations)
@@ -550,6 +569,48 @@ class _Run:
             self.info.update(pooled_sums_checked=bound.checked, pooled_sums_rejected=bound.rejected)
         self.ctx.progress(5, 5)
         return self.finish("dfs" if exact else ("timeout" if timed_out else "best"))
+
+    def resumed(self, budget: SearchBudget, counts: tuple[int, int, bool, int]) -> tuple[int, int, bool, int]:
+        """[ext] ``resume_one_hop``: while a batch's search ends without an exact batch and time is
+        left, the 1-hop enumeration goes on from where its time limit stopped it for half the time
+        left, and the blocks, checked again with the new ones, are searched again (first from the
+        blocks no search has started from). Returns the search's counts, summed."""
+        steps, evaluations, exact, searches = counts
+        resumed = candidates = 0
+        start = time.perf_counter()
+        while not (exact or self.expired() or self.enumeration.exhausted):
+            deadline = time.monotonic() + (self.ctx.budget.deadline - time.monotonic()) / 2
+            before = self.enumeration.candidates
+            more = self.enumeration.take(lambda: self.expired() or time.monotonic() > deadline)
+            candidates += self.enumeration.candidates - before
+            if len(more) == 0:
+                continue
+            resumed += len(more)
+            self.one_hop = concat_one_hop(self.one_hop, more)
+            passes = self.passes_left()
+            if not passes[-1]:
+                continue
+            s, e, exact, n = self.search_in_turns(passes, budget)
+            steps, evaluations, searches = steps + s, evaluations + e, searches + n
+        self.info.update(one_hop_resumed=resumed, one_hop_resumed_candidates=candidates,
+                         seconds_one_hop_resumed=round(time.perf_counter() - start, 4))
+        return steps, evaluations, exact, searches
+
+    def passes_left(self) -> list[list[Block]]:
+        """The search's passes over the blocks of ``self.one_hop`` that what is left of a batch
+        passes, once its recognised members are removed (``batch.Peeling``); else over all. A
+        complete block (a member within two hops of one node) is scored here: no search starts
+        from it."""
+        if self.peeling is None or not self.peeling.members:
+            blocks, passes = self.blocks(self.one_hop, self.grad[self.names[2]])
+        else:
+            left = RowSpace(self.peeling.gradient(self.names[1]), self.p.tol_one_hop)
+            blocks, passes = self.blocks(self.one_hop.passing(left, self.p.tau_one_hop),
+                                         self.peeling.gradient(self.names[2]))
+        for block in blocks:
+            if is_complete(block, self.degrees):
+                self.score(PartialGraph.from_block(block))
+        return passes
 
     def blocks(self, one_hop, gradient: Tensor) -> tuple[list[Block], list[list[Block]]]:
         """T2* from ``one_hop`` checked on the span of ``gradient`` (the readout's, or layer 3's),
@@ -606,15 +667,14 @@ class _Run:
         started a search, a batch's searches start again from the first with twice the share.
         Returns the steps, evaluations, exactness and number of searches."""
         steps = evaluations = searches = 0
-        started: set = set()
+        started = self.started  # kept across calls: a resumed search starts from new blocks first
         exact = False
         share = 1.0 if self.batch is None else self.p.batch_search_share
         while not (exact or self.expired()):
             if self.peeled:  # members were removed: what is left passes fewer blocks
-                self.peeled, started = False, set()
-                left = RowSpace(self.peeling.gradient(self.names[1]), self.p.tol_one_hop)
-                _, passes = self.blocks(self.one_hop.passing(left, self.p.tau_one_hop),
-                                        self.peeling.gradient(self.names[2]))
+                self.peeled = False
+                started.clear()
+                passes = self.passes_left()
                 if not passes[-1]:
                     break
             ordered = passes
@@ -627,7 +687,8 @@ class _Run:
                 if share >= 1.0 or not started:
                     break  # every block has started a search that had the whole budget
                 # every block has started a search, some cut at their share: again, with twice it
-                started, share = set(), min(1.0, 2 * share)
+                started.clear()
+                share = min(1.0, 2 * share)
                 continue
             started |= {neighbourhood(b) for b in starts}
             deadline = time.monotonic() + share * self.ctx.budget.seconds

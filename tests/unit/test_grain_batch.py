@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 import torch
 
-from attacks.base import AttackContext, Budget
+from attacks.base import AttackContext, AttackFailed, Budget
 from attacks.grain import GRAIN
 from attacks.grain.batch import BatchAssembler, Peeling, canonical, unexplained_first
 from attacks.grain.blocks import Block
@@ -170,3 +170,37 @@ def test_a_batch_read_short_of_its_size_is_filled_so_every_graph_is_scored():
     assert len(fit.best[1]) == 1  # glycerol is not among the candidates: the fit weighs piperidine below 0.5
     distance, members = fit.reading()
     assert [g.num_nodes for g, _ in members] == [3, 6] and distance == fit.best[0]
+
+
+def test_a_cut_enumeration_resumes_when_the_search_ends_early(monkeypatch):
+    """A batch whose 1-hop enumeration the time limit cuts after its first chunks (here: by a
+    count of chunks, not the clock) has too few blocks to build it and fails; with [ext]
+    resume_one_hop the enumeration goes on once the search ends with time left, and the batch is
+    rebuilt exactly."""
+    import attacks.grain.attack as grain_attack
+    from attacks.grain.blocks import OneHopEnumeration
+
+    made = grain_attack.witnessed_enumeration
+
+    def cut_first(*args, **kwargs) -> OneHopEnumeration:
+        enumeration = made(*args, **kwargs)
+        take = enumeration.take
+        ticks = iter(range(2))
+        enumeration.take = lambda expired: (take(lambda: next(ticks, None) is None)
+                                            if enumeration.candidates == 0 else take(expired))
+        return enumeration
+
+    monkeypatch.setattr(grain_attack, "witnessed_enumeration", cut_first)
+    smiles = ["CCO", "Cc1ccccc1"]
+    with pytest.raises(AttackFailed, match="no 2-hop block"):  # the blocks of degree 1 alone
+        attack(smiles)
+    recs, _, scores, _ = attack(smiles, resume_one_hop=True)
+    assert recs[0].info["one_hop_kept"] > 0 and recs[0].info["one_hop_resumed"] > 0 and recs[0].info["exact"] == 1
+    assert [s["full_iso"] for s in scores] == [1.0, 1.0]
+
+
+def test_resuming_the_enumeration_needs_batches():
+    from fedgraph_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="resume_one_hop.*batches"):
+        GRAIN(resume_one_hop=True)
