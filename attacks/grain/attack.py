@@ -580,9 +580,8 @@ class _Run:
         start = time.perf_counter()
         while not (exact or self.expired() or self.enumeration.exhausted):
             deadline = time.monotonic() + (self.ctx.budget.deadline - time.monotonic()) / 2
-            before = self.enumeration.candidates
             more = self.enumeration.take(lambda: self.expired() or time.monotonic() > deadline)
-            candidates += self.enumeration.candidates - before
+            candidates += more.candidates
             if len(more) == 0:
                 continue
             resumed += len(more)
