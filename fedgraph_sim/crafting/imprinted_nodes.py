@@ -1,0 +1,387 @@
+r"""``imprinted_nodes``: the per-node readout's first layer as an imprint of every node of a batch,
+read as an invertible Bloom lookup table: each node's readout row, and which graph it belongs to.
+
+Paper: the imprint module of Fowl, Geiping, Czaja, Goldblum and Goldstein ("Robbing the Fed:
+Directly Obtaining Private Data in Federated Learning with Modified Models", ICLR 2022): a linear
+layer whose rows all measure one statistic of the input, with increasing thresholds as biases, so
+that the difference of two consecutive rows' gradients holds the inputs whose statistic falls
+between the thresholds. The reading is the peeling decoder of Goodrich and Mitzenmacher
+("Invertible Bloom Lookup Tables", Allerton 2011).
+
+Idea. A per-node readout (GRAIN's victim) feeds its first layer each node's row
+:math:`z_n = [x_n \,\|\, h_n]` (its features and its last message-passing state). The crafting
+splits the layer's units into :math:`G` groups of :math:`K`; unit :math:`j` of group :math:`g` is
+
+.. math::
+    u_{g,j}(z) = \mathrm{ReLU}(a_g^\top z - b_{g,j}), \qquad b_{g,0} < b_{g,1} < \dots < b_{g,K-1},
+
+a random direction :math:`a_g` per group, the thresholds at the quantiles of :math:`a_g^\top z`
+over the server's auxiliary graphs (under the round's honest message-passing weights, which it
+keeps) and :math:`b_{g,0}` below all of them. The next layer adds the units with one weight
+:math:`\alpha` and the last maps that sum to the first logit, so every active unit of node
+:math:`n` receives the same loss derivative :math:`w_n`, and
+
+.. math::
+    \nabla W_{g,j} - \nabla W_{g,j+1} = \sum_{n:\ b_{g,j} < a_g^\top z_n \le b_{g,j+1}} w_n z_n^\top,
+    \qquad \nabla b_{g,j} - \nabla b_{g,j+1} = \sum_{n:\ \dots} w_n :
+
+a table in which every node sits in one cell per group. A cell that holds one distinct row gives
+it exactly, :math:`z = S / B`, and removing it from its cells in the other groups may leave them
+pure in turn. With :math:`G = 3` the peeling ends with every row once the table has about 1.22
+cells per distinct row (Goodrich and Mitzenmacher); GRAIN's width 300 gives 300 cells against
+about 180 distinct rows in a batch of 16 Tox21 molecules.
+
+The derivative is the graph's: with the logits pooled over a graph's nodes,
+:math:`w_n = \partial L / \partial \mathrm{logit}_g \cdot \gamma\alpha / |V_g|` (mean pooling), the
+same for every node of a graph and different between graphs, so a decoded row's weight is
+:math:`k\, c_g` with :math:`k` its copies in graph :math:`g`. The server computes the crafted
+model's logits on any set of decoded rows, so it checks a proposed graph (rows and copies) against
+the weight its loss predicts for either label (:func:`group_graphs`).
+
+Limits. It needs a per-node readout with a hidden layer (GRAIN's victim); a pooled readout mixes a
+graph's nodes before any layer the server can bin. The thresholds come from the auxiliary graphs:
+nodes unlike them crowd a few cells. Rows shared by several graphs of the batch (the same 2-hop
+neighbourhood) decode once, with their graphs' weights summed. It recovers node rows and graph
+membership, not edges: a graph is then rebuilt from its nodes' states (GRAIN's blocks). The round
+trains nothing (the server discards its replies), and a client sees most of the readout dead on
+its data and its weights far from any initialisation (``clients/defenses/crafted_check.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from fedgraph_sim.crafting import Crafting
+from fedgraph_sim.data.schema import FeatureSchema
+from fedgraph_sim.models import build_model, classification_loss
+from fedgraph_sim.threat import CraftedRound, ObservedUpdate
+
+#: How far below the auxiliary statistics the first threshold of a group lies, in their ranges:
+#: the group's first unit is active on every node, so no node falls outside the table.
+_FLOOR = 10.0
+
+
+class ImprintedNodes(Crafting):
+    """Every slot receives the same crafted model (see the module's docstring).
+
+    Args:
+        aux_graphs (Sequence[Data], optional): the server's auxiliary graphs, where the thresholds
+            are placed. (default: ``()``)
+        loss (str, optional): the clients' training loss (``train.loss``): under ``bce`` every
+            logit carries the sum, so every node's weight is positive. (default: ``"cross_entropy"``)
+        groups (int, optional): the table's groups :math:`G`. (default: ``3``)
+    """
+
+    name = "imprinted_nodes"
+    paper = "Fowl et al., ICLR 2022 (imprint module); Goodrich and Mitzenmacher, Allerton 2011 (IBLT)"
+
+    def __init__(self, aux_graphs: Sequence = (), loss: str = "cross_entropy", groups: int = 3) -> None:
+        self.aux_graphs, self.loss, self.groups = tuple(aux_graphs), loss, groups
+
+    def problem(self, model: dict, clients: int) -> str | None:
+        """Refuses a user's model, a node task and any readout but a per-node MLP pooled by sum or
+        mean, and a first readout layer narrower than two units per group.
+
+        Args:
+            model (dict): the ``model`` section.
+            clients (int): the clients a round sends crafted weights to.
+        """
+        if model.get("module") is not None:
+            return "crafts the bench's GraphClassifier readout; a user's model (model.module) is not one"
+        if model.get("task", "graph") != "graph":
+            return "needs a graph classifier (model.task: graph)"
+        if model.get("readout_placement") != "per_node" or model.get("readout") != "mlp":
+            return ("needs a per-node MLP readout (model.readout_placement: per_node, model.readout: mlp): "
+                    "a pooled readout mixes a graph's nodes before any layer it can bin")
+        if model.get("pool", "mean") not in ("mean", "sum"):
+            return f"needs the per-node logits summed or averaged (model.pool is {model.get('pool')})"
+        width = int((model.get("readout_hidden") or [model.get("hidden", 16)])[0])
+        if width < 2 * self.groups:
+            return f"needs at least {2 * self.groups} units in the readout's first layer (model.readout_hidden)"
+        return None
+
+    def craft(self, weights: dict[str, np.ndarray], model: dict, clients: int,
+              seed: int) -> tuple[CraftedRound, list[dict[str, np.ndarray]]]:
+        """The crafted model (the same for every slot): the honest message-passing layers, the
+        readout's first layer as the table, and the later readout layers adding it up.
+
+        Args:
+            weights (dict[str, np.ndarray]): the honest global model's state by name.
+            model (dict): the ``model`` section (:meth:`problem` None).
+            clients (int): the slots to craft.
+            seed (int): seeds the groups' directions.
+
+        Raises:
+            ValueError: without auxiliary graphs to place the thresholds on.
+        """
+        if not self.aux_graphs:
+            raise ValueError("imprinted_nodes places its thresholds on the server's auxiliary graphs; it has none")
+        net = _model(model, weights)
+        z = readout_rows(net, self.aux_graphs)
+        units = weights["classifier.0.weight"].shape[0]
+        bins = units // self.groups
+        directions = np.random.default_rng(seed).standard_normal((self.groups, z.shape[1])) / np.sqrt(z.shape[1])
+        stats = z @ directions.T  # [aux nodes, groups]
+        first_w, first_b = np.zeros((units, z.shape[1])), np.zeros(units)
+        for g in range(self.groups):
+            s = stats[:, g]
+            floor = s.min() - _FLOOR * (s.max() - s.min()) - 1.0
+            cut = np.concatenate([[floor], np.quantile(s, np.arange(1, bins) / bins)])
+            first_w[g * bins:(g + 1) * bins] = directions[g]
+            first_b[g * bins:(g + 1) * bins] = -cut
+        total = np.maximum(z @ first_w.T + first_b, 0).sum(axis=1)
+        alpha = 1.0 / total.mean()
+        summed = alpha * total + 1.0  # the next layer's one live unit, always active
+        gamma = 1.0 / max(summed.std(), 1e-12)  # logits of order one: no loss saturates
+        crafted = {k: np.array(v, copy=True) for k, v in weights.items()}
+        crafted["classifier.0.weight"], crafted["classifier.0.bias"] = first_w, first_b
+        linears = sorted({k.rsplit(".", 1)[0] for k in weights if k.startswith("classifier.")} - {"classifier.0"},
+                         key=lambda name: int(name.split(".")[1]))
+        for k, layer in enumerate(linears):
+            w, b = np.zeros_like(weights[f"{layer}.weight"]), np.zeros_like(weights[f"{layer}.bias"])
+            if k == 0:
+                w[0, :self.groups * bins], b[0] = alpha, 1.0
+            elif k < len(linears) - 1:
+                w[0, 0] = 1.0
+            elif self.loss == "bce":  # every logit above 0 on the aux nodes: sum_c sigmoid > 1, w_n > 0
+                w[:, 0], b[:] = gamma, 0.5 - gamma * summed.min()
+            else:
+                w[0, 0], b[0] = gamma, -gamma * summed.mean()
+            crafted[f"{layer}.weight"], crafted[f"{layer}.bias"] = w, b
+        crafted = {k: v.astype(weights[k].dtype) for k, v in crafted.items()}
+        # under bce every weight is positive, so a cell's counts of each feature value and its
+        # states before the last (bias-free, linear) layer cannot go negative: the reader's test
+        states = _states_view(crafted, model)
+        q = z[:, -states.shape[0]:] @ states if states is not None else np.zeros(1)
+        positive = self.loss == "bce" and bool((q >= -1e-8 * np.abs(q).max()).all())
+        plan = {"groups": self.groups, "bins": bins, "positive": positive, "states": states is not None}
+        return CraftedRound(self.name, crafted, {}, plan), [dict(crafted) for _ in range(clients)]
+
+
+def _states_view(weights: dict[str, np.ndarray], model: dict) -> np.ndarray | None:
+    """``P`` with ``h_L P`` the aggregated inputs of the last layer, when that layer is a bias-free
+    GCN without an activation after it (GRAIN's): sums of ReLU outputs, never negative; else None."""
+    layers = int(model.get("layers", 2))
+    if model.get("conv", "gcn") != "gcn" or model.get("conv_bias", True) or model.get("last_activation") is not False:
+        return None
+    return np.linalg.pinv(np.asarray(weights[f"convs.{layers - 1}.lin.weight"], np.float64)).T
+
+
+def _model(model: dict, weights: dict[str, np.ndarray]):
+    num_features = weights["convs.0.lin.weight"].shape[1] if "convs.0.lin.weight" in weights else None
+    if num_features is None:  # other convs name their first linear map otherwise
+        first = next(k for k in weights if k.startswith("convs.0.") and k.endswith("weight"))
+        num_features = weights[first].shape[1]
+    num_classes = weights[max((k for k in weights if k.startswith("classifier.") and k.endswith("weight")),
+                              key=lambda k: int(k.split(".")[1]))].shape[0]
+    net = build_model(model, num_features, num_classes)
+    net.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()})
+    return net.double().eval()
+
+
+def readout_rows(net, graphs) -> np.ndarray:
+    """Every node's row of the per-node readout, ``[nodes, width]``, in float64.
+
+    Args:
+        net (GraphClassifier): a per-node-readout classifier.
+        graphs: PyG graphs.
+    """
+    with torch.no_grad():
+        return np.concatenate([net._readout_rows(g.x.double(), net.node_embeddings(g.x.double(), g.edge_index)).numpy()
+                               for g in graphs])
+
+
+@dataclass
+class NodeImprints:
+    """What :func:`read_imprints` decodes: distinct readout ``rows [M, D]``, each with its loss
+    ``weights [M]`` (summed over its copies in the batch), and the cells the peeling left
+    ``undecoded`` out of ``cells`` holding nodes."""
+
+    rows: Tensor
+    weights: Tensor
+    cells: int
+    undecoded: int
+
+
+def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *, tol: float = 1e-3,
+                  confirm: int = 1) -> NodeImprints:
+    """Peel the table of an ``imprinted_nodes`` round's reply: every cell that holds one distinct
+    row gives it, and it leaves its cells in the other groups.
+
+    A cell's row is taken only when its input features decode to valid values of ``schema``
+    (when given: the readout input starts with them), its statistic lies in the cell's own
+    interval, and its cell in every other group holds nodes; mixtures mostly fail one of these.
+
+    Args:
+        update (ObservedUpdate): one reply (or a secure aggregate) of an ``imprinted_nodes`` round.
+        schema (FeatureSchema, optional): the node features, to check a row's first columns.
+            (default: :obj:`None`)
+        tol (float, optional): the relative tolerance of those checks and of an empty cell.
+            (default: ``1e-3``)
+    """
+    crafted = update.crafted
+    groups, bins = int(crafted.plan["groups"]), int(crafted.plan["bins"])
+    used = groups * bins
+    weight = torch.as_tensor(np.asarray(crafted.base["classifier.0.weight"], np.float64))[:used]
+    cut = -torch.as_tensor(np.asarray(crafted.base["classifier.0.bias"], np.float64))[:used].view(groups, bins)
+    directions = weight.view(groups, bins, -1)[:, 0]
+    grad_w = update.gradient["classifier.0.weight"][:used].view(groups, bins, -1)
+    grad_b = update.gradient["classifier.0.bias"][:used].view(groups, bins)
+    # a cell: the difference of consecutive units (the last unit alone is the top cell)
+    cell_s = grad_w - torch.cat([grad_w[:, 1:], torch.zeros_like(grad_w[:, :1])], 1)
+    cell_b = grad_b - torch.cat([grad_b[:, 1:], torch.zeros_like(grad_b[:, :1])], 1)
+    empty = tol * cell_b.abs().max().clamp_min(1e-300) * 1e-2
+    occupied = int((cell_b.abs() > empty).sum())
+    view = _positive_view(crafted, schema) if crafted.plan.get("positive") else None
+    rows, weights = [], []
+    level = groups
+    while level >= confirm:
+        # the surest rows first: those whose cells agree in the most groups; a weaker level is
+        # tried only once no row of a surer one is left, and one taken row sends it back up
+        taken = False
+        for g, j in torch.nonzero(cell_b.abs() > empty).tolist():
+            b = cell_b[g, j].clone()  # the cell is emptied below
+            if b.abs() <= empty:
+                continue  # emptied earlier in this sweep
+            z = cell_s[g, j] / b
+            where = _cells(z, directions, cut)
+            if where[g] != j or bool((cell_b[torch.arange(groups), where].abs() <= empty).any()):
+                continue
+            others = cell_s[torch.arange(groups), where] / cell_b[torch.arange(groups), where].unsqueeze(1)
+            if int(((others - z).abs().amax(1) <= tol * z.abs().max()).sum()) < level:
+                continue
+            if schema is not None and not _valid_features(z[:schema.width], schema, tol):
+                continue
+            if view is not None:  # no cell may be left with a negative count or state
+                rest = view(cell_s[torch.arange(groups), where] - b * z, cell_b[torch.arange(groups), where] - b)
+                if float(rest.min()) < -tol * float(view((b * z).unsqueeze(0), b.view(1)).abs().max()):
+                    continue
+            rows.append(z)
+            weights.append(b)
+            for g2, j2 in enumerate(where.tolist()):
+                cell_s[g2, j2] -= b * z
+                cell_b[g2, j2] -= b
+            taken = True
+            if level < groups:
+                break
+        level = groups if taken else level - 1
+    undecoded = int((cell_b.abs() > empty).sum())
+    if not rows:
+        return NodeImprints(torch.zeros(0, weight.size(1), dtype=torch.float64), torch.zeros(0, dtype=torch.float64),
+                            occupied, undecoded)
+    return NodeImprints(torch.stack(rows), torch.stack(weights), occupied, undecoded)
+
+
+def _positive_view(crafted: CraftedRound, schema: FeatureSchema | None):
+    """``view(S [k, D], B [k]) -> [k, *]``: what no cell of positive weights can have negative,
+    the counts of each feature value (``schema``'s one-hot columns, when given) and the last
+    layer's aggregated inputs (``plan["states"]``)."""
+    width = crafted.base["classifier.0.weight"].shape[1]
+    parts = []
+    if schema is not None and schema.standardized:
+        mean, std = (torch.tensor(v, dtype=torch.float64) for v in (schema.mean, schema.std))
+        live = std > 0
+        parts.append(lambda S, B: (S[:, :schema.width] * std + B.unsqueeze(1) * mean)[:, live])
+    elif schema is not None:
+        parts.append(lambda S, B: S[:, :schema.width])
+    if crafted.plan.get("states"):
+        weights = {k: crafted.base[k] for k in crafted.base if k.startswith("convs.")}
+        last = max(int(k.split(".")[1]) for k in weights)
+        P = torch.as_tensor(np.linalg.pinv(np.asarray(weights[f"convs.{last}.lin.weight"], np.float64)).T)
+        parts.append(lambda S, B: S[:, width - P.shape[0]:] @ P)
+    if not parts:
+        return None
+    return lambda S, B: torch.cat([f(S, B) for f in parts], 1)
+
+
+def _cells(z: Tensor, directions: Tensor, cut: Tensor) -> Tensor:
+    """The cell of row ``z`` in every group: the last threshold its statistic exceeds."""
+    stat = directions @ z
+    return (torch.searchsorted(cut, stat.unsqueeze(1), right=False).squeeze(1) - 1).clamp_min(0)
+
+
+def _valid_features(x: Tensor, schema: FeatureSchema, tol: float) -> bool:
+    encoded = schema.encode(schema.decode(x.unsqueeze(0))).to(x.dtype)[0]
+    return bool((encoded - x).abs().max() <= tol * max(1.0, float(x.abs().max())))
+
+
+@dataclass
+class ImprintedGraph:
+    """A graph :func:`group_graphs` proposes: indices into the decoded rows, each row's copies,
+    the label whose predicted weight matched, and the graph's per-node weight ``c``."""
+
+    rows: list[int]
+    copies: list[int]
+    label: int
+    weight: float
+
+
+def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels: Sequence[int], *,
+                 max_copies: int = 12, tol: float = 1e-3) -> tuple[list[ImprintedGraph], list[int]]:
+    """Group decoded rows into graphs by their weights: rows whose weights are whole multiples of
+    one base weight ``c`` form a graph, accepted when the crafted model's loss on those rows (with
+    those copies, pooled as the model pools) gives every node the weight ``c`` for some label.
+
+    Args:
+        imprints (NodeImprints): the decoded rows.
+        net (GraphClassifier): the crafted model (float64), whose readout gives a row's logit.
+        loss (str): the training loss (``train.loss``).
+        batch_size (int): the graphs of the batch (the loss is their mean).
+        labels (Sequence[int]): the labels to try.
+        max_copies (int, optional): the most copies of one row in a graph. (default: ``12``)
+        tol (float, optional): relative tolerance of a multiple and of the check. (default: ``1e-3``)
+
+    Returns:
+        ``(graphs, rows left)``: the accepted graphs and the rows none took.
+    """
+    w = imprints.weights.numpy()
+    left = sorted(range(len(w)), key=lambda i: abs(w[i]))
+    graphs: list[ImprintedGraph] = []
+    while left:
+        base = left[0]
+        accepted = None
+        for divisor in range(1, max_copies + 1):  # the smallest row may have several copies
+            c = w[base] / divisor
+            ratio = w[left] / c
+            copies = np.rint(ratio)
+            take = (np.abs(ratio - copies) <= tol * np.maximum(1.0, copies)) & (copies >= 1) & (copies <= max_copies)
+            members = [left[i] for i in np.nonzero(take)[0]]
+            counts = [int(copies[i]) for i in np.nonzero(take)[0]]
+            label = _matching_label(imprints.rows[members], counts, c, net, loss, batch_size, labels, tol)
+            if label is not None:
+                accepted = ImprintedGraph(members, counts, label, float(c))
+                break
+        if accepted is None:
+            left = left[1:]
+            continue
+        graphs.append(accepted)
+        left = [i for i in left if i not in set(accepted.rows)]
+    taken = {i for g in graphs for i in g.rows}
+    return graphs, [i for i in range(len(w)) if i not in taken]
+
+
+def _matching_label(rows: Tensor, copies: list[int], c: float, net, loss: str, batch_size: int,
+                    labels: Sequence[int], tol: float) -> int | None:
+    """The label for which the crafted model's loss gives every node of this graph the weight
+    ``c`` (the derivative at its readout's first unit), or None."""
+    counts = torch.tensor(copies, dtype=torch.float64)
+    for label in labels:
+        shift = torch.zeros(len(copies), dtype=torch.float64, requires_grad=True)
+        first = net.classifier[0](rows)
+        first = torch.cat([first[:, :1] + shift.unsqueeze(1), first[:, 1:]], 1)
+        logits = net.classifier[1:](first)
+        pooled = (counts.unsqueeze(1) * logits).sum(0, keepdim=True)
+        if net.pool == "mean":
+            pooled = pooled / counts.sum()
+        target = torch.tensor([label])
+        value = classification_loss(pooled, target, loss) / batch_size
+        (grad,) = torch.autograd.grad(value, shift)
+        per_node = grad / counts  # each copy's own derivative
+        if bool(((per_node - c).abs() <= tol * abs(c)).all()):
+            return int(label)
+    return None

@@ -1,0 +1,81 @@
+"""``imprinted_nodes``: the per-node readout's first layer as a table of the batch's nodes; peeling
+gives every node's readout row exactly, and the weights group them into graphs."""
+
+import numpy as np
+import pytest
+import torch
+
+from clients.training import mean_gradient
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, _model, group_graphs, read_imprints, readout_rows
+from fedgraph_sim.models import build_model
+from fedgraph_sim.threat import ObservedUpdate
+from tests.unit.grain_cases import molecule
+
+GRAIN_GCN = dict(conv="gcn", hidden=30, conv_bias=False, last_activation=False, readout="mlp",
+                 readout_hidden=[60, 8], readout_input="concat_input", readout_placement="per_node")
+AUX = ("CCO", "c1ccccc1", "Cc1ccccc1", "CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "Cc1ccc(cc1)S(=O)(=O)N",
+       "CC(C)Cc1ccc(cc1)C(C)C(=O)O", "O=C(O)CCC(=O)O")  # the server's auxiliary molecules
+VICTIMS = ("c1ccncc1", "OCC(O)CO", "C1CCNCC1")
+
+
+def _round(loss: str = "bce"):
+    graphs = [molecule(s)[0] for s in VICTIMS]
+    schema = molecule(VICTIMS[0])[1]
+    torch.manual_seed(0)
+    model = build_model(GRAIN_GCN, graphs[0].x.size(1), 2)
+    honest = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    craft = ImprintedNodes([molecule(s)[0] for s in AUX], loss=loss)
+    crafted, parts = craft.craft(honest, GRAIN_GCN, 1, seed=3)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    grads, _ = mean_gradient(model, graphs, loss)
+    update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
+                            returned={k: v.double().numpy() for k, v in grads.items()}, kind="gradient",
+                            num_examples=3, metrics={}, lr=0.01, local_steps=1, batch_size=3,
+                            crafted=crafted.for_clients({0: 0}))
+    truth = readout_rows(_model(GRAIN_GCN, parts[0]), graphs)
+    owner = np.concatenate([[k] * g.num_nodes for k, g in enumerate(graphs)])
+    return update, schema, truth, owner, parts[0]
+
+
+def _nearest(truth: np.ndarray, row: np.ndarray) -> tuple[int, float]:
+    gap = np.abs(truth - row).max(1) / np.abs(truth).max(1)
+    return int(gap.argmin()), float(gap.min())
+
+
+def test_peeling_gives_every_distinct_row_exactly():
+    update, schema, truth, _, _ = _round()
+    imprints = read_imprints(update, schema, tol=1e-2)
+    distinct = np.unique(np.round(truth, 5), axis=0)
+    assert len(imprints.rows) == len(distinct) and imprints.undecoded == 0
+    found = {_nearest(truth, row.numpy())[0] for row in imprints.rows}
+    assert all(_nearest(truth, row.numpy())[1] < 1e-3 for row in imprints.rows)
+    assert len({tuple(np.round(truth[i], 5)) for i in found}) == len(distinct)  # each once
+    assert bool((imprints.weights > 0).all())  # bce: every logit carries the sum
+
+
+def test_the_weights_group_rows_into_the_true_graphs():
+    update, schema, truth, owner, sent = _round()
+    imprints = read_imprints(update, schema, tol=1e-2)
+    graphs, _ = group_graphs(imprints, _model(GRAIN_GCN, sent), "bce", 3, [0, 1])
+    assert graphs
+    for graph in graphs:  # the rows and copies of one victim, all of them
+        rows = [_nearest(truth, imprints.rows[i].numpy())[0] for i in graph.rows]
+        victims = {int(owner[r]) for r in rows}
+        assert len(victims) == 1
+        victim = victims.pop()
+        mine = sorted(tuple(np.round(truth[r], 4)) for r, k in zip(rows, graph.copies) for _ in range(k))
+        assert mine == sorted(tuple(np.round(t, 4)) for t in truth[owner == victim])
+
+
+@pytest.mark.parametrize("change, word", [({"readout_placement": "after_pool"}, "per-node"),
+                                          ({"readout": "linear"}, "per-node"), ({"pool": "max"}, "summed"),
+                                          ({"readout_hidden": [4, 8]}, "at least 6")])
+def test_what_it_cannot_craft_says_why(change, word):
+    assert ImprintedNodes().problem(GRAIN_GCN, 1) is None
+    assert word in ImprintedNodes().problem(dict(GRAIN_GCN, **change), 1)
+
+
+def test_crafting_needs_auxiliary_graphs():
+    model = build_model(GRAIN_GCN, 10, 2)
+    with pytest.raises(ValueError, match="auxiliary graphs"):
+        ImprintedNodes().craft({k: v.numpy() for k, v in model.state_dict().items()}, GRAIN_GCN, 1, seed=0)
