@@ -34,7 +34,7 @@ from fedgraph_sim.models.presets.grain_gcn import OPTIONS as MODEL  # noqa: E402
 from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
 
 
-def batch_row(dataset, victims, aux, index: int, size: int, tol: float) -> dict:
+def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bool) -> dict:
     """One batch's counts (see the module's docstring)."""
     torch.manual_seed(index)
     model = build_model(MODEL, dataset.num_features, dataset.num_classes)
@@ -55,14 +55,16 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float) -> dict:
     for row in imprints.rows.numpy():
         gap = np.abs(truth - row).max(1) / np.abs(truth).max(1)
         nearest.append(int(gap.argmin()) if gap.min() < 1e-3 else None)
-    proposed, _ = group_graphs(imprints, net, "bce", size, range(dataset.num_classes))
+    sizes = {g.num_nodes for g in graphs} if hint else None  # the threat's node-count hint
+    proposed, _ = group_graphs(imprints, net, "bce", size, range(dataset.num_classes), sizes=sizes)
+    victims_rows = [sorted(tuple(np.round(t, 5)) for t in truth[owner == k]) for k in range(len(graphs))]
     exact = 0
-    for graph in proposed:
+    for graph in proposed:  # a shared row's nearest node may be another victim's: compare the rows
         rows = [nearest[i] for i in graph.rows]
-        if None in rows or len({int(owner[r]) for r in rows}) != 1:
+        if None in rows:
             continue
         mine = sorted(tuple(np.round(truth[r], 5)) for r, k in zip(rows, graph.copies) for _ in range(k))
-        exact += mine == sorted(tuple(np.round(t, 5)) for t in truth[owner == owner[rows[0]]])
+        exact += mine in victims_rows
     return {"nodes": len(truth), "distinct": len(np.unique(np.round(truth, 5), axis=0)),
             "cells": imprints.cells, "undecoded": imprints.undecoded, "decoded": len(nearest),
             "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact}
@@ -73,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--tol", type=float, default=1e-2, help="the reader's relative tolerance")
+    parser.add_argument("--node-count", action="store_true",
+                        help="group with the batch's node counts known (the threat's node_count hint)")
     args = parser.parse_args(argv)
     if min(args.batch_size, args.batches) < 1 or args.batch_size * args.batches > 100:
         print("error: --batch-size and --batches must be >= 1 with a product of at most 100 "
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     total = {"exact": 0, "true": 0, "distinct": 0}
     for b in range(args.batches):
-        r = batch_row(dataset, victims, aux, b, args.batch_size, args.tol)
+        r = batch_row(dataset, victims, aux, b, args.batch_size, args.tol, args.node_count)
         print(f"| {b} | {r['nodes']} | {r['distinct']} | {r['cells']} | {r['undecoded']} | {r['decoded']} "
               f"({r['true']}) | {r['proposed']} | {r['exact']} of {args.batch_size} |")
         for k in total:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -308,11 +308,12 @@ def initial_arrays(config: RunConfig, num_features: int, num_classes: int) -> Ar
 
 
 def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "",
-                  audits: Callable[[int], bool] = lambda server_round: True) -> Curious:
+                  audits: Callable[[int], bool] = lambda server_round: True, aux_graphs: Sequence = ()) -> Curious:
     """The configured curious strategy (``aggregation``): every client trains every round, or
     Flower samples ``federation.fraction_train`` of the available ones once
     ``federation.min_available`` are connected; ``audits(round)``: whether the round's ground truth
-    will be read."""
+    will be read; ``aux_graphs``: the server's auxiliary graphs, which a malicious server's
+    crafting may place its weights on."""
     cls, names = STRATEGIES[config.aggregation.strategy], AGGREGATION_KEYS[config.aggregation.strategy]
     if config.threat.server == "malicious":
         from server.malicious import Malicious
@@ -332,5 +333,6 @@ def make_strategy(config: RunConfig, observer: Observer | None, run_dir: str = "
                    min_available_nodes=available, **chosen)
     if config.threat.server == "malicious":
         from fedgraph_sim.crafting import crafting
-        strategy.arm(crafting(config.threat.crafting), config.model.model_dump(), config.seed)
+        strategy.arm(crafting(config.threat.crafting, aux_graphs, config.train.loss), config.model.model_dump(),
+                     config.seed)
     return strategy

@@ -127,6 +127,7 @@ from attacks.grain.build import FixedNeighbourhoods, PartialGraph, SearchBudget,
 from attacks.grain.coefficients import block_z_scores
 from attacks.grain.degrees import degree_types, one_hop_blocks_of_unknown_degree
 from attacks.grain.embed import DEGREE_FREE, OTHER_CONVS, SUPPORTED, StarLayer, check_weight, checked_weights
+from attacks.grain.imprinted import read_imprinted_batch
 from attacks.grain.local_training import LocalTraining, gradient_rounding
 from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.noise import NoiseEstimate
@@ -280,6 +281,11 @@ class GRAIN(Attack):
         return reading if isinstance(reading, str) else None
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        if update.crafted is not None and update.crafted.crafting == "imprinted_nodes":
+            if not update.exact:
+                return ("reads an imprinted_nodes round from one gradient (FedSGD): local steps move the "
+                        "table's thresholds between them")
+            return super().not_applicable(update, knowledge)
         if update.crafted is not None:  # each member's part is read as its own honest update
             update, knowledge = crafting(update.crafted.crafting).members(update, knowledge)[0]
         reason = super().not_applicable(update, knowledge)
@@ -350,6 +356,8 @@ class GRAIN(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
+        if update.crafted is not None and update.crafted.crafting == "imprinted_nodes":
+            return read_imprinted_batch(update, knowledge, self.params, ctx)  # every node's row, known
         if update.crafted is not None:
             return self.members(update, knowledge, ctx)
         if knowledge.model.get("module") is not None:  # a user's model, read as the classifier it computes

@@ -151,6 +151,9 @@ def _check_malicious(config: RunConfig) -> None:
     problem = CRAFTINGS[threat.crafting]().problem(config.model.model_dump(), config.federation.num_clients)
     if problem is not None:
         raise ConfigError(f"threat.crafting: {threat.crafting} {problem}")
+    if CRAFTINGS[threat.crafting].needs_aux and not threat.aux_graphs:
+        raise ConfigError(f"threat.crafting: {threat.crafting} places its weights on the server's auxiliary graphs, "
+                          "which threat.aux_graphs: false withholds")
 
 
 def _check_secaggplus(config: RunConfig) -> None:

@@ -13,7 +13,7 @@ from both sides of the threat boundary, which is why it lives in the core:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Sequence
 
 import numpy as np
 
@@ -25,6 +25,11 @@ class Crafting:
 
     name: ClassVar[str]
     paper: ClassVar[str]
+    #: True when the crafting places its weights on the server's auxiliary graphs (``aux``).
+    needs_aux: ClassVar[bool] = False
+
+    def __init__(self, aux_graphs: Sequence = (), loss: str = "cross_entropy") -> None:
+        self.aux_graphs, self.loss = tuple(aux_graphs), loss
 
     def problem(self, model: dict, clients: int) -> str | None:
         """Why this crafting cannot serve ``clients`` clients of a model of architecture ``model``
@@ -71,17 +76,21 @@ class Crafting:
         raise NotImplementedError
 
 
-def crafting(name: str) -> Crafting:
+def crafting(name: str, aux_graphs: Sequence = (), loss: str = "cross_entropy") -> Crafting:
     """An instance of the crafting registered as ``name`` (``threat.crafting``).
 
     Args:
         name (str): a key of :data:`CRAFTINGS`; another raises :class:`KeyError`.
+        aux_graphs (Sequence[Data], optional): the server's auxiliary graphs (``aux``).
+            (default: ``()``)
+        loss (str, optional): the clients' training loss (``train.loss``). (default: ``"cross_entropy"``)
     """
-    return CRAFTINGS[name]()
+    return CRAFTINGS[name](aux_graphs, loss)
 
 
-from fedgraph_sim.crafting.rescaled_layers import RescaledLayers  # noqa: E402  (they subclass Crafting)
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes  # noqa: E402  (they subclass Crafting)
+from fedgraph_sim.crafting.rescaled_layers import RescaledLayers  # noqa: E402
 from fedgraph_sim.crafting.separated_clients import SeparatedClients  # noqa: E402
 
 #: ``threat.crafting`` -> its class.
-CRAFTINGS: dict[str, type[Crafting]] = {c.name: c for c in (SeparatedClients, RescaledLayers)}
+CRAFTINGS: dict[str, type[Crafting]] = {c.name: c for c in (SeparatedClients, RescaledLayers, ImprintedNodes)}

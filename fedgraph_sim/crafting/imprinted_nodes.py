@@ -49,6 +49,7 @@ its data and its weights far from any initialisation (``clients/defenses/crafted
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -79,9 +80,11 @@ class ImprintedNodes(Crafting):
 
     name = "imprinted_nodes"
     paper = "Fowl et al., ICLR 2022 (imprint module); Goodrich and Mitzenmacher, Allerton 2011 (IBLT)"
+    needs_aux = True
 
     def __init__(self, aux_graphs: Sequence = (), loss: str = "cross_entropy", groups: int = 3) -> None:
-        self.aux_graphs, self.loss, self.groups = tuple(aux_graphs), loss, groups
+        super().__init__(aux_graphs, loss)
+        self.groups = groups
 
     def problem(self, model: dict, clients: int) -> str | None:
         """Refuses a user's model, a node task and any readout but a per-node MLP pooled by sum or
@@ -131,13 +134,17 @@ class ImprintedNodes(Crafting):
         for g in range(self.groups):
             s = stats[:, g]
             floor = s.min() - _FLOOR * (s.max() - s.min()) - 1.0
-            cut = np.concatenate([[floor], np.quantile(s, np.arange(1, bins) / bins)])
+            cut = np.concatenate([[floor], _thresholds(s, bins - 1)])
             first_w[g * bins:(g + 1) * bins] = directions[g]
             first_b[g * bins:(g + 1) * bins] = -cut
         total = np.maximum(z @ first_w.T + first_b, 0).sum(axis=1)
         alpha = 1.0 / total.mean()
         summed = alpha * total + 1.0  # the next layer's one live unit, always active
-        gamma = 1.0 / max(summed.std(), 1e-12)  # logits of order one: no loss saturates
+        # A graph's weight is its pooled logit's loss derivative over its size: the pooled logits
+        # must spread where the sigmoid is steep, or graphs of one size share one weight.
+        ends = np.cumsum([g.num_nodes for g in self.aux_graphs])[:-1]
+        pooled = np.array([part.mean() for part in np.split(summed, ends)])
+        gamma = 1.0 / max(3 * pooled.std(), 1e-12)  # three of their stds to a logit of one
         crafted = {k: np.array(v, copy=True) for k, v in weights.items()}
         crafted["classifier.0.weight"], crafted["classifier.0.bias"] = first_w, first_b
         linears = sorted({k.rsplit(".", 1)[0] for k in weights if k.startswith("classifier.")} - {"classifier.0"},
@@ -148,10 +155,10 @@ class ImprintedNodes(Crafting):
                 w[0, :self.groups * bins], b[0] = alpha, 1.0
             elif k < len(linears) - 1:
                 w[0, 0] = 1.0
-            elif self.loss == "bce":  # every logit above 0 on the aux nodes: sum_c sigmoid > 1, w_n > 0
-                w[:, 0], b[:] = gamma, 0.5 - gamma * summed.min()
+            elif self.loss == "bce":  # pooled logits of 1 +- 1/3 per std: sum_c sigmoid > 1, so w_n > 0
+                w[:, 0], b[:] = gamma, 1.0 - gamma * pooled.mean()
             else:
-                w[0, 0], b[0] = gamma, -gamma * summed.mean()
+                w[0, 0], b[0] = gamma, -gamma * pooled.mean()
             crafted[f"{layer}.weight"], crafted[f"{layer}.bias"] = w, b
         crafted = {k: v.astype(weights[k].dtype) for k, v in crafted.items()}
         # under bce every weight is positive, so a cell's counts of each feature value and its
@@ -161,6 +168,26 @@ class ImprintedNodes(Crafting):
         positive = self.loss == "bce" and bool((q >= -1e-8 * np.abs(q).max()).all())
         plan = {"groups": self.groups, "bins": bins, "positive": positive, "states": states is not None}
         return CraftedRound(self.name, crafted, {}, plan), [dict(crafted) for _ in range(clients)]
+
+
+def _thresholds(stats: np.ndarray, count: int) -> np.ndarray:
+    """``count`` increasing thresholds near the quantiles of ``stats``, each halfway between two
+    distinct values: molecules repeat their rows, and a threshold on a repeated value would leave
+    those nodes on the edge of a unit, where the client's float32 rounding decides the cell."""
+    values, counts = np.unique(stats, return_counts=True)
+    if len(values) < 2:
+        return np.full(count, values[0] + 1.0)  # one value: every cell but the first stays empty
+    ranks = np.cumsum(counts)[:-1] / counts.sum()  # the share at or below each gap
+    gaps = (values[:-1] + values[1:]) / 2
+    chosen: list[int] = []
+    for target in np.arange(1, count + 1) / (count + 1):
+        left = chosen[-1] + 1 if chosen else 0
+        if left >= len(gaps):
+            break
+        chosen.append(left + int(np.abs(ranks[left:] - target).argmin()))
+    cut = gaps[chosen]
+    top = values[-1] + 1.0 + np.arange(count - len(cut))  # more cells than gaps: the rest above all
+    return np.concatenate([cut, top])
 
 
 def _states_view(weights: dict[str, np.ndarray], model: dict) -> np.ndarray | None:
@@ -312,20 +339,31 @@ def _valid_features(x: Tensor, schema: FeatureSchema, tol: float) -> bool:
 
 @dataclass
 class ImprintedGraph:
-    """A graph :func:`group_graphs` proposes: indices into the decoded rows, each row's copies,
-    the label whose predicted weight matched, and the graph's per-node weight ``c``."""
+    """A graph :func:`group_graphs` proposes: indices into the decoded rows (a row several graphs
+    share is in each), each row's copies in this graph, the labels whose predicted weight matched,
+    and the graph's per-node weight ``c``."""
 
     rows: list[int]
     copies: list[int]
-    label: int
+    labels: tuple[int, ...]
     weight: float
 
 
 def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels: Sequence[int], *,
-                 max_copies: int = 12, tol: float = 1e-3) -> tuple[list[ImprintedGraph], list[int]]:
-    """Group decoded rows into graphs by their weights: rows whose weights are whole multiples of
-    one base weight ``c`` form a graph, accepted when the crafted model's loss on those rows (with
-    those copies, pooled as the model pools) gives every node the weight ``c`` for some label.
+                 sizes: Sequence[int] | None = None, max_copies: int = 12, shared_copies: int = 4,
+                 tol: float = 1e-3) -> tuple[list[ImprintedGraph], list[int]]:
+    r"""Group decoded rows into graphs by their weights.
+
+    Rows whose weights are whole multiples of one base weight ``c`` form a cluster. A row that
+    several graphs share carries the sum of their weights, :math:`\sum_g k_g c_g`: it is offered
+    to the clusters whose bases decompose it (two or three of them, ``k_g <= shared_copies``). A
+    cluster, with the fewest of its offered rows that pass, is accepted as a graph when the crafted
+    model's loss on those rows (with those copies, pooled as the model pools) gives every node the
+    weight ``c`` for some label: the check that decides, since it depends on every row and copy of
+    the graph. The likeliest decomposition of each shared row is offered first; a cluster still
+    without a graph is then offered every decomposition and the rows that form a cluster of their
+    own and joined no graph, with any number of copies their weight allows (a row shared by more
+    graphs than three).
 
     Args:
         imprints (NodeImprints): the decoded rows.
@@ -333,55 +371,107 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
         loss (str): the training loss (``train.loss``).
         batch_size (int): the graphs of the batch (the loss is their mean).
         labels (Sequence[int]): the labels to try.
+        sizes (Sequence[int], optional): the node counts a graph may have (the threat's node-count
+            hint), or None for any. (default: :obj:`None`)
         max_copies (int, optional): the most copies of one row in a graph. (default: ``12``)
+        shared_copies (int, optional): the most copies of a shared row in one of its graphs.
+            (default: ``4``)
         tol (float, optional): relative tolerance of a multiple and of the check. (default: ``1e-3``)
 
     Returns:
         ``(graphs, rows left)``: the accepted graphs and the rows none took.
     """
     w = imprints.weights.numpy()
-    left = sorted(range(len(w)), key=lambda i: abs(w[i]))
-    graphs: list[ImprintedGraph] = []
-    while left:
-        base = left[0]
-        accepted = None
-        for divisor in range(1, max_copies + 1):  # the smallest row may have several copies
-            c = w[base] / divisor
-            ratio = w[left] / c
-            copies = np.rint(ratio)
-            take = (np.abs(ratio - copies) <= tol * np.maximum(1.0, copies)) & (copies >= 1) & (copies <= max_copies)
-            members = [left[i] for i in np.nonzero(take)[0]]
-            counts = [int(copies[i]) for i in np.nonzero(take)[0]]
-            label = _matching_label(imprints.rows[members], counts, c, net, loss, batch_size, labels, tol)
-            if label is not None:
-                accepted = ImprintedGraph(members, counts, label, float(c))
-                break
-        if accepted is None:
-            left = left[1:]
+    clusters = _clusters(w, max_copies, tol)
+    bases = np.array([c for c, _, _ in clusters])
+    offers: dict[int, list[list[tuple[int, int]]]] = {i: [[], []] for i in range(len(clusters))}
+    for row in range(len(w)):  # cluster -> [(row, copies) of the likeliest decomposition, of the others]
+        for rank, parts in enumerate(_decompositions(w[row], bases, shared_copies, tol)):
+            for cluster, copies in parts:
+                offers[cluster][min(rank, 1)].append((row, copies))
+
+    def complete(i: int, extra: list[tuple[int, int]], most: int) -> ImprintedGraph | None:
+        """Cluster ``i`` with the fewest of ``extra`` (at most ``most``) that pass the loss check."""
+        c, rows, copies = clusters[i]
+        own = list(zip(rows, copies))
+        extra = [(r, k) for r, k in dict.fromkeys(extra) if r not in rows]
+        for size in range(min(most, len(extra)) + 1):
+            for chosen in itertools.combinations(extra, size):
+                members = own + list(chosen)
+                if len({r for r, _ in members}) < len(members):
+                    continue  # one row offered twice
+                if sizes is not None and sum(k for _, k in members) not in sizes:
+                    continue
+                matched = _matching_labels(imprints.rows[[r for r, _ in members]], [k for _, k in members], c,
+                                           net, loss, batch_size, labels, tol)
+                if matched:
+                    return ImprintedGraph([r for r, _ in members], [k for _, k in members], matched, float(c))
+        return None
+
+    found: dict[int, ImprintedGraph] = {}
+    for i in range(len(clusters)):  # the likeliest decompositions of the shared rows first
+        if (graph := complete(i, offers[i][0][:10], 10)) is not None:
+            found[i] = graph
+    taken = {r for g in found.values() for r in g.rows}
+    # a row shared by more graphs than a decomposition covers is a cluster of its own that no graph took
+    alone = [rows[0] for i, (_, rows, _) in enumerate(clusters) if len(rows) == 1 and rows[0] not in taken]
+    for i in range(len(clusters)):  # then any decomposition, and those rows
+        if i in found:
             continue
-        graphs.append(accepted)
-        left = [i for i in left if i not in set(accepted.rows)]
-    taken = {i for g in graphs for i in g.rows}
-    return graphs, [i for i in range(len(w)) if i not in taken]
+        c = clusters[i][0]
+        wider = [(r, k) for r in alone for k in range(1, shared_copies + 1) if k * c < w[r] * (1 + tol)]
+        if (graph := complete(i, (offers[i][0] + offers[i][1] + wider)[:20], 3)) is not None:
+            found[i] = graph
+    graphs = [found[i] for i in sorted(found)]
+    taken = {r for g in graphs for r in g.rows}
+    return graphs, [r for r in range(len(w)) if r not in taken]
 
 
-def _matching_label(rows: Tensor, copies: list[int], c: float, net, loss: str, batch_size: int,
-                    labels: Sequence[int], tol: float) -> int | None:
-    """The label for which the crafted model's loss gives every node of this graph the weight
-    ``c`` (the derivative at its readout's first unit), or None."""
+def _clusters(w: np.ndarray, max_copies: int, tol: float) -> list[tuple[float, list[int], list[int]]]:
+    """``(base, rows, copies)``: from the smallest weight up, the rows left that are whole multiples
+    of it."""
+    left = sorted(range(len(w)), key=lambda i: abs(w[i]))
+    out = []
+    while left:
+        c = w[left[0]]
+        ratio = w[left] / c
+        copies = np.rint(ratio)
+        take = (np.abs(ratio - copies) <= tol * np.maximum(1.0, copies)) & (copies >= 1) & (copies <= max_copies)
+        take[0] = True
+        out.append((float(c), [left[i] for i in np.nonzero(take)[0]], [int(copies[i]) for i in np.nonzero(take)[0]]))
+        left = [left[i] for i in np.nonzero(~take)[0]]
+    return out
+
+
+def _decompositions(weight: float, bases: np.ndarray, most: int, tol: float) -> list[list[tuple[int, int]]]:
+    r"""Every way to write ``weight`` as :math:`\sum k_i c_i` over two or three distinct bases,
+    ``1 <= k_i <= most``, within ``tol``."""
+    out = []
+    multiples = [(i, k, k * c) for i, c in enumerate(bases) for k in range(1, most + 1) if abs(k * c) < abs(weight)]
+    for n in (2, 3):
+        for combo in itertools.combinations(multiples, n):
+            gap = abs(sum(v for _, _, v in combo) - weight)
+            if len({i for i, _, _ in combo}) == n and gap <= tol * abs(weight):
+                out.append((n, gap, [(i, k) for i, k, _ in combo]))
+    return [parts for _, _, parts in sorted(out, key=lambda o: o[:2])]  # the fewest graphs, then the closest
+
+
+def _matching_labels(rows: Tensor, copies: list[int], c: float, net, loss: str, batch_size: int,
+                     labels: Sequence[int], tol: float) -> tuple[int, ...]:
+    """The labels for which the crafted model's loss gives every node of this graph the weight
+    ``c`` (the derivative at its readout's first unit); under ``bce`` the crafting makes that
+    derivative the same for every label."""
     counts = torch.tensor(copies, dtype=torch.float64)
+    shift = torch.zeros(len(copies), dtype=torch.float64, requires_grad=True)
+    first = net.classifier[0](rows)
+    first = torch.cat([first[:, :1] + shift.unsqueeze(1), first[:, 1:]], 1)
+    pooled = (counts.unsqueeze(1) * net.classifier[1:](first)).sum(0, keepdim=True)
+    if net.pool == "mean":
+        pooled = pooled / counts.sum()
+    out = []
     for label in labels:
-        shift = torch.zeros(len(copies), dtype=torch.float64, requires_grad=True)
-        first = net.classifier[0](rows)
-        first = torch.cat([first[:, :1] + shift.unsqueeze(1), first[:, 1:]], 1)
-        logits = net.classifier[1:](first)
-        pooled = (counts.unsqueeze(1) * logits).sum(0, keepdim=True)
-        if net.pool == "mean":
-            pooled = pooled / counts.sum()
-        target = torch.tensor([label])
-        value = classification_loss(pooled, target, loss) / batch_size
-        (grad,) = torch.autograd.grad(value, shift)
-        per_node = grad / counts  # each copy's own derivative
-        if bool(((per_node - c).abs() <= tol * abs(c)).all()):
-            return int(label)
-    return None
+        value = classification_loss(pooled, torch.tensor([label]), loss) / batch_size
+        (grad,) = torch.autograd.grad(value, shift, retain_graph=True)
+        if bool(((grad / counts - c).abs() <= tol * abs(c)).all()):  # each copy's own derivative
+            out.append(int(label))
+    return tuple(out)

@@ -40,7 +40,8 @@ def make_server_app(session_for: Callable[[Context], Session], finish: bool = Fa
     def main(grid: Grid, context: Context) -> None:
         session = session_for(context)
         config, ds = session.config, session.scenario.dataset
-        session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits)
+        session.strategy = make_strategy(config, session.observer, session.run_dir, session.audits,
+                                         session.knowledge.aux_graphs)
         grid = session.canary_client_grid(StoppableGrid(grid, session.stop))
         try:
             session.strategy.roll_call(grid)

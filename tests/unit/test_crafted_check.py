@@ -123,3 +123,18 @@ def test_a_map_no_reset_redraws_is_left_out_not_compared_with_itself():
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), Frozen(), torch.nn.Linear(3, 2))
     assert set(scale_factors(model)) == {"0", "2"}
+
+
+def test_an_imprinted_nodes_round_is_refused():
+    from tests.unit.test_imprinted_nodes import AUX
+
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = victim("gcn")
+    honest = {k: v.numpy() for k, v in model.state_dict().items()}
+    _, parts = crafting("imprinted_nodes", [molecule(s)[0] for s in AUX], "bce").craft(honest, GCN, 1, seed=0)
+    crafted = type(model)(140, 2, **GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    update, report = _turn(CraftedCheck(), crafted, graph)
+    # the readout's later layers keep one live unit each: the rest are zeroed
+    assert report["crafted-flag"] == 1.0 and report["zero-fraction"] > 0.9
+    assert all(not v.any() for v in update.values())

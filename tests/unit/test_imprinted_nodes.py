@@ -79,3 +79,15 @@ def test_crafting_needs_auxiliary_graphs():
     model = build_model(GRAIN_GCN, 10, 2)
     with pytest.raises(ValueError, match="auxiliary graphs"):
         ImprintedNodes().craft({k: v.numpy() for k, v in model.state_dict().items()}, GRAIN_GCN, 1, seed=0)
+
+
+def test_a_config_that_withholds_the_auxiliary_graphs_or_pools_first_says_why():
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.errors import ConfigError
+
+    crafted = ["threat.server=malicious", "threat.crafting=imprinted_nodes", "model.preset=grain_gcn"]
+    assert load_config(None, crafted).threat.crafting == "imprinted_nodes"
+    with pytest.raises(ConfigError, match="threat.crafting: imprinted_nodes .*threat.aux_graphs: false"):
+        load_config(None, [*crafted, "threat.aux_graphs=false"])
+    with pytest.raises(ConfigError, match="threat.crafting: imprinted_nodes needs a per-node MLP readout"):
+        load_config(None, ["threat.server=malicious", "threat.crafting=imprinted_nodes"])

@@ -1,0 +1,210 @@
+r"""GRAIN's building blocks on a graph whose every node state the server knows: the rows an
+``imprinted_nodes`` round reads (``fedgraph_sim/crafting/imprinted_nodes.py``).
+
+Beyond GRAIN (Drencheva et al., ICLR 2025), which knows a graph only through the span of its
+gradient. Here the crafting gives, per graph of a batch, every node's readout row
+:math:`z_v = [x_v \,\|\, h_v]` (its features and its 2-hop state under the round's message-passing
+weights, which the server sent) and its copies, so each of GRAIN's span checks becomes a check of
+equality:
+
+- **node types** are the distinct feature parts :math:`x_v`, snapped to the schema's values, with
+  their counts (the copies) and degrees;
+- **1-hop blocks**: every multiset of the graph's types a centre's degree allows, kept when a node
+  of the centre's type could hold it. For a bias-free GCN second layer (GRAIN's),
+  :math:`h_v W_2^{+\top} = \sum_{u \in N(v) \cup \{v\}} h^{(1)}_u / \sqrt{\tilde d_u \tilde d_v}`
+  is a sum of ReLU outputs, so the centre's own term :math:`h^{(1)}_v / \tilde d_v` lies below it in
+  every coordinate;
+- **2-hop blocks** (GRAIN's Alg. 3 gluing) are kept when their centre's row equals a decoded row;
+- **the search** (GRAIN's Alg. 4) scores a graph by the distance between its nodes' rows, computed
+  through the model, and the decoded rows with their copies: zero exactly when the graph has the
+  victim's node states, which for GRAIN's victim is an isomorphic graph or one the GCN cannot
+  tell from it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from attacks.base import AttackContext, AttackFailed
+from attacks.grain.blocks import OneHopBlocks, two_hop_blocks
+from attacks.grain.build import PartialGraph, SearchBudget, SearchResult, search
+from attacks.grain.embed import StarLayer, check_input
+from fedgraph_sim.crafting.imprinted_nodes import group_graphs, read_imprints
+from fedgraph_sim.data.schema import FeatureSchema
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
+
+
+class _DecodedRows:
+    """The 2-hop check as equality: a candidate row passes when it is within ``tau`` (relative, in
+    the largest coordinate) of one of the decoded ``rows``."""
+
+    def __init__(self, rows: Tensor) -> None:
+        self.rows = rows
+
+    def passing(self, candidates: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+        gaps = torch.cat([((c.unsqueeze(1) - self.rows.unsqueeze(0)).abs().amax(2)).min(1).values
+                          for c in candidates.split(4096)]) if len(candidates) else candidates.new_zeros(0)
+        scale = self.rows.abs().max()
+        keep = torch.nonzero(gaps <= tau * scale).flatten()
+        return keep, gaps[keep] / scale
+
+
+def node_types(rows: Tensor, copies: list[int], schema: FeatureSchema) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(types [T, F], type of each row [m], degree of each type [T], count of each type [T])``
+    from the decoded rows' feature parts, snapped to the schema's values."""
+    x = schema.encode(schema.decode(rows[:, :schema.width])).to(torch.float64)
+    types, of_row = torch.unique(x, dim=0, return_inverse=True)
+    count = torch.zeros(len(types), dtype=torch.long).index_add_(0, of_row, torch.tensor(copies))
+    return types, of_row, schema.degrees(types), count
+
+
+def imprinted_one_hop(model, types: Tensor, deg: Tensor, count: Tensor, rows: Tensor, of_row: Tensor,
+                      tol: float) -> tuple[StarLayer, OneHopBlocks]:
+    """Every 1-hop block of the graph's types that a node of its centre's type could hold (see
+    the module's docstring); all of them when the second layer is not a bias-free GCN."""
+    layer1 = StarLayer(model, 0, types)
+    entries = []
+    for t in range(len(types)):
+        d = int(deg[t])
+        allowed = [u for u in range(len(types)) if int(deg[u]) > 0]
+        for multiset in itertools.combinations_with_replacement(allowed, d):
+            c = Counter(multiset)
+            if all(c[u] <= int(count[u]) - (u == t) for u in c):
+                entries.append((t, multiset))
+    if not entries:
+        return layer1, OneHopBlocks.empty()
+    width = max(max(len(m) for _, m in entries), 1)
+    centre = torch.tensor([t for t, _ in entries])
+    nbrs = torch.zeros(len(entries), width, dtype=torch.long)
+    mask = torch.zeros(len(entries), width, dtype=torch.bool)
+    for i, (_, m) in enumerate(entries):
+        nbrs[i, :len(m)], mask[i, :len(m)] = torch.tensor(m, dtype=torch.long), True
+    states = layer1(centre, nbrs, mask, deg[centre], deg[nbrs])
+    sums = _aggregated_inputs(model, rows)
+    if sums is not None:  # the centre's own term lies below some node of its type's sum
+        own = states / (deg[centre] + 1).to(states.dtype).unsqueeze(1)
+        keep = torch.zeros(len(entries), dtype=torch.bool)
+        for t in centre.unique().tolist():
+            mine, theirs = centre == t, sums[of_row == t]
+            if len(theirs):
+                slack = tol * theirs.abs().amax(1, keepdim=True)
+                below = (own[mine].unsqueeze(1) <= theirs.unsqueeze(0) + slack.unsqueeze(0)).all(2).any(1)
+                keep[torch.nonzero(mine).flatten()[below]] = True
+        centre, nbrs, mask, states = centre[keep], nbrs[keep], mask[keep], states[keep]
+    return layer1, OneHopBlocks(centre, nbrs, mask, states, torch.zeros(len(centre), dtype=torch.float64),
+                                candidates=len(entries))
+
+
+def _aggregated_inputs(model, rows: Tensor) -> Tensor | None:
+    """:math:`h_v W_2^{+\\top}`, each node's sum of layer-1 states, for a bias-free GCN second layer
+    without an activation after it; else None."""
+    conv = model.convs[-1]
+    if model.conv_name != "gcn" or len(model.convs) != 2 or getattr(conv, "bias", None) is not None \
+            or not isinstance(model.acts[-1], torch.nn.Identity):
+        return None
+    hidden = conv.lin.weight.shape[0]
+    return rows[:, -hidden:] @ torch.linalg.pinv(conv.lin.weight.detach().double()).T
+
+
+def state_distance(model, types: Tensor, rows: Tensor, copies: list[int]) -> Callable[[PartialGraph], float]:
+    """The search's score: 0 when a graph's node rows, through ``model``, are the decoded rows with
+    their copies; the largest relative gap of a node's row to its nearest decoded one otherwise,
+    and above 1 for a graph of another size or other copies."""
+    total, scale = sum(copies), rows.abs().max()
+    want = torch.tensor(copies)
+
+    def score(graph: PartialGraph) -> float:
+        if graph.num_nodes != total:
+            return 1.0 + abs(graph.num_nodes - total) / total
+        edges = graph.edges()
+        index = torch.tensor(edges + [(w, u) for u, w in edges], dtype=torch.long).T.reshape(2, -1)
+        x = types[list(graph.types)]
+        with torch.no_grad():
+            z = check_input(model, x, model.node_embeddings(x, index))
+        gaps = (z.unsqueeze(1) - rows.unsqueeze(0)).abs().amax(2) / scale
+        nearest = gaps.min(1)
+        if not torch.equal(torch.bincount(nearest.indices, minlength=len(copies)), want):
+            return 1.0 + float(nearest.values.max())
+        return float(nearest.values.max())
+
+    return score
+
+
+def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], params, *,
+            expired: Callable[[], bool], tol: float = 1e-3) -> tuple[SearchResult | None, dict]:
+    """The graph whose node rows are ``rows`` with ``copies``, by GRAIN's blocks and search.
+
+    Args:
+        model (GraphClassifier): the model the rows were computed on (float64).
+        schema (FeatureSchema): the node features (the degree block gives each type's degree).
+        rows (Tensor): the graph's distinct readout rows ``[m, D]``.
+        copies (list[int]): each row's copies.
+        params (GRAIN.Params): the search's limits and ring rule.
+        expired (Callable[[], bool]): the time limit.
+        tol (float, optional): relative tolerance of a row's equality. (default: ``1e-3``)
+
+    Returns:
+        ``(the search's result or None, counts of the stages)``.
+    """
+    types, of_row, deg, count = node_types(rows, copies, schema)
+    layer1, one_hop = imprinted_one_hop(model, types, deg, count, rows, of_row, tol)
+    info = {"types": len(types), "one_hop_candidates": one_hop.candidates, "one_hop_kept": len(one_hop)}
+    if not len(one_hop):
+        return None, info
+    blocks, checked, truncated = two_hop_blocks(model, layer1, one_hop, deg, types, _DecodedRows(rows), tau=tol,
+                                                max_candidates=params.max_two_hop_candidates, expired=expired)
+    info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=truncated)
+    score = state_distance(model, types, rows, copies)
+    total = sum(copies)
+    if total == 1 or not blocks:
+        single = PartialGraph((int(of_row[0]),), (frozenset(),))
+        return (SearchResult(single, score(single), score(single) < tol, 0, 1, False) if total == 1 else None), info
+    for block in blocks:  # the whole graph within two hops of one node
+        graph = PartialGraph.from_block(block)
+        if not graph.dangling(deg) and score(graph) < tol:
+            return SearchResult(graph, score(graph), True, 0, 1, False), info
+    budget = SearchBudget.of(params, max_depth=20, max_nodes=total + 4)
+    return search([blocks], deg, score, budget=budget, exact_tol=tol, min_ring=params.min_ring,
+                  expired=expired), info
+
+
+def read_imprinted_batch(update: ObservedUpdate, knowledge: AttackerKnowledge, params,
+                         ctx: AttackContext) -> list[Reconstruction]:
+    """An ``imprinted_nodes`` round's reply: its node rows peeled, grouped into graphs by their
+    weights, and each graph rebuilt from its rows (an equal share of the time left each). A graph
+    whose search ends without an exact one adds its best graph; one with no block adds none."""
+    net = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    imprints = read_imprints(update, knowledge.schema, tol=1e-2)
+    sizes = knowledge.node_counts  # the threat's node-count hint, when granted: what sizes a graph may have
+    graphs, left = group_graphs(imprints, net, knowledge.loss, update.batch_size, range(knowledge.num_classes),
+                                sizes=None if sizes is None else set(sizes))
+    counts = dict(crafted=update.crafted.crafting, imprint_cells=imprints.cells, imprint_undecoded=imprints.undecoded,
+                  imprint_rows=len(imprints.rows), imprint_graphs=len(graphs), imprint_rows_left=len(left))
+    graphs = sorted(graphs, key=lambda g: sum(g.copies))[: update.batch_size]  # the smallest first: the fastest
+    recs = []
+    for i, graph in enumerate(graphs):
+        deadline = time.monotonic() + max(0.0, ctx.budget.deadline - time.monotonic()) / (len(graphs) - i)
+        rows = imprints.rows[graph.rows]
+        result, info = rebuild(net, knowledge.schema, rows, graph.copies, params,
+                               expired=lambda: time.monotonic() > deadline)
+        if result is None or result.graph is None:
+            continue
+        types, _, _, _ = node_types(rows, graph.copies, knowledge.schema)
+        adj = torch.zeros(result.graph.num_nodes, result.graph.num_nodes)
+        for u, w in result.graph.edges():
+            adj[u, w] = adj[w, u] = 1.0
+        label = graph.labels[0] if len(graph.labels) == 1 else None  # under bce every label fits
+        recs.append(Reconstruction(x=types[list(result.graph.types)].float(), adj=adj, num_nodes=result.graph.num_nodes,
+                                   label=label, info={**counts, **info, "exact": int(result.exact),
+                                                      "state_distance": result.distance,
+                                                      "timed_out": int(result.timed_out)}))
+    if not recs:
+        raise AttackFailed(f"no graph rebuilt from the imprinted rows ({len(imprints.rows)} rows, "
+                           f"{len(graphs)} graphs grouped)", info=counts)
+    return recs
