@@ -351,7 +351,7 @@ class ImprintedGraph:
 
 def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels: Sequence[int], *,
                  sizes: Sequence[int] | None = None, max_copies: int = 12, shared_copies: int = 4,
-                 tol: float = 1e-3) -> tuple[list[ImprintedGraph], list[int]]:
+                 tol: float = 3e-4) -> tuple[list[ImprintedGraph], list[int]]:
     r"""Group decoded rows into graphs by their weights.
 
     Rows whose weights are whole multiples of one base weight ``c`` form a cluster. A row that
@@ -376,7 +376,9 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
         max_copies (int, optional): the most copies of one row in a graph. (default: ``12``)
         shared_copies (int, optional): the most copies of a shared row in one of its graphs.
             (default: ``4``)
-        tol (float, optional): relative tolerance of a multiple and of the check. (default: ``1e-3``)
+        tol (float, optional): relative tolerance of a multiple and of the check: about 1.5 times
+            the largest spread of one graph's weight over its rows that a float32 client's batch
+            of 16 Tox21 molecules showed (2.1e-4). (default: ``3e-4``)
 
     Returns:
         ``(graphs, rows left)``: the accepted graphs and the rows none took.
