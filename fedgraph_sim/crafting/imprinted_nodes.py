@@ -250,6 +250,9 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
             (default: :obj:`None`)
         tol (float, optional): the relative tolerance of those checks and of an empty cell.
             (default: ``1e-3``)
+        confirm (int, optional): the fewest groups whose cells must agree on a row for it to be
+            taken; the reader tries every level from all groups down to this one, surest first.
+            (default: ``1``)
     """
     crafted = update.crafted
     groups, bins = int(crafted.plan["groups"]), int(crafted.plan["bins"])
