@@ -35,7 +35,7 @@ from attacks.base import AttackContext, AttackFailed
 from attacks.grain.blocks import OneHopBlocks, two_hop_blocks
 from attacks.grain.build import PartialGraph, SearchBudget, SearchResult, search
 from attacks.grain.embed import StarLayer, check_input
-from fedgraph_sim.crafting.imprinted_nodes import group_graphs, read_imprints
+from fedgraph_sim.crafting.imprinted_nodes import aggregation_inverse, group_graphs, read_imprints
 from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
 
@@ -109,7 +109,7 @@ def _aggregated_inputs(model, rows: Tensor) -> Tensor | None:
             or not isinstance(model.acts[-1], torch.nn.Identity):
         return None
     hidden = conv.lin.weight.shape[0]
-    return rows[:, -hidden:] @ torch.linalg.pinv(conv.lin.weight.detach().double()).T
+    return rows[:, -hidden:] @ torch.as_tensor(aggregation_inverse(conv.lin.weight.detach().numpy()))
 
 
 def state_distance(model, types: Tensor, rows: Tensor, copies: list[int]) -> Callable[[PartialGraph], float]:

@@ -196,7 +196,18 @@ def _states_view(weights: dict[str, np.ndarray], model: dict) -> np.ndarray | No
     layers = int(model.get("layers", 2))
     if model.get("conv", "gcn") != "gcn" or model.get("conv_bias", True) or model.get("last_activation") is not False:
         return None
-    return np.linalg.pinv(np.asarray(weights[f"convs.{layers - 1}.lin.weight"], np.float64)).T
+    return aggregation_inverse(weights[f"convs.{layers - 1}.lin.weight"])
+
+
+def aggregation_inverse(weight) -> np.ndarray:
+    """``P`` with ``h P`` the aggregated input a bias-free linear layer of ``weight [out, in]``
+    (``h = agg W^T``) was applied to: the pseudo-inverse, transposed; used by the crafting, its
+    reader and GRAIN's 1-hop bound alike.
+
+    Args:
+        weight (array-like): the layer's weight ``[out, in]``.
+    """
+    return np.linalg.pinv(np.asarray(weight, np.float64)).T
 
 
 def _model(model: dict, weights: dict[str, np.ndarray]):
@@ -322,7 +333,7 @@ def _positive_view(crafted: CraftedRound, schema: FeatureSchema | None):
     if crafted.plan.get("states"):
         weights = {k: crafted.base[k] for k in crafted.base if k.startswith("convs.")}
         last = max(int(k.split(".")[1]) for k in weights)
-        P = torch.as_tensor(np.linalg.pinv(np.asarray(weights[f"convs.{last}.lin.weight"], np.float64)).T)
+        P = torch.as_tensor(aggregation_inverse(weights[f"convs.{last}.lin.weight"]))
         parts.append(lambda S, B: S[:, width - P.shape[0]:] @ P)
     if not parts:
         return None
