@@ -7,10 +7,12 @@ of ``fedgraph_sim/crafting/imprinted_nodes.py`` (thresholds on 300 molecules of 
 the victims, its auxiliary graphs), a float32 client returns the batch's mean BCE gradient, and the
 server peels the table and groups the rows by their weights. Per batch it prints the nodes and
 their distinct readout rows, the cells the peeling left, the rows decoded (and how many equal a
-true row), and the graphs whose proposed rows and copies are exactly one victim's.
+true row), the graphs whose proposed rows and copies are exactly one victim's, how many of those
+GRAIN's rebuild (``attacks/grain/imprinted.py``, 60 s each) makes exactly, and why the other
+victims were not grouped: a row of theirs undecoded, or a row they share with another graph.
 
-This reads the ground truth on purpose to score the reading; it is a diagnostic, not an attack: it
-rebuilds no edges.
+This reads the ground truth on purpose to score the reading; it is a diagnostic, not an attack (the
+rebuild itself sees only the decoded rows).
 
     python experiments/imprinted_nodes_decode.py --batch-size 16 --batches 6
 """
@@ -19,12 +21,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from attacks.grain.attack import GRAIN  # noqa: E402
+from attacks.grain.imprinted import rebuild  # noqa: E402
 from clients.training import mean_gradient  # noqa: E402
 from fedgraph_sim.crafting.imprinted_nodes import (ImprintedNodes, _model, group_graphs,  # noqa: E402
                                                    read_imprints, readout_rows)
@@ -58,16 +63,36 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
     sizes = {g.num_nodes for g in graphs} if hint else None  # the threat's node-count hint
     proposed, _ = group_graphs(imprints, net, "bce", size, range(dataset.num_classes), sizes=sizes)
     victims_rows = [sorted(tuple(np.round(t, 5)) for t in truth[owner == k]) for k in range(len(graphs))]
-    exact = 0
+    exact, rebuilt, grouped = 0, 0, set()
     for graph in proposed:  # a shared row's nearest node may be another victim's: compare the rows
         rows = [nearest[i] for i in graph.rows]
         if None in rows:
             continue
         mine = sorted(tuple(np.round(truth[r], 5)) for r, k in zip(rows, graph.copies) for _ in range(k))
-        exact += mine in victims_rows
+        if mine not in victims_rows:
+            continue
+        exact += 1
+        grouped |= {k for k, v in enumerate(victims_rows) if v == mine}
+        deadline = time.monotonic() + 60.0
+        result, _ = rebuild(net, dataset.schema, imprints.rows[graph.rows], graph.copies, GRAIN.Params(),
+                            expired=lambda: time.monotonic() > deadline)
+        rebuilt += int(result is not None and result.exact)
+    keys = [tuple(np.round(t, 5)) for t in truth]
+    owners: dict[tuple, set] = {}
+    for key, k in zip(keys, owner):
+        owners.setdefault(key, set()).add(int(k))
+    decoded = {keys[r] for r in nearest if r is not None}
+    lost_undecoded = lost_shared = 0
+    for k in set(range(len(graphs))) - grouped:  # why a graph's rows were not grouped exactly
+        mine = {key for key, o in zip(keys, owner) if o == k}
+        if mine - decoded:
+            lost_undecoded += 1
+        elif any(len(owners[key]) > 1 for key in mine):
+            lost_shared += 1
     return {"nodes": len(truth), "distinct": len(np.unique(np.round(truth, 5), axis=0)),
             "cells": imprints.cells, "undecoded": imprints.undecoded, "decoded": len(nearest),
-            "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact}
+            "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact,
+            "rebuilt": rebuilt, "lost_undecoded": lost_undecoded, "lost_shared": lost_shared}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,17 +112,20 @@ def main(argv: list[str] | None = None) -> int:
     order = np.random.default_rng(42).permutation(len(dataset))
     victims, aux = order[:100], [dataset[int(i)] for i in order[100:400]]
     print("| batch | nodes | distinct rows | cells with nodes | left undecoded | rows decoded (true) "
-          "| graphs proposed | exactly one victim's rows |")
-    print("|---|---|---|---|---|---|---|---|")
-    total = {"exact": 0, "true": 0, "distinct": 0}
+          "| graphs proposed | exactly one victim's rows | of them rebuilt | lost: a row undecoded, a shared row |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    total = {"exact": 0, "true": 0, "distinct": 0, "rebuilt": 0, "lost_undecoded": 0, "lost_shared": 0}
     for b in range(args.batches):
         r = batch_row(dataset, victims, aux, b, args.batch_size, args.tol, args.node_count)
         print(f"| {b} | {r['nodes']} | {r['distinct']} | {r['cells']} | {r['undecoded']} | {r['decoded']} "
-              f"({r['true']}) | {r['proposed']} | {r['exact']} of {args.batch_size} |")
+              f"({r['true']}) | {r['proposed']} | {r['exact']} of {args.batch_size} | {r['rebuilt']} "
+              f"| {r['lost_undecoded']}, {r['lost_shared']} |")
         for k in total:
             total[k] += r[k]
     print(f"\nrows decoded and true: {total['true']} of {total['distinct']} distinct; graphs whose every row "
-          f"was grouped exactly: {total['exact']} of {args.batches * args.batch_size}")
+          f"was grouped exactly: {total['exact']} of {args.batches * args.batch_size}, of them rebuilt exactly "
+          f"(state distance below 1e-3, 60 s each): {total['rebuilt']}; lost to an undecoded row: "
+          f"{total['lost_undecoded']}, to a row several graphs share: {total['lost_shared']}")
     return 0
 
 

@@ -3,11 +3,13 @@ rebuilt from its nodes' states."""
 
 import networkx as nx
 import numpy as np
+import pytest
 import torch
 
 from attacks.base import AttackContext, Budget
 from attacks.grain.attack import GRAIN
 from attacks.grain.imprinted import node_types, rebuild
+from torch_geometric.data import Data
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import AttackerKnowledge
 from tests.unit.grain_cases import dense_adj, molecule
@@ -21,9 +23,14 @@ def _graph(adj: torch.Tensor, types: list) -> nx.Graph:
 
 
 def _rows_of(smiles: str):
-    """A molecule, its schema, GRAIN's victim (float64) and the molecule's distinct readout rows
-    with their copies: what an imprinted_nodes round gives the server for one graph."""
-    g, schema = molecule(smiles)
+    """A molecule (the disjoint union of those a ``.`` separates), its schema, GRAIN's victim
+    (float64) and the molecule's distinct readout rows with their copies: what an imprinted_nodes
+    round gives the server for one graph."""
+    parts = [molecule(s)[0] for s in smiles.split(".")]
+    schema = molecule(smiles.split(".")[0])[1]
+    offsets = np.cumsum([0] + [p.num_nodes for p in parts])
+    g = Data(x=torch.cat([p.x for p in parts]), num_nodes=int(offsets[-1]),
+             edge_index=torch.cat([p.edge_index + int(o) for p, o in zip(parts, offsets)], 1))
     torch.manual_seed(0)
     model = build_model(GRAIN_GCN, g.x.size(1), 2).double().eval()
     with torch.no_grad():
@@ -32,10 +39,13 @@ def _rows_of(smiles: str):
     return g, schema, model, rows, copies
 
 
-def test_a_graph_is_rebuilt_from_its_node_rows():
-    g, schema, model, rows, copies = _rows_of("OCC(O)CO")
+@pytest.mark.parametrize("smiles, components", [("OCC(O)CO", None), ("OCC(O)CO.C1CCNCC1", 2)])
+def test_a_graph_is_rebuilt_from_its_node_rows(smiles, components):
+    """A molecule, and a salt-like union of two: GRAIN's search builds one connected graph, so the
+    union is read one component at a time."""
+    g, schema, model, rows, copies = _rows_of(smiles)
     result, info = rebuild(model, schema, rows, copies.tolist(), GRAIN.Params(), expired=lambda: False)
-    assert result.exact and info["two_hop_kept"] >= 1
+    assert result.exact and info["two_hop_kept"] >= 1 and info.get("components") == components
     types, _, _, _ = node_types(rows, copies.tolist(), schema)
     found = torch.zeros(result.graph.num_nodes, result.graph.num_nodes)
     for u, w in result.graph.edges():
@@ -43,6 +53,17 @@ def test_a_graph_is_rebuilt_from_its_node_rows():
     truth = _graph(dense_adj(g), [tuple(r) for r in schema.decode(g.x).tolist()])
     mine = _graph(found, [tuple(r) for r in schema.decode(types[list(result.graph.types)]).tolist()])
     assert nx.is_isomorphic(truth, mine, node_match=lambda a, b: a["t"] == b["t"])
+
+
+def test_rounded_rows_keep_their_true_blocks():
+    """Rows decoded from a float32 client are off by about 1e-5 of their entries; the 1-hop bound
+    goes through the pseudo-inverse of the second layer, which magnifies that, and must keep the
+    true blocks anyway."""
+    g, schema, model, rows, copies = _rows_of("C1CCNCC1")
+    noise = torch.randn(rows.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    rounded = rows + 3e-5 * noise * rows.abs().amax(1, keepdim=True)
+    result, _ = rebuild(model, schema, rounded, copies.tolist(), GRAIN.Params(), expired=lambda: False)
+    assert result.exact
 
 
 def test_rows_no_graph_has_build_nothing_exact():
