@@ -147,7 +147,7 @@ def state_distance(model, types: Tensor, rows: Tensor, copies: list[int], *,
 def _nearest_rows(model, types: Tensor, rows: Tensor, graph: PartialGraph) -> tuple[Tensor, Tensor]:
     """Each node's nearest decoded row and its gap to it, relative to the rows' largest entry."""
     edges = graph.edges()
-    index = torch.tensor(edges + [(w, u) for u, w in edges], dtype=torch.long).T.reshape(2, -1)
+    index = torch.tensor(edges + [(w, u) for u, w in edges], dtype=torch.long).view(-1, 2).T
     x = types[list(graph.types)]
     with torch.no_grad():
         z = check_input(model, x, model.node_embeddings(x, index))
@@ -156,7 +156,8 @@ def _nearest_rows(model, types: Tensor, rows: Tensor, graph: PartialGraph) -> tu
 
 
 def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], params, *,
-            expired: Callable[[], bool], tol: float = 1e-3) -> tuple[SearchResult | None, dict]:
+            expired: Callable[[], bool], tol: float = 1e-3,
+            union_seconds: float = 10.0) -> tuple[SearchResult | None, dict]:
     """The graph whose node rows are ``rows`` with ``copies``, by GRAIN's blocks and search.
 
     GRAIN builds one connected graph. When its search ends without one (and in time), the rows are
@@ -172,6 +173,10 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
         params (GRAIN.Params): the search's limits and ring rule.
         expired (Callable[[], bool]): the time limit.
         tol (float, optional): relative tolerance of a row's equality. (default: ``1e-3``)
+        union_seconds (float, optional): the most time the reading as a disjoint union may take:
+            a connected graph whose search failed fails it too, after one search per window of
+            start blocks (the Tox21 salts of the batches of 16 were read within a batch's 5 s).
+            (default: ``10.0``)
 
     Returns:
         ``(the search's result or None, counts of the stages)``.
@@ -188,14 +193,20 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
     found = _connected(model, types, of_row, rows, copies, blocks, deg, params, expired, tol, part=False)
     if found is not None and (found.exact or found.timed_out):
         return found, info
-    # the rows as a disjoint union: isolated nodes first, then one component per search
+    # the rows as a disjoint union: isolated nodes first, then one component per search, within
+    # union_seconds: a connected graph whose search failed would otherwise search again per window
+    stop = time.monotonic() + union_seconds
+
+    def spent() -> bool:
+        return expired() or time.monotonic() > stop
+
     left, parts = list(copies), []
     for r, t in enumerate(of_row.tolist()):
         if int(deg[t]) == 0:
             parts += [PartialGraph((t,), (frozenset(),))] * left[r]
             left[r] = 0
-    while sum(left) and not expired():
-        part = _connected(model, types, of_row, rows, left, blocks, deg, params, expired, tol, part=True)
+    while sum(left) and not spent():
+        part = _connected(model, types, of_row, rows, left, blocks, deg, params, spent, tol, part=True)
         if part is None or not part.exact:
             return found, info
         parts.append(part.graph)

@@ -58,6 +58,11 @@ def test_the_weights_group_rows_into_the_true_graphs():
     imprints = read_imprints(update, schema, tol=1e-2)
     graphs, _ = group_graphs(imprints, _model(GRAIN_GCN, sent), "bce", 3, [0, 1])
     assert graphs
+    taken = np.zeros(len(imprints.rows))
+    for graph in graphs:  # the graphs' shares of a row, over every pass, add up to at most its weight
+        for r, k in zip(graph.rows, graph.copies):
+            taken[r] += k * graph.weight
+    assert (taken <= imprints.weights.numpy() * (1 + 1e-3)).all()
     for graph in graphs:  # the rows and copies of one victim, all of them
         rows = [_nearest(truth, imprints.rows[i].numpy())[0] for i in graph.rows]
         victims = {int(owner[r]) for r in rows}
