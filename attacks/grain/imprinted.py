@@ -156,7 +156,7 @@ def _nearest_rows(model, types: Tensor, rows: Tensor, graph: PartialGraph) -> tu
 
 
 def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], params, *,
-            expired: Callable[[], bool], tol: float = 1e-3,
+            expired: Callable[[], bool], tol: float = 1e-3, max_two_hop: int = 100_000,
             union_seconds: float = 10.0) -> tuple[SearchResult | None, dict]:
     """The graph whose node rows are ``rows`` with ``copies``, by GRAIN's blocks and search.
 
@@ -173,6 +173,10 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
         params (GRAIN.Params): the search's limits and ring rule.
         expired (Callable[[], bool]): the time limit.
         tol (float, optional): relative tolerance of a row's equality. (default: ``1e-3``)
+        max_two_hop (int, optional): the most 2-hop candidates glued (below the search's own
+            ``max_two_hop_candidates``): rows decoded with more rounding loosen the 1-hop bound,
+            and the gluings grow past a million in minutes; the batch-16 diagnostic's two graphs
+            that did were not rebuilt within 60 s either. (default: ``100_000``)
         union_seconds (float, optional): the most time the reading as a disjoint union may take:
             a connected graph whose search failed fails it too, after one search per window of
             start blocks (the Tox21 salts of the batches of 16 were read within a batch's 5 s).
@@ -187,7 +191,8 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
     blocks: list = []
     if len(one_hop):
         blocks, checked, truncated = two_hop_blocks(model, layer1, one_hop, deg, types, _DecodedRows(rows),
-                                                    tau=tol, max_candidates=params.max_two_hop_candidates,
+                                                    tau=tol,
+                                                    max_candidates=min(params.max_two_hop_candidates, max_two_hop),
                                                     expired=expired)
         info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=truncated)
     found = _connected(model, types, of_row, rows, copies, blocks, deg, params, expired, tol, part=False)
