@@ -13,12 +13,13 @@ equality:
   of the centre's type could hold it. For a bias-free GCN second layer (GRAIN's),
   :math:`h_v W_2^{+\top} = \sum_{u \in N(v) \cup \{v\}} h^{(1)}_u / \sqrt{\tilde d_u \tilde d_v}`
   is a sum of ReLU outputs, so the centre's own term :math:`h^{(1)}_v / \tilde d_v` lies below it in
-  every coordinate;
+  every coordinate, up to the row's decoding error carried through :math:`W_2^{+\top}`;
 - **2-hop blocks** (GRAIN's Alg. 3 gluing) are kept when their centre's row equals a decoded row;
 - **the search** (GRAIN's Alg. 4) scores a graph by the distance between its nodes' rows, computed
   through the model, and the decoded rows with their copies: zero exactly when the graph has the
   victim's node states, which for GRAIN's victim is an isomorphic graph or one the GCN cannot
-  tell from it.
+  tell from it; a graph the search cannot build connected is read as a disjoint union (a salt),
+  one component per search.
 """
 
 from __future__ import annotations
