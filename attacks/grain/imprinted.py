@@ -237,8 +237,8 @@ def _connected(model, types: Tensor, of_row: Tensor, rows: Tensor, copies: list[
         return None
     for block in blocks:  # the whole graph within two hops of one node
         graph = PartialGraph.from_block(block)
-        if not graph.dangling(deg) and score(graph) < tol:
-            return SearchResult(graph, score(graph), True, 0, 1, False)
+        if not graph.dangling(deg) and (distance := score(graph)) < tol:
+            return SearchResult(graph, distance, True, 0, 1, False)
     budget = SearchBudget.of(params, max_depth=20, max_nodes=sum(copies) + 4)
     if not part:
         return search([blocks], deg, score, budget=budget, exact_tol=tol, min_ring=params.min_ring, expired=expired)

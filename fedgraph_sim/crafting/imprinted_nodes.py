@@ -429,9 +429,9 @@ def _group_pass(rows: Tensor, w: np.ndarray, live: list[int], net, loss: str, ba
 
     def complete(i: int, extra: list[tuple[int, int]], most: int) -> ImprintedGraph | None:
         """Cluster ``i`` with the fewest of ``extra`` (at most ``most``) that pass the loss check."""
-        c, members_of, copies = clusters[i]
-        own = list(zip(members_of, copies))
-        extra = [(r, k) for r, k in dict.fromkeys(extra) if r not in members_of]
+        c, own_rows, copies = clusters[i]
+        own = list(zip(own_rows, copies))
+        extra = [(r, k) for r, k in dict.fromkeys(extra) if r not in own_rows]
         for size in range(min(most, len(extra)) + 1):
             for chosen in itertools.combinations(extra, size):
                 members = own + list(chosen)
