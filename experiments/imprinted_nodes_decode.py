@@ -11,10 +11,17 @@ true row), the graphs whose proposed rows and copies are exactly one victim's, h
 GRAIN's rebuild (``attacks/grain/imprinted.py``, 60 s each) makes exactly, and why the other
 victims were not grouped: a row of theirs undecoded, or a row they share with another graph.
 
+With ``--local-steps K`` the client trains a FedAvg epoch instead: K plain SGD steps (``--lr``) on
+K batches of ``--batch-size``, and returns its weights (float32, or float64 with ``--float64``; after
+one step too with ``--weights``);
+the server reads the pseudo-gradient as one batch of all K batches' molecules. This measures what
+local training leaves of the table (``ImprintedNodes``' limits).
+
 This reads the ground truth on purpose to score the reading; it is a diagnostic, not an attack (the
 rebuild itself sees only the decoded rows).
 
     python experiments/imprinted_nodes_decode.py --batch-size 16 --batches 6
+    python experiments/imprinted_nodes_decode.py --batch-size 2 --local-steps 4 --batches 2 [--float64]
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attacks.grain.attack import GRAIN  # noqa: E402
 from attacks.grain.imprinted import rebuild  # noqa: E402
-from clients.training import mean_gradient  # noqa: E402
+from clients.training import fedavg_weights, mean_gradient  # noqa: E402
 from fedgraph_sim.crafting.imprinted_nodes import (ImprintedNodes, _model, group_graphs,  # noqa: E402
                                                    read_imprints, readout_rows)
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
@@ -39,19 +46,44 @@ from fedgraph_sim.models.presets.grain_gcn import OPTIONS as MODEL  # noqa: E402
 from fedgraph_sim.threat import ObservedUpdate  # noqa: E402
 
 
-def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bool) -> dict:
-    """One batch's counts (see the module's docstring)."""
+def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bool, steps: int = 1,
+              lr: float = 0.01, float64: bool = False, weights_reply: bool = False) -> dict:
+    """One update's counts (see the module's docstring): a FedSGD batch of ``size``, or with
+    ``steps > 1`` a FedAvg epoch of ``steps`` batches of ``size``."""
     torch.manual_seed(index)
     model = build_model(MODEL, dataset.num_features, dataset.num_classes)
     honest = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     crafted, parts = ImprintedNodes(aux, loss="bce").craft(honest, MODEL, 1, seed=index)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
-    graphs = [dataset[int(i)] for i in victims[index * size:(index + 1) * size]]
-    grads, _ = mean_gradient(model, graphs, "bce")
-    update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
-                            returned={k: v.double().numpy() for k, v in grads.items()}, kind="gradient",
-                            num_examples=size, metrics={}, lr=0.01, local_steps=1, batch_size=size,
-                            crafted=crafted.for_clients({0: 0}))
+    graphs = [dataset[int(i)] for i in victims[index * size * steps:(index + 1) * size * steps]]
+    fedsgd = steps == 1 and not (float64 or weights_reply)
+    if fedsgd:
+        grads, _ = mean_gradient(model, graphs, "bce")
+        update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
+                                returned={k: v.double().numpy() for k, v in grads.items()}, kind="gradient",
+                                num_examples=size, metrics={}, lr=lr, local_steps=1, batch_size=size,
+                                crafted=crafted.for_clients({0: 0}))
+    else:  # a client that returns its weights after the epoch
+        client = model.double() if float64 else model
+        steps_graphs = [g.clone() for g in graphs]
+        for g in steps_graphs:
+            g.x = g.x.to(next(client.parameters()).dtype)
+        weights, _ = fedavg_weights(client, [steps_graphs[k * size:(k + 1) * size] for k in range(steps)], lr,
+                                    loss="bce")
+        # how far the epoch moved the table (weights, bias) and the summing unit (the readout's second layer, row 0),
+        # each in its own norm, and on how many of the batch's nodes that unit is still active
+        moved = [float(np.linalg.norm(weights[k].double().numpy()[rows] - crafted.base[k][rows])
+                       / np.linalg.norm(crafted.base[k][rows]))
+                 for k, rows in (("classifier.0.weight", slice(None)), ("classifier.0.bias", slice(None)),
+                                 ("classifier.2.weight", 0))]
+        with torch.no_grad():
+            rows = torch.cat([client._readout_rows(g.x, client.node_embeddings(g.x, g.edge_index))
+                              for g in steps_graphs])
+            live = float((client.classifier[:3](rows)[:, 0] > 0).to(torch.float64).mean())
+        update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
+                                returned={k: v.numpy() for k, v in weights.items()}, kind="weights",
+                                num_examples=size * steps, metrics={}, lr=lr, local_steps=steps, batch_size=size,
+                                crafted=crafted.for_clients({0: 0}))
     imprints = read_imprints(update, dataset.schema, tol=tol)
     net = _model(MODEL, parts[0])
     truth = readout_rows(net, graphs)
@@ -61,7 +93,7 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
         gap = np.abs(truth - row).max(1) / np.abs(truth).max(1)
         nearest.append(int(gap.argmin()) if gap.min() < 1e-3 else None)
     sizes = {g.num_nodes for g in graphs} if hint else None  # the threat's node-count hint
-    proposed, _ = group_graphs(imprints, net, "bce", size, range(dataset.num_classes), sizes=sizes)
+    proposed, _ = group_graphs(imprints, net, "bce", update.num_graphs, range(dataset.num_classes), sizes=sizes)
     victims_rows = [sorted(tuple(np.round(t, 5)) for t in truth[owner == k]) for k in range(len(graphs))]
     exact, rebuilt, grouped = 0, 0, set()
     for graph in proposed:  # a shared row's nearest node may be another victim's: compare the rows
@@ -89,7 +121,9 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
             lost_undecoded += 1
         elif any(len(owners[key]) > 1 for key in mine):
             lost_shared += 1
-    return {"nodes": len(truth), "distinct": len(np.unique(np.round(truth, 5), axis=0)),
+    if fedsgd:
+        moved, live = None, None
+    return {"moved": moved, "live": live, "nodes": len(truth), "distinct": len(np.unique(np.round(truth, 5), axis=0)),
             "cells": imprints.cells, "undecoded": imprints.undecoded, "decoded": len(nearest),
             "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact,
             "rebuilt": rebuilt, "lost_undecoded": lost_undecoded, "lost_shared": lost_shared}
@@ -102,28 +136,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tol", type=float, default=1e-2, help="the reader's relative tolerance")
     parser.add_argument("--node-count", action="store_true",
                         help="group with the batch's node counts known (the threat's node_count hint)")
+    parser.add_argument("--local-steps", type=int, default=1,
+                        help="a FedAvg epoch of this many SGD steps, each on its own batch; weights returned")
+    parser.add_argument("--lr", type=float, default=0.01, help="the clients' learning rate")
+    parser.add_argument("--float64", action="store_true", help="a float64 client, which returns its weights")
+    parser.add_argument("--weights", action="store_true", help="the client returns its weights after one step too")
     args = parser.parse_args(argv)
-    if min(args.batch_size, args.batches) < 1 or args.batch_size * args.batches > 100:
-        print("error: --batch-size and --batches must be >= 1 with a product of at most 100 "
+    per_update = args.batch_size * args.local_steps
+    if min(args.batch_size, args.batches, args.local_steps) < 1 or per_update * args.batches > 100:
+        print("error: --batch-size, --local-steps and --batches must be >= 1 with a product of at most 100 "
               "(GRAIN's 100 Tox21 victims)", file=sys.stderr)
         return 2
     torch.set_num_threads(1)
     dataset = load_dataset("Tox21", task="SR-p53", features="grain")
     order = np.random.default_rng(42).permutation(len(dataset))
     victims, aux = order[:100], [dataset[int(i)] for i in order[100:400]]
-    print("| batch | nodes | distinct rows | cells with nodes | left undecoded | rows decoded (true) "
+    print("| batch | moved, each in its norm: table weights, table bias, summing unit "
+          "| nodes the summing unit stays active on | nodes | distinct rows | cells with nodes | left undecoded "
+          "| rows decoded (true) "
           "| graphs proposed | exactly one victim's rows | of them rebuilt | lost: a row undecoded, a shared row |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     total = {"exact": 0, "true": 0, "distinct": 0, "rebuilt": 0, "lost_undecoded": 0, "lost_shared": 0}
     for b in range(args.batches):
-        r = batch_row(dataset, victims, aux, b, args.batch_size, args.tol, args.node_count)
-        print(f"| {b} | {r['nodes']} | {r['distinct']} | {r['cells']} | {r['undecoded']} | {r['decoded']} "
-              f"({r['true']}) | {r['proposed']} | {r['exact']} of {args.batch_size} | {r['rebuilt']} "
+        r = batch_row(dataset, victims, aux, b, args.batch_size, args.tol, args.node_count, args.local_steps,
+                      args.lr, args.float64, args.weights)
+        moved = "-" if r["moved"] is None else ", ".join(f"{m:.3g}" for m in r["moved"])
+        live = "-" if r["live"] is None else f"{r['live']:.0%}"
+        print(f"| {b} | {moved} | {live} | {r['nodes']} | {r['distinct']} | {r['cells']} | {r['undecoded']} "
+              f"| {r['decoded']} ({r['true']}) | {r['proposed']} | {r['exact']} of {per_update} | {r['rebuilt']} "
               f"| {r['lost_undecoded']}, {r['lost_shared']} |")
         for k in total:
             total[k] += r[k]
     print(f"\nrows decoded and true: {total['true']} of {total['distinct']} distinct; graphs whose every row "
-          f"was grouped exactly: {total['exact']} of {args.batches * args.batch_size}, of them rebuilt exactly "
+          f"was grouped exactly: {total['exact']} of {args.batches * per_update}, of them rebuilt exactly "
           f"(state distance below 1e-3, 60 s each): {total['rebuilt']}; lost to an undecoded row: "
           f"{total['lost_undecoded']}, to a row several graphs share: {total['lost_shared']}")
     return 0

@@ -283,8 +283,8 @@ class GRAIN(Attack):
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         if update.crafted is not None and update.crafted.crafting == "imprinted_nodes":
             if not update.exact:
-                return ("reads an imprinted_nodes round from one gradient (FedSGD): local steps move the "
-                        "table's thresholds between them")
+                return ("reads an imprinted_nodes round from one FedSGD gradient: a local SGD step moves the "
+                        "table's summing unit hundreds of times its norm at lr 0.01 and leaves it dead")
             return super().not_applicable(update, knowledge)
         if update.crafted is not None:  # each member's part is read as its own honest update
             update, knowledge = crafting(update.crafted.crafting).members(update, knowledge)[0]

@@ -45,6 +45,18 @@ neighbourhood) decode once, with their graphs' weights summed. It recovers node 
 membership, not edges: a graph is then rebuilt from its nodes' states (GRAIN's blocks). The round
 trains nothing (the server discards its replies), and a client sees most of the readout dead on
 its data and its weights far from any initialisation (``clients/defenses/crafted_check.py``).
+
+It reads one FedSGD gradient, not a FedAvg epoch. The summing unit's weights :math:`\alpha` are
+small (one over the units' mean total) and their gradient is the units' activations, so one SGD
+step at lr 0.01 moves them 500 to 1500 times their norm and the unit is dead on every node for
+the later steps (``experiments/imprinted_nodes_decode.py --local-steps 4``: only the first step's
+rows decode, 34 of 178, in float64). Rescaling the table by :math:`s` and :math:`\alpha` by
+:math:`1/s` keeps the function but not the cure: the two relative steps scale by :math:`s^{-2}`
+and :math:`s^2`, their product stays (about 160 per squared unit of lr here), so at best both
+move about 13 lr times their norm per step, and a unit-dependent drift of :math:`\alpha` mixes
+every cell with the cells above it. A float32 client that returns weights rounds the table's
+update away even after one step (its bias moves by 1e-7 to 4e-7 of its norm, against float32's
+relative spacing of 6e-8; 0 of 178 rows decode).
 """
 
 from __future__ import annotations

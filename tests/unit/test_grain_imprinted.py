@@ -35,7 +35,9 @@ def _rows_of(smiles: str):
     model = build_model(GRAIN_GCN, g.x.size(1), 2).double().eval()
     with torch.no_grad():
         z = model._readout_rows(g.x.double(), model.node_embeddings(g.x.double(), g.edge_index))
-    rows, copies = torch.unique(z, dim=0, return_counts=True)
+    # symmetric nodes' rows differ in the last bits (the order of the sums): one decoded row each
+    _, of_node, copies = torch.unique(torch.round(z, decimals=9), dim=0, return_inverse=True, return_counts=True)
+    rows = torch.zeros(len(copies), z.size(1), dtype=z.dtype).index_copy_(0, of_node, z)
     return g, schema, model, rows, copies
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from clients.training import mean_gradient
+from clients.training import fedavg_weights, mean_gradient
 from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, _model, group_graphs, read_imprints, readout_rows
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import ObservedUpdate
@@ -70,6 +70,35 @@ def test_the_weights_group_rows_into_the_true_graphs():
         victim = victims.pop()
         mine = sorted(tuple(np.round(truth[r], 4)) for r, k in zip(rows, graph.copies) for _ in range(k))
         assert mine == sorted(tuple(np.round(t, 4)) for t in truth[owner == victim])
+
+
+def test_one_local_sgd_step_leaves_the_summing_unit_dead():
+    """The limit its docstring states: the summing unit's weights are small and their gradient is
+    the units' activations, so one SGD step at lr 0.01 moves them many times their norm, and the
+    unit then outputs zero on every node: a FedAvg epoch's later steps reach no table unit."""
+    graphs = [molecule(s)[0].clone() for s in VICTIMS]  # cached: their features become float64 below
+    torch.manual_seed(0)
+    model = build_model(GRAIN_GCN, graphs[0].x.size(1), 2).double()
+    honest = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    _, parts = ImprintedNodes([molecule(s)[0] for s in AUX], loss="bce").craft(honest, GRAIN_GCN, 1, seed=3)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    for g in graphs:
+        g.x = g.x.double()
+
+    def summing_unit(net):
+        rows = torch.cat([net._readout_rows(g.x, net.node_embeddings(g.x, g.edge_index)) for g in graphs])
+        return net.classifier[:3](rows)[:, 0]
+
+    with torch.no_grad():
+        assert bool((summing_unit(model) > 0).all())  # the crafted unit is live on every node
+    sent = parts[0]["classifier.2.weight"][0]
+    weights, _ = fedavg_weights(model, [graphs[:2]], 0.01, loss="bce")
+    moved = np.linalg.norm(weights["classifier.2.weight"][0].numpy() - sent) / np.linalg.norm(sent)
+    assert moved > 10
+    with torch.no_grad():
+        assert bool((summing_unit(model) <= 0).all())
+    grads, _ = mean_gradient(model, graphs[2:], "bce")
+    assert float(grads["classifier.0.weight"].abs().max()) == 0.0  # the next step reaches no table unit
 
 
 @pytest.mark.parametrize("change, word", [({"readout_placement": "after_pool"}, "per-node"),
