@@ -38,8 +38,10 @@ same for every node of a graph and different between graphs, so a decoded row's 
 model's logits on any set of decoded rows, so it checks a proposed graph (rows and copies) against
 the weight its loss predicts for either label (:func:`group_graphs`).
 
-Limits. It needs a per-node readout with a hidden layer (GRAIN's victim); a pooled readout mixes a
-graph's nodes before any layer the server can bin. The thresholds come from the auxiliary graphs:
+Limits. It needs a per-node readout with a hidden layer (GRAIN's victim). Before a pooled readout
+the only per-node layers are message-passing ones, whose gradient rows are aggregates
+:math:`(\hat A H)_v` without the node's own features, which this reading needs to name the node
+types (a table there is not built). The thresholds come from the auxiliary graphs:
 nodes unlike them crowd a few cells. Rows shared by several graphs of the batch (the same 2-hop
 neighbourhood) decode once, with their graphs' weights summed. It recovers node rows and graph
 membership, not edges: a graph is then rebuilt from its nodes' states (GRAIN's blocks). The round
@@ -52,8 +54,8 @@ step at lr 0.01 moves them 500 to 1500 times their norm and the unit is dead on 
 the later steps (``experiments/imprinted_nodes_decode.py --local-steps 4``: only the first step's
 rows decode, 34 of 178, in float64). Rescaling the table by :math:`s` and :math:`\alpha` by
 :math:`1/s` keeps the function but not the cure: the two relative steps scale by :math:`s^{-2}`
-and :math:`s^2`, their product stays (about 160 per squared unit of lr here), so at best both
-move about 13 lr times their norm per step, and a unit-dependent drift of :math:`\alpha` mixes
+and :math:`s^2`, their product stays (64 to 2000 per squared unit of lr on Tox21), so at best both
+move 8 to 45 lr times their norm per step, and a unit-dependent drift of :math:`\alpha` mixes
 every cell with the cells above it. A float32 client that returns weights rounds the table's
 update away even after one step (its bias moves by 1e-7 to 4e-7 of its norm, against float32's
 relative spacing of 6e-8; 0 of 178 rows decode).
