@@ -56,8 +56,8 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
     crafted, parts = ImprintedNodes(aux, loss="bce").craft(honest, MODEL, 1, seed=index)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
     graphs = [dataset[int(i)] for i in victims[index * size * steps:(index + 1) * size * steps]]
-    fedsgd = steps == 1 and not (float64 or weights_reply)
-    if fedsgd:
+    moved = live = None  # a FedSGD gradient moves nothing
+    if steps == 1 and not (float64 or weights_reply):
         grads, _ = mean_gradient(model, graphs, "bce")
         update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
                                 returned={k: v.double().numpy() for k, v in grads.items()}, kind="gradient",
@@ -70,16 +70,16 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
             g.x = g.x.to(next(client.parameters()).dtype)
         weights, _ = fedavg_weights(client, [steps_graphs[k * size:(k + 1) * size] for k in range(steps)], lr,
                                     loss="bce")
-        # how far the epoch moved the table (weights, bias) and the summing unit (the readout's second layer, row 0),
-        # each in its own norm, and on how many of the batch's nodes that unit is still active
+        # how far the epoch moved the table (weights, bias) and the summing unit (the readout's second
+        # layer, row 0), each in its own norm, and on how many of the batch's nodes that unit is still active
         moved = [float(np.linalg.norm(weights[k].double().numpy()[rows] - crafted.base[k][rows])
                        / np.linalg.norm(crafted.base[k][rows]))
                  for k, rows in (("classifier.0.weight", slice(None)), ("classifier.0.bias", slice(None)),
                                  ("classifier.2.weight", 0))]
+        after = _model(MODEL, {k: v.numpy() for k, v in weights.items()})
         with torch.no_grad():
-            rows = torch.cat([client._readout_rows(g.x, client.node_embeddings(g.x, g.edge_index))
-                              for g in steps_graphs])
-            live = float((client.classifier[:3](rows)[:, 0] > 0).to(torch.float64).mean())
+            rows = torch.from_numpy(readout_rows(after, graphs))
+            live = float((after.classifier[:3](rows)[:, 0] > 0).to(torch.float64).mean())
         update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
                                 returned={k: v.numpy() for k, v in weights.items()}, kind="weights",
                                 num_examples=size * steps, metrics={}, lr=lr, local_steps=steps, batch_size=size,
@@ -121,8 +121,6 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
             lost_undecoded += 1
         elif any(len(owners[key]) > 1 for key in mine):
             lost_shared += 1
-    if fedsgd:
-        moved, live = None, None
     return {"moved": moved, "live": live, "nodes": len(truth), "distinct": len(np.unique(np.round(truth, 5), axis=0)),
             "cells": imprints.cells, "undecoded": imprints.undecoded, "decoded": len(nearest),
             "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact,
