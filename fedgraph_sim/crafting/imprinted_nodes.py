@@ -48,17 +48,30 @@ membership, not edges: a graph is then rebuilt from its nodes' states (GRAIN's b
 trains nothing (the server discards its replies), and a client sees most of the readout dead on
 its data and its weights far from any initialisation (``clients/defenses/crafted_check.py``).
 
-It reads one FedSGD gradient, not a FedAvg epoch. The summing unit's weights :math:`\alpha` are
-small (one over the units' mean total) and their gradient is the units' activations, so one SGD
-step at lr 0.01 moves them 500 to 1500 times their norm and the unit is dead on every node for
-the later steps (``experiments/imprinted_nodes_decode.py --local-steps 4``: only the first step's
-rows decode, 34 of 178, in float64). Rescaling the table by :math:`s` and :math:`\alpha` by
-:math:`1/s` keeps the function but not the cure: the two relative steps scale by :math:`s^{-2}`
-and :math:`s^2`, their product stays (64 to 2000 per squared unit of lr on Tox21), so at best both
-move 8 to 45 lr times their norm per step, and a unit-dependent drift of :math:`\alpha` mixes
-every cell with the cells above it. A float32 client that returns weights rounds the table's
-update away even after one step (its bias moves by 1e-7 to 4e-7 of its norm, against float32's
-relative spacing of 6e-8; 0 of 178 rows decode).
+By default it reads one FedSGD gradient, not a FedAvg epoch. The summing unit's weights
+:math:`\alpha` are small (one over the units' mean total) and their gradient is the units'
+activations, so one SGD step at lr 0.01 moves them 500 to 1500 times their norm and the unit is
+dead on every node for the later steps (``experiments/imprinted_nodes_decode.py --local-steps 4``:
+only the first step's rows decode, 34 of 178, in float64). A float32 client that returns weights
+rounds the table's update away even after one step (its bias moves by 1e-7 to 4e-7 of its norm,
+against float32's relative spacing of 6e-8; 0 of 178 rows decode).
+
+``epoch=True`` is a table that outlasts the epoch. Its scales (table, summing unit, last layer)
+are free within the function class: a step's relative move is proportional to
+:math:`f/s^2` for the table, :math:`f s^2/t^2` for :math:`\alpha` and :math:`t^2/f` for the last
+layer (:math:`s` the table's scale, :math:`t` the summing unit's, :math:`f` the logits' spread),
+so a tiny spread keeps all three at 1e-7 to 1e-3 per step. Float32 rounding is relative to each
+weight, so the table reads only the columns whose table weights are zero, whose update a float32
+reply keeps to about 1e-7: each group's statistic is one state column that the crafting makes a
+combination of the other state columns (the last layer's last :math:`G` output rows as
+combinations of the others, along the auxiliary rows' top principal directions), recomputed from
+them when read, and a cell's weight comes from its standardized one-hot features,
+:math:`\sigma \odot S = B\,(o - \mu)`, not from the bias. The price: the pooled logits barely
+differ between graphs, so a graph's weight says only its label and node count, and graphs that
+share both are not told apart by :func:`group_graphs`; and the statistic reads the states only (a
+feature column would need a nonzero table weight), so more nodes share a cell than under the
+default's random direction over every column (Tox21's first 16 molecules as FedSGD batches of 8:
+168 of 178 rows against 173). The scales were chosen on those 16 molecules.
 """
 
 from __future__ import annotations
@@ -80,6 +93,12 @@ from fedgraph_sim.threat import CraftedRound, ObservedUpdate
 #: the group's first unit is active on every node, so no node falls outside the table.
 _FLOOR = 10.0
 
+#: ``epoch``: the table's scale, the summing unit's (its weights' total and its bias) and the pooled
+#: logits' spread (in thirds of a logit per std), against 1, 1, 1 for one gradient. Each relative
+#: step of one SGD step scales as table ~ spread / table^2, summing unit ~ spread * table^2 / sum^2,
+#: last layer ~ sum^2 / spread; these keep all three below 1e-4 to 1e-3 at lr 0.01 on Tox21.
+_EPOCH_SCALES = (1e-5, 1e-6, 1e-11)
+
 
 class ImprintedNodes(Crafting):
     """Every slot receives the same crafted model (see the module's docstring).
@@ -90,15 +109,20 @@ class ImprintedNodes(Crafting):
         loss (str, optional): the clients' training loss (``train.loss``): under ``bce`` every
             logit carries the sum, so every node's weight is positive. (default: ``"cross_entropy"``)
         groups (int, optional): the table's groups :math:`G`. (default: ``3``)
+        epoch (bool, optional): a table that outlasts a FedAvg epoch of a float32 client: read on
+            redundant state columns and scaled so that local steps barely move it (the module's
+            docstring). (default: :obj:`False`)
     """
 
     name = "imprinted_nodes"
     paper = "Fowl et al., ICLR 2022 (imprint module); Goodrich and Mitzenmacher, Allerton 2011 (IBLT)"
     needs_aux = True
 
-    def __init__(self, aux_graphs: Sequence = (), loss: str = "cross_entropy", groups: int = 3) -> None:
+    def __init__(self, aux_graphs: Sequence = (), loss: str = "cross_entropy", groups: int = 3,
+                 epoch: bool = False) -> None:
         super().__init__(aux_graphs, loss)
         self.groups = groups
+        self.epoch = epoch
 
     def problem(self, model: dict, clients: int) -> str | None:
         """Refuses a user's model, a node task and any readout but a per-node MLP pooled by sum or
@@ -142,23 +166,31 @@ class ImprintedNodes(Crafting):
         z = readout_rows(net, self.aux_graphs)
         units = weights["classifier.0.weight"].shape[0]
         bins = units // self.groups
-        directions = np.random.default_rng(seed).standard_normal((self.groups, z.shape[1])) / np.sqrt(z.shape[1])
+        redundant = None
+        if self.epoch:
+            weights, redundant = _redundant_columns(weights, model, z.shape[1], self.groups, z)
+            z = readout_rows(_model(model, weights), self.aux_graphs)
+            directions = np.zeros((self.groups, z.shape[1]))
+            directions[np.arange(self.groups), redundant["keep"] + np.arange(self.groups)] = 1.0
+        else:
+            directions = np.random.default_rng(seed).standard_normal((self.groups, z.shape[1])) / np.sqrt(z.shape[1])
+        table, summing, spread = _EPOCH_SCALES if self.epoch else (1.0, 1.0, 1.0)
         stats = z @ directions.T  # [aux nodes, groups]
         first_w, first_b = np.zeros((units, z.shape[1])), np.zeros(units)
         for g in range(self.groups):
             s = stats[:, g]
             floor = s.min() - _FLOOR * (s.max() - s.min()) - 1.0
             cut = np.concatenate([[floor], _thresholds(s, bins - 1)])
-            first_w[g * bins:(g + 1) * bins] = directions[g]
-            first_b[g * bins:(g + 1) * bins] = -cut
+            first_w[g * bins:(g + 1) * bins] = table * directions[g]
+            first_b[g * bins:(g + 1) * bins] = -table * cut
         total = np.maximum(z @ first_w.T + first_b, 0).sum(axis=1)
-        alpha = 1.0 / total.mean()
-        summed = alpha * total + 1.0  # the next layer's one live unit, always active
+        alpha = summing / total.mean()
+        summed = alpha * total + summing  # the next layer's one live unit, always active
         # A graph's weight is its pooled logit's loss derivative over its size: the pooled logits
         # must spread where the sigmoid is steep, or graphs of one size share one weight.
         ends = np.cumsum([g.num_nodes for g in self.aux_graphs])[:-1]
         pooled = np.array([part.mean() for part in np.split(summed, ends)])
-        gamma = 1.0 / max(3 * pooled.std(), 1e-12)  # three of their stds to a logit of one
+        gamma = spread / max(3 * pooled.std(), 1e-12)  # three of their stds to a logit of one
         crafted = {k: np.array(v, copy=True) for k, v in weights.items()}
         crafted["classifier.0.weight"], crafted["classifier.0.bias"] = first_w, first_b
         linears = sorted({k.rsplit(".", 1)[0] for k in weights if k.startswith("classifier.")} - {"classifier.0"},
@@ -166,7 +198,7 @@ class ImprintedNodes(Crafting):
         for k, layer in enumerate(linears):
             w, b = np.zeros_like(weights[f"{layer}.weight"]), np.zeros_like(weights[f"{layer}.bias"])
             if k == 0:
-                w[0, :self.groups * bins], b[0] = alpha, 1.0
+                w[0, :self.groups * bins], b[0] = alpha, summing
             elif k < len(linears) - 1:
                 w[0, 0] = 1.0
             elif self.loss == "bce":  # pooled logits of 1 +- 1/3 per std: sum_c sigmoid > 1, so w_n > 0
@@ -179,9 +211,25 @@ class ImprintedNodes(Crafting):
         # states before the last (bias-free, linear) layer cannot go negative: the reader's test
         states = _states_view(crafted, model)
         q = z[:, -states.shape[0]:] @ states if states is not None else np.zeros(1)
-        positive = self.loss == "bce" and bool((q >= -1e-8 * np.abs(q).max()).all())
-        plan = {"groups": self.groups, "bins": bins, "positive": positive, "states": states is not None}
+        positive = self.loss == "bce" and not self.epoch and bool((q >= -1e-8 * np.abs(q).max()).all())
+        plan = {"groups": self.groups, "bins": bins, "positive": positive, "states": states is not None,
+                "redundant": redundant}
         return CraftedRound(self.name, crafted, {}, plan), [dict(crafted) for _ in range(clients)]
+
+
+def _redundant_columns(weights: dict[str, np.ndarray], model: dict, width: int, groups: int,
+                       z: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
+    """The last message-passing layer's last ``groups`` output columns made combinations of the
+    others (the aux rows' top principal directions), so a decoded row's own columns there follow
+    from its other columns, which a float32 weights reply keeps (their table weights are zero)."""
+    key = f"convs.{int(model.get('layers', 2)) - 1}.lin.weight"
+    last = np.array(weights[key], np.float64)
+    start, keep = width - last.shape[0], width - groups
+    rest = z[:, start:keep]
+    coef = np.linalg.svd(rest - rest.mean(0), full_matrices=False)[2][:groups]
+    last[last.shape[0] - groups:] = coef @ last[:last.shape[0] - groups]
+    return dict(weights, **{key: last.astype(weights[key].dtype)}), {"start": start, "keep": keep,
+                                                                      "coef": coef.tolist()}
 
 
 def _thresholds(stats: np.ndarray, count: int) -> np.ndarray:
@@ -268,16 +316,21 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
     A cell's row is taken only when its input features decode to valid values of ``schema``
     (when given: the readout input starts with them), its statistic lies in the cell's own
     interval, and its cell in every other group holds nodes; mixtures mostly fail one of these.
+    An ``epoch`` table's cell weights come from the features instead of the bias (whose update a
+    float32 reply rounds away): ``std * S = B (onehot - mean)`` on a pure cell.
 
     Args:
         update (ObservedUpdate): one reply (or a secure aggregate) of an ``imprinted_nodes`` round.
-        schema (FeatureSchema, optional): the node features, to check a row's first columns.
-            (default: :obj:`None`)
+        schema (FeatureSchema, optional): the node features, to check a row's first columns; an
+            ``epoch`` table needs them standardized. (default: :obj:`None`)
         tol (float, optional): the relative tolerance of those checks and of an empty cell.
             (default: ``1e-3``)
         confirm (int, optional): the fewest groups whose cells must agree on a row for it to be
             taken; the reader tries every level from all groups down to this one, surest first.
             (default: ``1``)
+
+    Raises:
+        ValueError: an ``epoch`` table without a standardized ``schema``.
     """
     crafted = update.crafted
     groups, bins = int(crafted.plan["groups"]), int(crafted.plan["bins"])
@@ -290,8 +343,37 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
     # a cell: the difference of consecutive units (the last unit alone is the top cell)
     cell_s = grad_w - torch.cat([grad_w[:, 1:], torch.zeros_like(grad_w[:, :1])], 1)
     cell_b = grad_b - torch.cat([grad_b[:, 1:], torch.zeros_like(grad_b[:, :1])], 1)
-    empty = tol * cell_b.abs().max().clamp_min(1e-300) * 1e-2
-    occupied = int((cell_b.abs() > empty).sum())
+    redundant = crafted.plan.get("redundant")
+    if redundant is None:
+        empty = tol * cell_b.abs().max().clamp_min(1e-300) * 1e-2
+        size = cell_b.abs  # what an occupied cell holds above ``empty``
+
+        def cell_weight(g: int, j: int) -> Tensor | None:
+            return cell_b[g, j].clone() if cell_b[g, j].abs() > empty else None
+
+        def row(S: Tensor, b: Tensor) -> Tensor:
+            return S / b
+    else:
+        if schema is None or not schema.standardized:
+            raise ValueError("an epoch table's cells are weighed by their standardized features; give their schema")
+        coef = torch.tensor(redundant["coef"], dtype=torch.float64)
+        start, keep = int(redundant["start"]), int(redundant["keep"])
+        empty = tol * float(cell_s[..., :keep].abs().max()) * 1e-2
+
+        def size() -> Tensor:
+            return cell_s[..., :keep].abs().amax(2)
+
+        def cell_weight(g: int, j: int) -> Tensor | None:
+            if float(cell_s[g, j, :keep].abs().max()) <= empty:
+                return None
+            b, residual = _feature_weight(cell_s[g, j], schema)
+            return torch.tensor(b, dtype=torch.float64) if residual <= tol and b != 0 else None
+
+        def row(S: Tensor, b: Tensor) -> Tensor:
+            z = S / b
+            z[keep:] = coef @ z[start:keep]  # the redundant columns, whose own weights float32 rounded
+            return z
+    occupied = int((size() > empty).sum())
     view = _positive_view(crafted, schema) if crafted.plan.get("positive") else None
     rows, weights = [], []
     level = groups
@@ -299,16 +381,20 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
         # the surest rows first: those whose cells agree in the most groups; a weaker level is
         # tried only once no row of a surer one is left, and one taken row sends it back up
         taken = False
-        for g, j in torch.nonzero(cell_b.abs() > empty).tolist():
-            b = cell_b[g, j].clone()  # the cell is emptied below
-            if b.abs() <= empty:
-                continue  # emptied earlier in this sweep
-            z = cell_s[g, j] / b
+        for g, j in torch.nonzero(size() > empty).tolist():
+            b = cell_weight(g, j)  # the cell is emptied below
+            if b is None:
+                continue  # emptied earlier in this sweep, or (epoch) not one row
+            z = row(cell_s[g, j], b)
             where = _cells(z, directions, cut)
-            if where[g] != j or bool((cell_b[torch.arange(groups), where].abs() <= empty).any()):
+            if where[g] != j:
                 continue
-            others = cell_s[torch.arange(groups), where] / cell_b[torch.arange(groups), where].unsqueeze(1)
-            if int(((others - z).abs().amax(1) <= tol * z.abs().max()).sum()) < level:
+            if bool((size()[torch.arange(groups), where] <= empty).any()):
+                continue
+            found = [cell_weight(g2, int(j2)) for g2, j2 in enumerate(where.tolist())]
+            agree = sum(b2 is not None and float((row(cell_s[g2, where[g2]], b2) - z).abs().max())
+                        <= tol * float(z.abs().max()) for g2, b2 in enumerate(found))
+            if agree < level:
                 continue
             if schema is not None and not _valid_features(z[:schema.width], schema, tol):
                 continue
@@ -325,11 +411,30 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
             if level < groups:
                 break
         level = groups if taken else level - 1
-    undecoded = int((cell_b.abs() > empty).sum())
+    undecoded = int((size() > empty).sum())
     if not rows:
         return NodeImprints(torch.zeros(0, weight.size(1), dtype=torch.float64), torch.zeros(0, dtype=torch.float64),
                             occupied, undecoded)
     return NodeImprints(torch.stack(rows), torch.stack(weights), occupied, undecoded)
+
+
+def _feature_weight(S: Tensor, schema: FeatureSchema) -> tuple[float, float]:
+    """``(B, residual)``: the weight of a cell holding one distinct row from its standardized one-hot
+    columns alone, ``std * S = B (onehot - mean)``, the hot column per block being the one whose
+    sign differs; the residual (relative to ``B``) is near zero only for such a cell."""
+    mean, std = (torch.tensor(v, dtype=torch.float64) for v in (schema.mean, schema.std))
+    live = std > 0
+    v = S[:schema.width] * std
+    best = (0.0, float("inf"))
+    for sign in (1.0, -1.0):  # B's sign: the hot columns carry it, the others its opposite
+        onehot = torch.zeros_like(v)
+        for cols in schema.slices().values():
+            onehot[cols.start + int((sign * v[cols]).argmax())] = 1.0
+        d = (onehot - mean)[live]
+        b = float((v[live] * d).sum() / (d * d).sum())
+        residual = float((v[live] - b * d).abs().max()) / max(abs(b), 1e-300)
+        best = min(best, (b, residual), key=lambda pair: pair[1])
+    return best
 
 
 def _positive_view(crafted: CraftedRound, schema: FeatureSchema | None):
@@ -379,7 +484,7 @@ class ImprintedGraph:
 
 def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels: Sequence[int], *,
                  sizes: Sequence[int] | None = None, max_copies: int = 12, shared_copies: int = 4,
-                 tol: float = 3e-4) -> tuple[list[ImprintedGraph], list[int]]:
+                 tol: float = 3e-4, check_tol: float | None = None) -> tuple[list[ImprintedGraph], list[int]]:
     r"""Group decoded rows into graphs by their weights.
 
     Rows whose weights are whole multiples of one base weight ``c`` form a cluster. A row that
@@ -409,6 +514,9 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
         tol (float, optional): relative tolerance of a multiple and of the check: about 1.5 times
             the largest spread of one graph's weight over its rows that a float32 client's batch
             of 16 Tox21 molecules showed (2.1e-4). (default: ``3e-4``)
+        check_tol (float, optional): the check's own tolerance, when wider: a FedAvg epoch's
+            later steps see a last layer that earlier steps moved, by 1e-4 to 1e-3 of its norm
+            under an ``epoch`` table. (default: ``tol``)
 
     Returns:
         ``(graphs, rows left)``: the accepted graphs and the rows none took.
@@ -419,7 +527,7 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
     while True:  # the accepted graphs' shares leave the rows they share; the rest is grouped again
         live = [r for r in range(len(w)) if residual[r] > floor]
         new = _group_pass(imprints.rows, residual, live, net, loss, batch_size, labels, sizes, max_copies,
-                          shared_copies, tol)
+                          shared_copies, tol, check_tol or tol)
         if not new:
             break
         for graph in new:
@@ -431,7 +539,7 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
 
 
 def _group_pass(rows: Tensor, w: np.ndarray, live: list[int], net, loss: str, batch_size: int, labels, sizes,
-                max_copies: int, shared_copies: int, tol: float) -> list[ImprintedGraph]:
+                max_copies: int, shared_copies: int, tol: float, check_tol: float) -> list[ImprintedGraph]:
     """One pass of :func:`group_graphs` over the ``live`` rows, with weights ``w``."""
     clusters = [(c, [live[i] for i in idx], copies) for c, idx, copies in _clusters(w[live], max_copies, tol)]
     bases = np.array([c for c, _, _ in clusters])
@@ -454,7 +562,7 @@ def _group_pass(rows: Tensor, w: np.ndarray, live: list[int], net, loss: str, ba
                 if sizes is not None and sum(k for _, k in members) not in sizes:
                     continue
                 matched = _matching_labels(rows[[r for r, _ in members]], [k for _, k in members], c,
-                                           net, loss, batch_size, labels, tol)
+                                           net, loss, batch_size, labels, check_tol)
                 if matched:
                     return ImprintedGraph([r for r, _ in members], [k for _, k in members], matched, float(c))
         return None

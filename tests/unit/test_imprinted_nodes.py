@@ -125,3 +125,36 @@ def test_a_config_that_withholds_the_auxiliary_graphs_or_pools_first_says_why():
         load_config(None, [*crafted, "threat.aux_graphs=false"])
     with pytest.raises(ConfigError, match="threat.crafting: imprinted_nodes needs a per-node MLP readout"):
         load_config(None, ["threat.server=malicious", "threat.crafting=imprinted_nodes"])
+
+
+def _float32_epoch(epoch: bool):
+    """A float32 client's FedAvg epoch (two SGD steps at lr 0.01 on two batches) of an
+    ``imprinted_nodes`` round, read as one update: the peeled rows and the true rows."""
+    graphs = [molecule(s)[0] for s in VICTIMS]
+    schema = molecule(VICTIMS[0])[1]
+    torch.manual_seed(0)
+    model = build_model(GRAIN_GCN, graphs[0].x.size(1), 2)
+    honest = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    crafted, parts = ImprintedNodes([molecule(s)[0] for s in AUX], loss="bce", epoch=epoch).craft(
+        honest, GRAIN_GCN, 1, seed=3)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    weights, _ = fedavg_weights(model, [graphs[:2], graphs[2:]], 0.01, loss="bce")
+    update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
+                            returned={k: v.numpy() for k, v in weights.items()}, kind="weights", num_examples=3,
+                            metrics={}, lr=0.01, local_steps=2, batch_size=2, crafted=crafted.for_clients({0: 0}))
+    return read_imprints(update, schema, tol=1e-2), readout_rows(_model(GRAIN_GCN, parts[0]), graphs)
+
+
+def test_an_epoch_table_outlasts_a_float32_epoch_that_erases_the_default_one():
+    """Scaled so that two local steps barely move it, read on columns a float32 reply keeps (zero
+    table weights) with the statistic's own columns recomputed from them, the epoch table gives
+    the batch's rows; the default table's summing unit dies in the first step, and most of its
+    cells stay mixed."""
+    def exact(imprints, truth):
+        return {_nearest(truth, row.numpy())[0] for row in imprints.rows if _nearest(truth, row.numpy())[1] < 1e-3}
+
+    default, truth = _float32_epoch(epoch=False)
+    imprints, truth_epoch = _float32_epoch(epoch=True)
+    distinct = len(np.unique(np.round(truth_epoch, 5), axis=0))  # 12
+    assert len(exact(imprints, truth_epoch)) >= distinct - 2 and imprints.undecoded == 0
+    assert len(exact(default, truth)) <= 3 and default.undecoded >= 10
