@@ -138,3 +138,18 @@ def test_an_imprinted_nodes_round_is_refused():
     # the readout's later layers keep one live unit each: the rest are zeroed
     assert report["crafted-flag"] == 1.0 and report["zero-fraction"] > 0.9
     assert all(not v.any() for v in update.values())
+
+
+@pytest.mark.parametrize("epoch", [False, True])
+def test_an_imprinted_nodes_round_is_flagged_with_or_without_the_epoch_table(epoch):
+    from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes
+
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    model = victim("gcn")
+    aux = [molecule(s)[0] for s in ("CCO", "c1ccccc1", "CCN(CC)CC", "O=C(O)CCC(=O)O", "Cc1ccccc1")]
+    _, parts = ImprintedNodes(aux, loss="bce", epoch=epoch).craft(
+        {k: v.numpy() for k, v in model.state_dict().items()}, GCN, 1, seed=0)
+    crafted = type(model)(140, 2, **GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    _, report = _turn(CraftedCheck(action="flag"), crafted, graph)
+    assert report["crafted-flag"] == 1.0
