@@ -64,14 +64,15 @@ so a tiny spread keeps all three at 1e-7 to 1e-3 per step. Float32 rounding is r
 weight, so the table reads only the columns whose table weights are zero, whose update a float32
 reply keeps to about 1e-7: each group's statistic is one state column that the crafting makes a
 combination of the other state columns (the last layer's last :math:`G` output rows as
-combinations of the others, along the auxiliary rows' top principal directions), recomputed from
-them when read, and a cell's weight comes from its standardized one-hot features,
+combinations of the others, along the auxiliary rows' top principal directions, the layer before
+giving up as many units so that the last layer's input stays recoverable), recomputed from them
+when read, and a cell's weight comes from its standardized one-hot features,
 :math:`\sigma \odot S = B\,(o - \mu)`, not from the bias. The price: the pooled logits barely
 differ between graphs, so a graph's weight says only its label and node count, and graphs that
 share both are not told apart by :func:`group_graphs`; and the statistic reads the states only (a
 feature column would need a nonzero table weight), so more nodes share a cell than under the
 default's random direction over every column (Tox21's first 16 molecules as FedSGD batches of 8:
-168 of 178 rows against 173). The scales were chosen on those 16 molecules.
+171 of 178 rows against 173). The scales were chosen on those 16 molecules.
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class ImprintedNodes(Crafting):
                     "a pooled readout mixes a graph's nodes before any layer it can bin")
         if model.get("pool", "mean") not in ("mean", "sum"):
             return f"needs the per-node logits summed or averaged (model.pool is {model.get('pool')})"
+        if self.epoch and (model.get("conv", "gcn") != "gcn" or int(model.get("layers", 2)) < 2):
+            return "its epoch table needs GCN layers, at least two (model.conv: gcn, model.layers)"
         width = int((model.get("readout_hidden") or [model.get("hidden", 16)])[0])
         if width < 2 * self.groups:
             return f"needs at least {2 * self.groups} units in the readout's first layer (model.readout_hidden)"
@@ -221,15 +224,26 @@ def _redundant_columns(weights: dict[str, np.ndarray], model: dict, width: int, 
                        z: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
     """The last message-passing layer's last ``groups`` output columns made combinations of the
     others (the aux rows' top principal directions), so a decoded row's own columns there follow
-    from its other columns, which a float32 weights reply keeps (their table weights are zero)."""
-    key = f"convs.{int(model.get('layers', 2)) - 1}.lin.weight"
+    from its other columns, which a float32 weights reply keeps (their table weights are zero).
+    The layer before gives up as many units (zero rows, and zero columns in the last layer), so
+    the last layer's aggregated input stays exactly recoverable from its state (GRAIN's 1-hop
+    check inverts it)."""
+    layers = int(model.get("layers", 2))
+    key, before = f"convs.{layers - 1}.lin.weight", f"convs.{layers - 2}.lin"
     last = np.array(weights[key], np.float64)
+    out = dict(weights)
+    for name in (f"{before}.weight", f"{before}.bias"):
+        if name in out:
+            dead = np.array(out[name], copy=True)
+            dead[dead.shape[0] - groups:] = 0.0
+            out[name] = dead
+    last[:, last.shape[1] - groups:] = 0.0
     start, keep = width - last.shape[0], width - groups
     rest = z[:, start:keep]
     coef = np.linalg.svd(rest - rest.mean(0), full_matrices=False)[2][:groups]
     last[last.shape[0] - groups:] = coef @ last[:last.shape[0] - groups]
-    return dict(weights, **{key: last.astype(weights[key].dtype)}), {"start": start, "keep": keep,
-                                                                      "coef": coef.tolist()}
+    out[key] = last.astype(weights[key].dtype)
+    return out, {"start": start, "keep": keep, "coef": coef.tolist()}
 
 
 def _thresholds(stats: np.ndarray, count: int) -> np.ndarray:
