@@ -34,15 +34,22 @@ import threading
 import weakref
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # the backends built in this process and not yet ended
+_STOPPING = threading.Event()  # set by kill_actors: a backend not yet built starts no Ray, no actors
+
 
 def kill_actors() -> int:
-    """Kill, without restart, every client actor of this process's live backends; returns how many."""
+    """Kill, without restart, every client actor of this process's live backends; returns how many.
+    A backend built after it starts no Ray, and one still in ``ray.init`` starts no actor: their
+    start-up (each actor imports torch and the client code) would only delay the stop."""
+    _STOPPING.set()
     return sum(backend.kill_actors() for backend in list(_LIVE))
 
 
 def install() -> None:
     """Make the simulation engine build the :class:`RayBackend` subclass below (idempotent). Flower
-    1.41 imports ``RayBackend`` from its module each time it builds the backend."""
+    1.41 imports ``RayBackend`` from its module each time it builds the backend. Called by every
+    run: it forgets an earlier run's stop, so a new run in this process builds its actors."""
+    _STOPPING.clear()
     from flwr.server.superlink.fleet.vce.backend import raybackend
 
     if getattr(raybackend.RayBackend, "kills_actors_on_terminate", False):
@@ -63,6 +70,9 @@ def install() -> None:
         def __init__(self, backend_config) -> None:
             import ray
 
+            if _STOPPING.is_set():  # stopped before Ray started: none starts, the run ends
+                self.pool, self.owns_ray = None, False
+                return
             self.owns_ray = not ray.is_initialized()  # else Flower joins it, and we leave it up
             main = threading.current_thread() is threading.main_thread()
             sigterm = signal.getsignal(signal.SIGTERM) if main else None
@@ -70,6 +80,10 @@ def install() -> None:
             if sigterm is not None:
                 signal.signal(signal.SIGTERM, sigterm)
             _LIVE.add(self)
+
+        def build(self, app_fn) -> None:
+            if not _STOPPING.is_set():  # stopped during ray.init: no actor, no turn, the run ends
+                super().build(app_fn)
 
         def kill_actors(self) -> int:
             """Kill the idle and the busy client actors without restart; returns how many."""

@@ -93,3 +93,26 @@ def test_a_ray_that_was_up_before_the_backend_is_joined_and_left_up(monkeypatch)
         assert backend.owns_ray is not up_before
         backend.terminate()
         assert shutdowns == shut_down
+
+
+def test_a_backend_built_after_a_stop_starts_no_ray_and_no_actor(monkeypatch):
+    """Ctrl-C while the run starts: Ray's start-up (and each actor's torch import) would only delay
+    the stop; the next run in this process (``install``) starts both again."""
+    ray_backend.install()
+    flower_backend = raybackend.RayBackend.__mro__[1]
+    started, built, shutdowns = [], [], []
+    monkeypatch.setattr(flower_backend, "__init__",
+                        lambda self, backend_config: (started.append(True), setattr(self, "pool", None)))
+    monkeypatch.setattr(flower_backend, "build", lambda self, app_fn: built.append(app_fn))
+    monkeypatch.setattr(ray, "shutdown", lambda: shutdowns.append(True))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_backend, "_LIVE", set())
+    ray_backend.kill_actors()
+    backend = raybackend.RayBackend({})
+    backend.build("app")
+    backend.terminate()
+    assert (started, built, shutdowns, backend.num_workers) == ([], [], [], 0)
+    ray_backend.install()
+    backend = raybackend.RayBackend({})
+    backend.build("app")
+    assert (started, built) == ([True], ["app"])
