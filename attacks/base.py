@@ -246,7 +246,7 @@ class Attack(ABC):
         if update.crafted is not None and not self.reads_crafting and req.model != "none":
             return (f"the server crafted this round's weights ({update.crafted.crafting}, threat.server: malicious); "
                     f"{self.name} reads honest updates only")
-        if req.exact_gradient and not update.exact:
+        if req.exact_gradient and not self.reads_as_gradient(update):
             return (f"needs the exact gradient of one batch (FedSGD: train.local_steps=1); got {update.kind} after "
                     f"{update.local_steps} local steps")
         if req.node_count and knowledge.node_counts is None:
@@ -263,6 +263,16 @@ class Attack(ABC):
         if knowledge.model.get("module") is not None:
             return self.user_model_problem(knowledge)
         return None
+
+    def reads_as_gradient(self, update: ObservedUpdate) -> bool:
+        """Whether this attack reads ``update`` as the exact gradient of one batch, which
+        ``requires.exact_gradient`` asks for: FedSGD's, or one local step's (``update.exact``). An
+        attack that reads some multi-step updates as one gradient overrides it.
+
+        Args:
+            update (ObservedUpdate): the update to read.
+        """
+        return update.exact
 
     def user_model_problem(self, knowledge: AttackerKnowledge) -> str | None:
         """Why this attack cannot read a user's model (``model.module``), or None: by its

@@ -7,7 +7,8 @@ of ``fedgraph_sim/crafting/imprinted_nodes.py`` (thresholds on 300 molecules of 
 the victims, its auxiliary graphs), a float32 client returns the batch's mean BCE gradient, and the
 server peels the table and groups the rows by their weights. Per batch it prints the nodes and
 their distinct readout rows, the cells the peeling left, the rows decoded (and how many equal a
-true row), the graphs whose proposed rows and copies are exactly one victim's, how many of those
+true row), the victims whose rows and copies a proposal holds exactly (alone, or with others of
+their label and size in an epoch table's merged proposal), how many of those
 GRAIN's rebuild (``attacks/grain/imprinted.py``, 60 s each) makes exactly, and why the other
 victims were not grouped: a row of theirs undecoded, or a row they share with another graph.
 
@@ -17,7 +18,7 @@ one step too with ``--weights``);
 the server reads the pseudo-gradient as one batch of all K batches' molecules. This measures what
 local training leaves of the table (``ImprintedNodes``' limits); ``--epoch-table`` crafts the table
 built to outlast it (``ImprintedNodes(epoch=True)``), grouped with a loss check that allows the
-last layer's drift (``check_tol`` 3e-3).
+last layer's drift (``EPOCH_CHECK_TOL``).
 
 This reads the ground truth on purpose to score the reading; it is a diagnostic, not an attack (the
 rebuild itself sees only the decoded rows).
@@ -29,6 +30,7 @@ rebuild itself sees only the decoded rows).
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -38,9 +40,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attacks.grain.attack import GRAIN  # noqa: E402
-from attacks.grain.imprinted import rebuild  # noqa: E402
+from attacks.grain.imprinted import MERGED, rebuild, split_union  # noqa: E402
 from clients.training import fedavg_weights, mean_gradient  # noqa: E402
-from fedgraph_sim.crafting.imprinted_nodes import (ImprintedNodes, _model, group_graphs,  # noqa: E402
+from fedgraph_sim.crafting.imprinted_nodes import (EPOCH_CHECK_TOL, ImprintedNodes, _model, group_graphs,  # noqa: E402
                                                    read_imprints, readout_rows)
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
 from fedgraph_sim.models import build_model  # noqa: E402
@@ -96,22 +98,28 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
         nearest.append(int(gap.argmin()) if gap.min() < 1e-3 else None)
     sizes = {g.num_nodes for g in graphs} if hint else None  # the threat's node-count hint
     proposed, _ = group_graphs(imprints, net, "bce", update.num_graphs, range(dataset.num_classes), sizes=sizes,
-                               check_tol=3e-3 if epoch else None)
+                               check_tol=EPOCH_CHECK_TOL if epoch else None, merged=MERGED if epoch else 1)
     victims_rows = [sorted(tuple(np.round(t, 5)) for t in truth[owner == k]) for k in range(len(graphs))]
-    exact, rebuilt, grouped = 0, 0, set()
+    exact, rebuilt, grouped, merged = 0, 0, set(), 0
     for graph in proposed:  # a shared row's nearest node may be another victim's: compare the rows
         rows = [nearest[i] for i in graph.rows]
         if None in rows:
             continue
         mine = sorted(tuple(np.round(truth[r], 5)) for r, k in zip(rows, graph.copies) for _ in range(k))
-        if mine not in victims_rows:
+        # the victims whose rows these are: one, or the union of graph.graphs of them
+        owners = next((c for c in itertools.combinations(range(len(graphs)), graph.graphs)
+                       if sorted(row for k in c for row in victims_rows[k]) == mine), None)
+        if owners is None:
             continue
-        exact += 1
-        grouped |= {k for k, v in enumerate(victims_rows) if v == mine}
+        exact += graph.graphs
+        merged += graph.graphs if graph.graphs > 1 else 0
+        grouped |= set(owners)
         deadline = time.monotonic() + 60.0
         result, _ = rebuild(net, dataset.schema, imprints.rows[graph.rows], graph.copies, GRAIN.Params(),
-                            expired=lambda: time.monotonic() > deadline)
-        rebuilt += int(result is not None and result.exact)
+                            expired=lambda: time.monotonic() > deadline, graphs=graph.graphs)
+        pieces = (None if result is None or not result.exact else [result.graph] if graph.graphs == 1
+                  else split_union(result.graph, graph.graphs))
+        rebuilt += len(pieces or [])
     keys = [tuple(np.round(t, 5)) for t in truth]
     owners: dict[tuple, set] = {}
     for key, k in zip(keys, owner):
@@ -126,7 +134,7 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
             lost_shared += 1
     return {"moved": moved, "live": live, "nodes": len(truth), "distinct": len(np.unique(np.round(truth, 5), axis=0)),
             "cells": imprints.cells, "undecoded": imprints.undecoded, "decoded": len(nearest),
-            "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact,
+            "true": sum(r is not None for r in nearest), "proposed": len(proposed), "exact": exact, "merged": merged,
             "rebuilt": rebuilt, "lost_undecoded": lost_undecoded, "lost_shared": lost_shared}
 
 
@@ -157,22 +165,25 @@ def main(argv: list[str] | None = None) -> int:
     print("| batch | moved, each in its norm: table weights, table bias, summing unit, last layer "
           "| nodes the summing unit stays active on | nodes | distinct rows | cells with nodes | left undecoded "
           "| rows decoded (true) "
-          "| graphs proposed | exactly one victim's rows | of them rebuilt | lost: a row undecoded, a shared row |")
+          "| graphs proposed | victims grouped exactly (in merged groups) | of them rebuilt "
+          "| lost: a row undecoded, a shared row |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    total = {"exact": 0, "true": 0, "distinct": 0, "rebuilt": 0, "lost_undecoded": 0, "lost_shared": 0}
+    total = {"exact": 0, "merged": 0, "true": 0, "distinct": 0, "rebuilt": 0, "lost_undecoded": 0, "lost_shared": 0}
     for b in range(args.batches):
         r = batch_row(dataset, victims, aux, b, args.batch_size, args.tol, args.node_count, args.local_steps,
                       args.lr, args.float64, args.weights, args.epoch_table)
         moved = "-" if r["moved"] is None else ", ".join(f"{m:.3g}" for m in r["moved"])
         live = "-" if r["live"] is None else f"{r['live']:.0%}"
         print(f"| {b} | {moved} | {live} | {r['nodes']} | {r['distinct']} | {r['cells']} | {r['undecoded']} "
-              f"| {r['decoded']} ({r['true']}) | {r['proposed']} | {r['exact']} of {per_update} | {r['rebuilt']} "
+              f"| {r['decoded']} ({r['true']}) | {r['proposed']} | {r['exact']} of {per_update} ({r['merged']}) "
+              f"| {r['rebuilt']} "
               f"| {r['lost_undecoded']}, {r['lost_shared']} |")
         for k in total:
             total[k] += r[k]
-    print(f"\nrows decoded and true: {total['true']} of {total['distinct']} distinct; graphs whose every row "
-          f"was grouped exactly: {total['exact']} of {args.batches * per_update}, of them rebuilt exactly "
-          f"(state distance below 1e-3, 60 s each): {total['rebuilt']}; lost to an undecoded row: "
+    print(f"\nrows decoded and true: {total['true']} of {total['distinct']} distinct; graphs whose every "
+          f"row was grouped exactly: {total['exact']} of {args.batches * per_update} ({total['merged']} in merged "
+          f"groups), of them rebuilt exactly (state distance below 1e-3, 60 s each): {total['rebuilt']}; "
+          f"lost to an undecoded row: "
           f"{total['lost_undecoded']}, to a row several graphs share: {total['lost_shared']}")
     return 0
 

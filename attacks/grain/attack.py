@@ -136,7 +136,7 @@ from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.ranking import nearest_one_hop, nearest_witnessed, unexplained_centres
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
-from fedgraph_sim.crafting import crafting
+from fedgraph_sim.crafting import CRAFTINGS, ImprintedNodes, crafting
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -280,11 +280,17 @@ class GRAIN(Attack):
         reading = reading_of(knowledge)
         return reading if isinstance(reading, str) else None
 
+    def reads_as_gradient(self, update: ObservedUpdate) -> bool:
+        """An ``imprinted_nodes_epoch`` table is read from a FedAvg epoch's weights as from one
+        gradient: its scales keep the local steps from moving it (``ImprintedNodes(epoch=True)``)."""
+        return update.exact or (_node_table(update) and update.crafted.plan.get("redundant") is not None)
+
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
-        if update.crafted is not None and update.crafted.crafting == "imprinted_nodes":
-            if not update.exact:
+        if _node_table(update):
+            if not self.reads_as_gradient(update):
                 return ("reads an imprinted_nodes round from one FedSGD gradient: a local SGD step moves the "
-                        "table's summing unit hundreds of times its norm at lr 0.01 and leaves it dead")
+                        "table's summing unit hundreds of times its norm at lr 0.01 and leaves it dead "
+                        "(threat.crafting: imprinted_nodes_epoch is the table that outlasts an epoch)")
             return super().not_applicable(update, knowledge)
         if update.crafted is not None:  # each member's part is read as its own honest update
             update, knowledge = crafting(update.crafted.crafting).members(update, knowledge)[0]
@@ -356,7 +362,7 @@ class GRAIN(Attack):
 
     def reconstruct(self, update: ObservedUpdate, knowledge: AttackerKnowledge,
                     ctx: AttackContext) -> list[Reconstruction]:
-        if update.crafted is not None and update.crafted.crafting == "imprinted_nodes":
+        if _node_table(update):
             return read_imprinted_batch(update, knowledge, self.params, ctx)  # every node's row, known
         if update.crafted is not None:
             return self.members(update, knowledge, ctx)
@@ -387,6 +393,11 @@ class GRAIN(Attack):
         if not recs and stops:
             raise stops[0][1]
         return recs
+
+
+def _node_table(update: ObservedUpdate) -> bool:
+    """Whether ``update`` answers a round of imprinted node rows (either table of ``imprinted_nodes``)."""
+    return update.crafted is not None and issubclass(CRAFTINGS[update.crafted.crafting], ImprintedNodes)
 
 
 class _Run:

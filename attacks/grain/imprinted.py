@@ -36,9 +36,14 @@ from attacks.base import AttackContext, AttackFailed
 from attacks.grain.blocks import OneHopBlocks, two_hop_blocks
 from attacks.grain.build import PartialGraph, SearchBudget, SearchResult, search
 from attacks.grain.embed import StarLayer, check_input
-from fedgraph_sim.crafting.imprinted_nodes import aggregation_inverse, group_graphs, read_imprints
+from fedgraph_sim.crafting.imprinted_nodes import EPOCH_CHECK_TOL, aggregation_inverse, group_graphs, read_imprints
 from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
+
+
+#: The most graphs of one label and size an epoch table's proposal may hold (``group_graphs``'
+#: ``merged``): two or three such graphs in an epoch of 8 Tox21 molecules are not rare.
+MERGED = 3
 
 
 class _DecodedRows:
@@ -126,16 +131,17 @@ def _aggregated_inputs(model, rows: Tensor, noise: Tensor) -> tuple[Tensor, Tens
 
 
 def state_distance(model, types: Tensor, rows: Tensor, copies: list[int], *,
-                   part: bool = False) -> Callable[[PartialGraph], float]:
+                   part: bool = False, nodes: int | None = None) -> Callable[[PartialGraph], float]:
     """The search's score: 0 when a graph's node rows, through ``model``, are the decoded rows with
-    their copies (with ``part``, with at most their copies: one component of the graph); the largest
-    relative gap of a node's row to its nearest decoded one otherwise, and above 1 for a graph of
-    another size or other copies."""
+    their copies (with ``part``, with at most their copies: one component of the graph, of
+    ``nodes`` nodes when given); the largest relative gap of a node's row to its nearest decoded
+    one otherwise, and above 1 for a graph of another size or other copies."""
     total, want = sum(copies), torch.tensor(copies)
+    size = total if nodes is None else nodes
 
     def score(graph: PartialGraph) -> float:
-        if graph.num_nodes > total or (graph.num_nodes < total and not part):
-            return 1.0 + abs(graph.num_nodes - total) / total
+        if graph.num_nodes > size or (graph.num_nodes < size and (not part or nodes is not None)):
+            return 1.0 + abs(graph.num_nodes - size) / size
         nearest, gaps = _nearest_rows(model, types, rows, graph)
         used = torch.bincount(nearest, minlength=len(copies))
         if not (bool((used <= want).all()) if part else torch.equal(used, want)):
@@ -158,7 +164,7 @@ def _nearest_rows(model, types: Tensor, rows: Tensor, graph: PartialGraph) -> tu
 
 def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], params, *,
             expired: Callable[[], bool], tol: float = 1e-3, max_two_hop: int = 100_000,
-            union_seconds: float = 10.0) -> tuple[SearchResult | None, dict]:
+            union_seconds: float = 10.0, graphs: int = 1) -> tuple[SearchResult | None, dict]:
     """The graph whose node rows are ``rows`` with ``copies``, by GRAIN's blocks and search.
 
     GRAIN builds one connected graph. When its search ends without one (and in time), the rows are
@@ -182,6 +188,9 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
             a connected graph whose search failed fails it too, after one search per window of
             start blocks (the Tox21 salts of the batches of 16 were read within a batch's 5 s).
             (default: ``10.0``)
+        graphs (int, optional): the connected graphs of equal size the rows hold (a merged
+            proposal of :func:`~fedgraph_sim.crafting.imprinted_nodes.group_graphs`): read as
+            their union at once, every component of that size. (default: ``1``)
 
     Returns:
         ``(the search's result or None, counts of the stages)``.
@@ -196,7 +205,11 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
                                                     max_candidates=min(params.max_two_hop_candidates, max_two_hop),
                                                     expired=expired)
         info.update(two_hop_candidates=checked, two_hop_kept=len(blocks), two_hop_truncated=truncated)
-    found = _connected(model, types, of_row, rows, copies, blocks, deg, params, expired, tol, part=False)
+    # the union of ``graphs`` connected graphs of one size: components of that size only (a 2-layer
+    # GCN gives a 5-ring the states of a 6-ring, so a smaller component could match too)
+    nodes = sum(copies) // graphs if graphs > 1 else None
+    found = None if nodes else _connected(model, types, of_row, rows, copies, blocks, deg, params, expired, tol,
+                                          part=False)
     if found is not None and (found.exact or found.timed_out):
         return found, info
     # the rows as a disjoint union: isolated nodes first, then one component per search, within
@@ -212,7 +225,8 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
             parts += [PartialGraph((t,), (frozenset(),))] * left[r]
             left[r] = 0
     while sum(left) and not spent():
-        part = _connected(model, types, of_row, rows, left, blocks, deg, params, spent, tol, part=True)
+        part = _connected(model, types, of_row, rows, left, blocks, deg, params, spent, tol, part=True,
+                          nodes=nodes)
         if part is None or not part.exact:
             return found, info
         parts.append(part.graph)
@@ -227,12 +241,12 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
 
 
 def _connected(model, types: Tensor, of_row: Tensor, rows: Tensor, copies: list[int], blocks, deg, params, expired,
-               tol: float, *, part: bool) -> SearchResult | None:
+               tol: float, *, part: bool, nodes: int | None = None) -> SearchResult | None:
     """One connected graph whose rows are ``rows`` with ``copies`` (with ``part``, among them):
     a single block that holds it whole, else GRAIN's search; None without a block to start from.
     With ``part`` the search starts, ``start_blocks`` at a time, from every block whose centre's
     type has nodes left, until one is exact: the first starts may build a component already taken."""
-    score = state_distance(model, types, rows, copies, part=part)
+    score = state_distance(model, types, rows, copies, part=part, nodes=nodes)
     if not blocks:
         return None
     for block in blocks:  # the whole graph within two hops of one node
@@ -254,6 +268,40 @@ def _connected(model, types: Tensor, of_row: Tensor, rows: Tensor, copies: list[
     return result
 
 
+def split_union(graph: PartialGraph, m: int) -> list[PartialGraph] | None:
+    """``graph`` as ``m`` connected graphs of equal size, or None when it is not that. A union
+    with more components is not split: a graph of half the size has twice the per-node weight, so
+    two copies of its rows look like one graph of the size asked for (and a salt would need its
+    ions assigned), and which reading holds cannot be told from the rows.
+
+    Args:
+        graph (PartialGraph): the union the search rebuilt.
+        m (int): the graphs it holds.
+    """
+    seen, components = set(), []
+    for start in range(graph.num_nodes):
+        if start in seen:
+            continue
+        todo, component = [start], []
+        seen.add(start)
+        while todo:
+            v = todo.pop()
+            component.append(v)
+            for u in graph.adj[v]:
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+        components.append(sorted(component))
+    if len(components) != m or len({len(c) for c in components}) != 1:
+        return None
+    pieces = []
+    for nodes in components:
+        index = {v: k for k, v in enumerate(nodes)}
+        pieces.append(PartialGraph(tuple(graph.types[v] for v in nodes),
+                                   tuple(frozenset(index[u] for u in graph.adj[v]) for v in nodes)))
+    return pieces
+
+
 def _disjoint_union(parts: list[PartialGraph]) -> PartialGraph:
     types: list[int] = []
     adj: list[frozenset[int]] = []
@@ -272,28 +320,37 @@ def read_imprinted_batch(update: ObservedUpdate, knowledge: AttackerKnowledge, p
     net = knowledge.build_model(update.global_weights, dtype=torch.float64)
     imprints = read_imprints(update, knowledge.schema, tol=1e-2)
     sizes = knowledge.node_counts  # the threat's node-count hint, when granted: what sizes a graph may have
-    graphs, left = group_graphs(imprints, net, knowledge.loss, update.batch_size, range(knowledge.num_classes),
-                                sizes=None if sizes is None else set(sizes))
+    epoch = update.crafted.plan.get("redundant") is not None
+    # an epoch's reply is read as one gradient of all its graphs (its pseudo-gradient's mean over the steps)
+    # an epoch table tells graphs apart by label and size only: those sharing both come as one union
+    graphs, left = group_graphs(imprints, net, knowledge.loss, update.num_graphs, range(knowledge.num_classes),
+                                sizes=None if sizes is None else set(sizes),
+                                check_tol=EPOCH_CHECK_TOL if epoch else None, merged=MERGED if epoch else 1)
     counts = dict(crafted=update.crafted.crafting, imprint_cells=imprints.cells, imprint_undecoded=imprints.undecoded,
                   imprint_rows=len(imprints.rows), imprint_graphs=len(graphs), imprint_rows_left=len(left))
-    graphs = sorted(graphs, key=lambda g: sum(g.copies))[: update.batch_size]  # the smallest first: the fastest
+    graphs = sorted(graphs, key=lambda g: sum(g.copies))[: update.num_graphs]  # the smallest first: the fastest
     recs = []
     for i, graph in enumerate(graphs):
         deadline = time.monotonic() + max(0.0, ctx.budget.deadline - time.monotonic()) / (len(graphs) - i)
         rows = imprints.rows[graph.rows]
         result, info = rebuild(net, knowledge.schema, rows, graph.copies, params,
-                               expired=lambda: time.monotonic() > deadline)
+                               expired=lambda: time.monotonic() > deadline, graphs=graph.graphs)
         if result is None or result.graph is None:
             continue
+        pieces = [result.graph] if graph.graphs == 1 else split_union(result.graph, graph.graphs)
+        if pieces is None:  # not the union of that many graphs of one size: not read
+            continue
         types, _, _, _ = node_types(rows, graph.copies, knowledge.schema)
-        adj = torch.zeros(result.graph.num_nodes, result.graph.num_nodes)
-        for u, w in result.graph.edges():
-            adj[u, w] = adj[w, u] = 1.0
         label = graph.labels[0] if len(graph.labels) == 1 else None  # under bce every label fits
-        recs.append(Reconstruction(x=types[list(result.graph.types)].float(), adj=adj, num_nodes=result.graph.num_nodes,
-                                   label=label, info={**counts, **info, "exact": int(result.exact),
-                                                      "state_distance": result.distance,
-                                                      "timed_out": int(result.timed_out)}))
+        for piece in pieces:
+            adj = torch.zeros(piece.num_nodes, piece.num_nodes)
+            for u, w in piece.edges():
+                adj[u, w] = adj[w, u] = 1.0
+            recs.append(Reconstruction(x=types[list(piece.types)].float(), adj=adj, num_nodes=piece.num_nodes,
+                                       label=label, info={**counts, **info, "exact": int(result.exact),
+                                                          "state_distance": result.distance,
+                                                          "timed_out": int(result.timed_out),
+                                                          "imprint_merged": graph.graphs}))
     if not recs:
         raise AttackFailed(f"no graph rebuilt from the imprinted rows ({len(imprints.rows)} rows, "
                            f"{len(graphs)} graphs grouped)", info=counts)

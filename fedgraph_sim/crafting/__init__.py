@@ -88,9 +88,11 @@ def crafting(name: str, aux_graphs: Sequence = (), loss: str = "cross_entropy") 
     return CRAFTINGS[name](aux_graphs, loss)
 
 
-from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes  # noqa: E402  (they subclass Crafting)
+# E402: the craftings subclass Crafting, defined above
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, ImprintedNodesEpoch  # noqa: E402
 from fedgraph_sim.crafting.rescaled_layers import RescaledLayers  # noqa: E402
 from fedgraph_sim.crafting.separated_clients import SeparatedClients  # noqa: E402
 
 #: ``threat.crafting`` -> its class.
-CRAFTINGS: dict[str, type[Crafting]] = {c.name: c for c in (SeparatedClients, RescaledLayers, ImprintedNodes)}
+CRAFTINGS: dict[str, type[Crafting]] = {
+    c.name: c for c in (SeparatedClients, RescaledLayers, ImprintedNodes, ImprintedNodesEpoch)}

@@ -99,6 +99,9 @@ _FLOOR = 10.0
 #: step of one SGD step scales as table ~ spread / table^2, summing unit ~ spread * table^2 / sum^2,
 #: last layer ~ sum^2 / spread; these keep all three below 1e-4 to 1e-3 at lr 0.01 on Tox21.
 _EPOCH_SCALES = (1e-5, 1e-6, 1e-11)
+#: ``group_graphs``' check tolerance on an ``epoch`` table: an epoch's later steps see a last layer
+#: that earlier steps moved by 1e-4 to 1e-3 of its norm (chosen with the scales, on the same 16 molecules).
+EPOCH_CHECK_TOL = 3e-3
 
 
 class ImprintedNodes(Crafting):
@@ -219,6 +222,23 @@ class ImprintedNodes(Crafting):
                 "redundant": redundant}
         return CraftedRound(self.name, crafted, {}, plan), [dict(crafted) for _ in range(clients)]
 
+
+
+class ImprintedNodesEpoch(ImprintedNodes):
+    """``threat.crafting: imprinted_nodes_epoch``: :class:`ImprintedNodes` with ``epoch=True``, the
+    table built to outlast a FedAvg epoch of a float32 client (beyond Fowl et al.; the module's
+    docstring). It needs at least two GCN layers.
+
+    Args:
+        aux_graphs (Sequence[Data], optional): the server's auxiliary graphs. (default: ``()``)
+        loss (str, optional): the clients' training loss (``train.loss``). (default: ``"cross_entropy"``)
+        groups (int, optional): the table's groups :math:`G`. (default: ``3``)
+    """
+
+    name = "imprinted_nodes_epoch"
+
+    def __init__(self, aux_graphs: Sequence = (), loss: str = "cross_entropy", groups: int = 3) -> None:
+        super().__init__(aux_graphs, loss, groups, epoch=True)
 
 def _redundant_columns(weights: dict[str, np.ndarray], model: dict, width: int, groups: int,
                        z: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
@@ -488,17 +508,20 @@ def _valid_features(x: Tensor, schema: FeatureSchema, tol: float) -> bool:
 class ImprintedGraph:
     """A graph :func:`group_graphs` proposes: indices into the decoded rows (a row several graphs
     share is in each), each row's copies in this graph, the labels whose predicted weight matched,
-    and the graph's per-node weight ``c``."""
+    the graph's per-node weight ``c``, and how many graphs of that label and size it holds (their
+    disjoint union, under ``group_graphs``' ``merged``)."""
 
     rows: list[int]
     copies: list[int]
     labels: tuple[int, ...]
     weight: float
+    graphs: int = 1
 
 
 def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels: Sequence[int], *,
                  sizes: Sequence[int] | None = None, max_copies: int = 12, shared_copies: int = 4,
-                 tol: float = 3e-4, check_tol: float | None = None) -> tuple[list[ImprintedGraph], list[int]]:
+                 tol: float = 3e-4, check_tol: float | None = None,
+                 merged: int = 1) -> tuple[list[ImprintedGraph], list[int]]:
     r"""Group decoded rows into graphs by their weights.
 
     Rows whose weights are whole multiples of one base weight ``c`` form a cluster. A row that
@@ -531,6 +554,12 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
         check_tol (float, optional): the check's own tolerance, when wider: a FedAvg epoch's
             later steps see a last layer that earlier steps moved, by 1e-4 to 1e-3 of its norm
             under an ``epoch`` table. (default: ``tol``)
+        merged (int, optional): the most graphs one proposal may hold. Graphs of one label and
+            node count whose pooled logits are equal share their per-node weight ``c``, so their
+            rows form one cluster; with ``merged = m`` a cluster of :math:`m n` node copies that
+            fails as one graph is checked as :math:`m` graphs of :math:`n` (each node's weight is
+            then :math:`m` times the one graph's), and proposed as their disjoint union. An
+            ``epoch`` table's tiny logit spread makes such clusters common. (default: ``1``)
 
     Returns:
         ``(graphs, rows left)``: the accepted graphs and the rows none took.
@@ -541,7 +570,7 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
     while True:  # the accepted graphs' shares leave the rows they share; the rest is grouped again
         live = [r for r in range(len(w)) if residual[r] > floor]
         new = _group_pass(imprints.rows, residual, live, net, loss, batch_size, labels, sizes, max_copies,
-                          shared_copies, tol, check_tol or tol)
+                          shared_copies, tol, check_tol or tol, merged)
         if not new:
             break
         for graph in new:
@@ -553,7 +582,8 @@ def group_graphs(imprints: NodeImprints, net, loss: str, batch_size: int, labels
 
 
 def _group_pass(rows: Tensor, w: np.ndarray, live: list[int], net, loss: str, batch_size: int, labels, sizes,
-                max_copies: int, shared_copies: int, tol: float, check_tol: float) -> list[ImprintedGraph]:
+                max_copies: int, shared_copies: int, tol: float, check_tol: float,
+                merged: int = 1) -> list[ImprintedGraph]:
     """One pass of :func:`group_graphs` over the ``live`` rows, with weights ``w``."""
     clusters = [(c, [live[i] for i in idx], copies) for c, idx, copies in _clusters(w[live], max_copies, tol)]
     bases = np.array([c for c, _, _ in clusters])
@@ -568,17 +598,19 @@ def _group_pass(rows: Tensor, w: np.ndarray, live: list[int], net, loss: str, ba
         c, own_rows, copies = clusters[i]
         own = list(zip(own_rows, copies))
         extra = [(r, k) for r, k in dict.fromkeys(extra) if r not in own_rows]
-        for size in range(min(most, len(extra)) + 1):
-            for chosen in itertools.combinations(extra, size):
+        for m, size in itertools.product(range(1, merged + 1), range(min(most, len(extra)) + 1)):
+            for chosen in itertools.combinations(extra, size):  # one graph first, then m of total / m nodes
                 members = own + list(chosen)
                 if len({r for r, _ in members}) < len(members):
                     continue  # one row offered twice
-                if sizes is not None and sum(k for _, k in members) not in sizes:
+                total = sum(k for _, k in members)
+                if total % m or (sizes is not None and total // m not in sizes):
                     continue
                 matched = _matching_labels(rows[[r for r, _ in members]], [k for _, k in members], c,
-                                           net, loss, batch_size, labels, check_tol)
+                                           net, loss, batch_size, labels, check_tol, graphs=m)
                 if matched:
-                    return ImprintedGraph([r for r, _ in members], [k for _, k in members], matched, float(c))
+                    return ImprintedGraph([r for r, _ in members], [k for _, k in members], matched, float(c),
+                                          graphs=m)
         return None
 
     found: dict[int, ImprintedGraph] = {}
@@ -628,10 +660,12 @@ def _decompositions(weight: float, bases: np.ndarray, most: int, tol: float) -> 
 
 
 def _matching_labels(rows: Tensor, copies: list[int], c: float, net, loss: str, batch_size: int,
-                     labels: Sequence[int], tol: float) -> tuple[int, ...]:
+                     labels: Sequence[int], tol: float, graphs: int = 1) -> tuple[int, ...]:
     """The labels for which the crafted model's loss gives every node of this graph the weight
     ``c`` (the derivative at its readout's first unit); under ``bce`` the crafting makes that
-    derivative the same for every label."""
+    derivative the same for every label. With ``graphs = m`` the rows are checked as ``m`` graphs
+    of equal size and pooled logit (the rows' pooled one): each node's weight is ``m`` times what
+    one graph of all of them would give it."""
     counts = torch.tensor(copies, dtype=torch.float64)
     shift = torch.zeros(len(copies), dtype=torch.float64, requires_grad=True)
     first = net.classifier[0](rows)
@@ -643,6 +677,6 @@ def _matching_labels(rows: Tensor, copies: list[int], c: float, net, loss: str, 
     for label in labels:
         value = classification_loss(pooled, torch.tensor([label]), loss) / batch_size
         (grad,) = torch.autograd.grad(value, shift, retain_graph=True)
-        if bool(((grad / counts - c).abs() <= tol * abs(c)).all()):  # each copy's own derivative
+        if bool(((graphs * grad / counts - c).abs() <= tol * abs(c)).all()):  # each copy's own derivative
             out.append(int(label))
     return tuple(out)

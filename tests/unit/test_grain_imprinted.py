@@ -8,12 +8,17 @@ import torch
 
 from attacks.base import AttackContext, Budget
 from attacks.grain.attack import GRAIN
-from attacks.grain.imprinted import node_types, rebuild
+from attacks.grain.build import PartialGraph
+from attacks.grain.imprinted import _disjoint_union, node_types, rebuild, split_union
+from clients.training import mean_gradient
 from torch_geometric.data import Data
+from fedgraph_sim.crafting import crafting
+from fedgraph_sim.crafting.imprinted_nodes import (EPOCH_CHECK_TOL, NodeImprints, _model, group_graphs, read_imprints,
+                                                   readout_rows)
 from fedgraph_sim.models import build_model
-from fedgraph_sim.threat import AttackerKnowledge
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 from tests.unit.grain_cases import dense_adj, molecule
-from tests.unit.test_imprinted_nodes import GRAIN_GCN, VICTIMS, _round
+from tests.unit.test_imprinted_nodes import AUX, GRAIN_GCN, VICTIMS, _round, float32_epoch_update
 
 
 def _graph(adj: torch.Tensor, types: list) -> nx.Graph:
@@ -91,3 +96,83 @@ def test_grain_reads_an_imprinted_batch():
                                     schema.decode(v.x).tolist()]), node_match=lambda a, b: a["t"] == b["t"])
                    for v in victims)
     assert np.isfinite([r.info["state_distance"] for r in recs]).all()
+
+
+def test_grain_reads_an_epoch_table_from_a_fedavg_epoch_and_only_that_table():
+    """A float32 client's two local steps on two batches of two: the default table's reply is not
+    applicable (and says which table is), the epoch table's is read as one gradient of the epoch's
+    graphs. All 15 distinct rows decode; the weights group two graphs (the epoch table tells graphs
+    apart by label and node count only), of which toluene is rebuilt exactly."""
+    knowledge, victims = None, ("CCO", "c1ccncc1", "Cc1ccccc1", "O=C(O)CCC(=O)O")
+    for epoch in (False, True):
+        update, schema, truth = float32_epoch_update(epoch, victims)
+        knowledge = AttackerKnowledge(model=GRAIN_GCN, num_features=truth.shape[1] - 30, num_classes=2,
+                                      schema=schema, loss="bce")
+        reason = GRAIN().not_applicable(update, knowledge)
+        assert (reason is None) is epoch, reason
+    assert "imprinted_nodes_epoch" in GRAIN().not_applicable(float32_epoch_update(False, victims)[0], knowledge)
+    recs = GRAIN().reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
+    assert recs and all(r.info["crafted"] == "imprinted_nodes_epoch" for r in recs)
+    victims = [molecule(s)[0] for s in victims]
+    exact = [r for r in recs if r.info["exact"]]
+    assert exact, [r.info for r in recs]
+    for rec in exact:
+        kinds = [tuple(t) for t in schema.decode(rec.x.double()).tolist()]
+        assert any(nx.is_isomorphic(_graph(rec.adj, kinds), _graph(dense_adj(v), [tuple(t) for t in
+                                    schema.decode(v.x).tolist()]), node_match=lambda a, b: a["t"] == b["t"])
+                   for v in victims)
+
+
+def test_two_graphs_of_one_size_and_label_are_grouped_and_rebuilt_as_their_union():
+    """Under the epoch table two 6-atom molecules of one label share their per-node weight ``c``:
+    their rows (here the true ones, weighted by the gradient's ``c``) form one cluster of 12 node
+    copies that no single 6-atom graph explains; checked as two graphs of 6 it passes, and the
+    union GRAIN rebuilds splits into the two molecules."""
+    victims = ("c1ccncc1", "OCC(O)CO")
+    graphs, schema = [molecule(s)[0] for s in victims], molecule(victims[0])[1]
+    torch.manual_seed(0)
+    model = build_model(GRAIN_GCN, graphs[0].x.size(1), 2)
+    honest = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    crafted, parts = crafting("imprinted_nodes_epoch", [molecule(s)[0] for s in AUX], "bce").craft(
+        honest, GRAIN_GCN, 1, seed=3)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    grads, _ = mean_gradient(model.double(), [Data(x=g.x.double(), edge_index=g.edge_index, y=g.y) for g in graphs],
+                             "bce")
+    update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
+                            returned={k: v.numpy() for k, v in grads.items()}, kind="gradient", num_examples=2,
+                            metrics={}, lr=0.01, local_steps=1, batch_size=2, crafted=crafted.for_clients({0: 0}))
+    c = float(read_imprints(update, schema, tol=1e-2).weights.min())  # a row one node holds
+    truth = torch.from_numpy(readout_rows(_model(GRAIN_GCN, parts[0]), graphs))
+    rows, copies = torch.unique(torch.round(truth, decimals=9), dim=0, return_counts=True)
+    rows = torch.stack([truth[(torch.round(truth, decimals=9) == r).all(1)][0] for r in rows])
+    imprints = NodeImprints(rows, c * copies.double(), cells=0, undecoded=0)
+    net = _model(GRAIN_GCN, crafted.base)
+    alone, _ = group_graphs(imprints, net, "bce", 2, range(2), check_tol=EPOCH_CHECK_TOL)
+    assert alone == []
+    (union,), left = group_graphs(imprints, net, "bce", 2, range(2), check_tol=EPOCH_CHECK_TOL, merged=3)
+    assert (union.graphs, sum(union.copies), left) == (2, 12, [])
+    result, _ = rebuild(net, schema, rows[union.rows], union.copies, GRAIN.Params(), expired=lambda: False,
+                        graphs=2)
+    pieces = split_union(result.graph, 2)
+    assert result.exact and pieces is not None
+    types, _, _, _ = node_types(rows[union.rows], union.copies, schema)
+    for piece in pieces:
+        adj = torch.zeros(piece.num_nodes, piece.num_nodes)
+        for u, w in piece.edges():
+            adj[u, w] = adj[w, u] = 1.0
+        kinds = [tuple(t) for t in schema.decode(types[list(piece.types)]).tolist()]
+        assert sum(nx.is_isomorphic(_graph(adj, kinds), _graph(dense_adj(v), [tuple(t) for t in
+                                    schema.decode(v.x).tolist()]), node_match=lambda a, b: a["t"] == b["t"])
+                   for v in graphs) == 1
+
+
+def test_a_union_splits_only_into_that_many_connected_graphs_of_one_size():
+    triangle, edge = PartialGraph((0, 0, 0), (frozenset({1, 2}), frozenset({0, 2}), frozenset({0, 1}))), \
+        PartialGraph((1, 1), (frozenset({1}), frozenset({0})))
+    two_triangles = _disjoint_union([triangle, triangle])
+    assert [p.types for p in split_union(two_triangles, 2)] == [(0, 0, 0), (0, 0, 0)]
+    assert split_union(two_triangles, 3) is None
+    # three components, two graphs asked for: a graph of 3 and two copies of a smaller one's rows
+    # look alike, so the union is not read
+    assert split_union(_disjoint_union([PartialGraph((0,) * 4, (frozenset({1}), frozenset({0, 2}), frozenset({1, 3}),
+                                                                 frozenset({2}))), edge, edge]), 2) is None

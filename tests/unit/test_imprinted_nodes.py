@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from clients.training import fedavg_weights, mean_gradient
+from fedgraph_sim.crafting import crafting
 from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, _model, group_graphs, read_imprints, readout_rows
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import ObservedUpdate
@@ -130,19 +131,27 @@ def test_a_config_that_withholds_the_auxiliary_graphs_or_pools_first_says_why():
 def _float32_epoch(epoch: bool):
     """A float32 client's FedAvg epoch (two SGD steps at lr 0.01 on two batches) of an
     ``imprinted_nodes`` round, read as one update: the peeled rows and the true rows."""
-    graphs = [molecule(s)[0] for s in VICTIMS]
-    schema = molecule(VICTIMS[0])[1]
+    update, schema, truth = float32_epoch_update(epoch)
+    return read_imprints(update, schema, tol=1e-2), truth
+
+
+def float32_epoch_update(epoch: bool, victims: tuple[str, ...] = VICTIMS):
+    """That epoch's reply (weights), the victims' schema and their true readout rows; the first
+    two ``victims`` are the first step's batch, the rest the second's."""
+    graphs = [molecule(s)[0] for s in victims]
+    schema = molecule(victims[0])[1]
     torch.manual_seed(0)
     model = build_model(GRAIN_GCN, graphs[0].x.size(1), 2)
     honest = {k: v.numpy().copy() for k, v in model.state_dict().items()}
-    crafted, parts = ImprintedNodes([molecule(s)[0] for s in AUX], loss="bce", epoch=epoch).craft(
-        honest, GRAIN_GCN, 1, seed=3)
+    table = crafting("imprinted_nodes_epoch" if epoch else "imprinted_nodes", [molecule(s)[0] for s in AUX], "bce")
+    crafted, parts = table.craft(honest, GRAIN_GCN, 1, seed=3)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
     weights, _ = fedavg_weights(model, [graphs[:2], graphs[2:]], 0.01, loss="bce")
     update = ObservedUpdate(round=1, client_key=0, global_weights=crafted.base,
-                            returned={k: v.numpy() for k, v in weights.items()}, kind="weights", num_examples=3,
+                            returned={k: v.numpy() for k, v in weights.items()}, kind="weights",
+                            num_examples=len(graphs),
                             metrics={}, lr=0.01, local_steps=2, batch_size=2, crafted=crafted.for_clients({0: 0}))
-    return read_imprints(update, schema, tol=1e-2), readout_rows(_model(GRAIN_GCN, parts[0]), graphs)
+    return update, schema, readout_rows(_model(GRAIN_GCN, parts[0]), graphs)
 
 
 def test_an_epoch_table_outlasts_a_float32_epoch_that_erases_the_default_one():
@@ -165,3 +174,18 @@ def test_the_epoch_table_needs_two_gcn_layers():
     assert ImprintedNodes(epoch=True).problem(GRAIN_GCN, 1) is None
     assert "epoch table" in ImprintedNodes(epoch=True).problem(dict(GRAIN_GCN, layers=1), 1)
     assert ImprintedNodes().problem(dict(GRAIN_GCN, layers=1), 1) is None
+
+
+def test_the_epoch_table_is_a_crafting_of_its_own():
+    """``threat.crafting: imprinted_nodes_epoch`` in a config: the epoch table, refused with the reason
+    where it cannot be built."""
+    from fedgraph_sim.config import load_config
+    from fedgraph_sim.errors import ConfigError
+
+    table = crafting("imprinted_nodes_epoch", loss="bce")
+    assert isinstance(table, ImprintedNodes) and table.epoch and table.loss == "bce"
+    assert not crafting("imprinted_nodes").epoch
+    crafted = ["threat.server=malicious", "threat.crafting=imprinted_nodes_epoch", "model.preset=grain_gcn"]
+    assert load_config(None, crafted).threat.crafting == "imprinted_nodes_epoch"
+    with pytest.raises(ConfigError, match="threat.crafting: imprinted_nodes_epoch its epoch table needs GCN layers"):
+        load_config(None, [*crafted, "model.layers=1"])
