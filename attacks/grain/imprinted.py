@@ -20,6 +20,11 @@ equality:
   victim's node states, which for GRAIN's victim is an isomorphic graph or one the GCN cannot
   tell from it; a graph the search cannot build connected is read as a disjoint union (a salt),
   one component per search.
+
+An ``imprinted_nodes_epoch`` round is read from the FedAvg epoch's weights as one gradient of all
+the epoch's graphs; its graphs of one label and node count share their weight, so they come as
+one proposal of :math:`m` graphs, rebuilt as a union of :math:`m` components of that size and
+split into them (:func:`split_union`).
 """
 
 from __future__ import annotations

@@ -69,10 +69,12 @@ giving up as many units so that the last layer's input stays recoverable), recom
 when read, and a cell's weight comes from its standardized one-hot features,
 :math:`\sigma \odot S = B\,(o - \mu)`, not from the bias. The price: the pooled logits barely
 differ between graphs, so a graph's weight says only its label and node count, and graphs that
-share both are not told apart by :func:`group_graphs`; and the statistic reads the states only (a
+share both are grouped as their union (:func:`group_graphs`' ``merged``), to be rebuilt as one
+graph of that many components; and the statistic reads the states only (a
 feature column would need a nonzero table weight), so more nodes share a cell than under the
 default's random direction over every column (Tox21's first 16 molecules as FedSGD batches of 8:
-171 of 178 rows against 173). The scales were chosen on those 16 molecules.
+171 of 178 rows against 173). The scales were chosen on those 16 molecules. The server sends it
+as ``threat.crafting: imprinted_nodes_epoch`` (:class:`ImprintedNodesEpoch`).
 """
 
 from __future__ import annotations
