@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attacks.grain.attack import GRAIN  # noqa: E402
 from attacks.grain.imprinted import MERGED, rebuild, split_union  # noqa: E402
 from clients.training import fedavg_weights, mean_gradient  # noqa: E402
-from fedgraph_sim.crafting.imprinted_nodes import (EPOCH_CHECK_TOL, ImprintedNodes, _model, group_graphs,  # noqa: E402
-                                                   read_imprints, readout_rows)
+from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, group_graphs, read_imprints  # noqa: E402
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, _model, readout_rows  # noqa: E402
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
 from fedgraph_sim.models import build_model  # noqa: E402
 from fedgraph_sim.models.presets.grain_gcn import OPTIONS as MODEL  # noqa: E402

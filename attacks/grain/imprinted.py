@@ -41,7 +41,8 @@ from attacks.base import AttackContext, AttackFailed
 from attacks.grain.blocks import OneHopBlocks, two_hop_blocks
 from attacks.grain.build import PartialGraph, SearchBudget, SearchResult, search
 from attacks.grain.embed import StarLayer, check_input
-from fedgraph_sim.crafting.imprinted_nodes import EPOCH_CHECK_TOL, aggregation_inverse, group_graphs, read_imprints
+from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, group_graphs, read_imprints
+from fedgraph_sim.crafting.imprinted_nodes import aggregation_inverse
 from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
 
@@ -194,7 +195,7 @@ def rebuild(model, schema: FeatureSchema, rows: Tensor, copies: list[int], param
             start blocks (the Tox21 salts of the batches of 16 were read within a batch's 5 s).
             (default: ``10.0``)
         graphs (int, optional): the connected graphs of equal size the rows hold (a merged
-            proposal of :func:`~fedgraph_sim.crafting.imprinted_nodes.group_graphs`): read as
+            proposal of :func:`~fedgraph_sim.crafting.imprint_reading.group_graphs`): read as
             their union at once, every component of that size. (default: ``1``)
 
     Returns:

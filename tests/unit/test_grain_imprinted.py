@@ -13,8 +13,8 @@ from attacks.grain.imprinted import _disjoint_union, node_types, rebuild, split_
 from clients.training import mean_gradient
 from torch_geometric.data import Data
 from fedgraph_sim.crafting import crafting
-from fedgraph_sim.crafting.imprinted_nodes import (EPOCH_CHECK_TOL, NodeImprints, _model, group_graphs, read_imprints,
-                                                   readout_rows)
+from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, NodeImprints, group_graphs, read_imprints
+from fedgraph_sim.crafting.imprinted_nodes import _model, readout_rows
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 from tests.unit.grain_cases import dense_adj, molecule
