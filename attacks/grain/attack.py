@@ -291,6 +291,10 @@ class GRAIN(Attack):
                 return ("reads an imprinted_nodes round from one FedSGD gradient: a local SGD step moves the "
                         "table's summing unit hundreds of times its norm at lr 0.01 and leaves it dead "
                         "(threat.crafting: imprinted_nodes_epoch is the table that outlasts an epoch)")
+            if update.crafted.plan.get("redundant") is not None and not (knowledge.schema and
+                                                                         knowledge.schema.standardized):
+                return ("reads an imprinted_nodes_epoch table's cells by their standardized features "
+                        "(data.features: grain); these features are not standardized")
             return super().not_applicable(update, knowledge)
         if update.crafted is not None:  # each member's part is read as its own honest update
             update, knowledge = crafting(update.crafted.crafting).members(update, knowledge)[0]

@@ -1,6 +1,8 @@
 """GRAIN on an ``imprinted_nodes`` round: every node's row read, grouped into graphs and each graph
 rebuilt from its nodes' states."""
 
+from dataclasses import replace
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -111,6 +113,8 @@ def test_grain_reads_an_epoch_table_from_a_fedavg_epoch_and_only_that_table():
         reason = GRAIN().not_applicable(update, knowledge)
         assert (reason is None) is epoch, reason
     assert "imprinted_nodes_epoch" in GRAIN().not_applicable(float32_epoch_update(False, victims)[0], knowledge)
+    raw = replace(knowledge, schema=replace(schema, mean=None, std=None))  # the reader weighs cells by them
+    assert "not standardized" in GRAIN().not_applicable(update, raw)
     recs = GRAIN().reconstruct(update, knowledge, AttackContext(seed=0, budget=Budget(60)))
     assert recs and all(r.info["crafted"] == "imprinted_nodes_epoch" for r in recs)
     victims = [molecule(s)[0] for s in victims]
