@@ -107,18 +107,17 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
             continue
         mine = sorted(tuple(np.round(truth[r], 5)) for r, k in zip(rows, graph.copies) for _ in range(k))
         # the victims whose rows these are: one, or the union of graph.graphs of them
-        owners = next((c for c in itertools.combinations(range(len(graphs)), graph.graphs)
-                       if sorted(row for k in c for row in victims_rows[k]) == mine), None)
-        if owners is None:
+        held = next((c for c in itertools.combinations(range(len(graphs)), graph.graphs)
+                     if sorted(row for k in c for row in victims_rows[k]) == mine), None)
+        if held is None:
             continue
         exact += graph.graphs
         merged += graph.graphs if graph.graphs > 1 else 0
-        grouped |= set(owners)
+        grouped |= set(held)
         deadline = time.monotonic() + 60.0
         result, _ = rebuild(net, dataset.schema, imprints.rows[graph.rows], graph.copies, GRAIN.Params(),
                             expired=lambda: time.monotonic() > deadline, graphs=graph.graphs)
-        pieces = (None if result is None or not result.exact else [result.graph] if graph.graphs == 1
-                  else split_union(result.graph, graph.graphs))
+        pieces = None if result is None or not result.exact else split_union(result.graph, graph.graphs)
         rebuilt += len(pieces or [])
     keys = [tuple(np.round(t, 5)) for t in truth]
     owners: dict[tuple, set] = {}

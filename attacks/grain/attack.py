@@ -137,6 +137,7 @@ from attacks.grain.ranking import nearest_one_hop, nearest_witnessed, unexplaine
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
 from fedgraph_sim.crafting import CRAFTINGS, ImprintedNodes, crafting
+from fedgraph_sim.crafting.imprint_reading import epoch_table
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 
@@ -283,7 +284,7 @@ class GRAIN(Attack):
     def reads_as_gradient(self, update: ObservedUpdate) -> bool:
         """An ``imprinted_nodes_epoch`` table is read from a FedAvg epoch's weights as from one
         gradient: its scales keep the local steps from moving it (``ImprintedNodes(epoch=True)``)."""
-        return update.exact or (_node_table(update) and update.crafted.plan.get("redundant") is not None)
+        return update.exact or (_node_table(update) and epoch_table(update.crafted))
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
         if _node_table(update):
@@ -291,8 +292,7 @@ class GRAIN(Attack):
                 return ("reads an imprinted_nodes round from one FedSGD gradient: a local SGD step moves the "
                         "table's summing unit hundreds of times its norm at lr 0.01 and leaves it dead "
                         "(threat.crafting: imprinted_nodes_epoch is the table that outlasts an epoch)")
-            if update.crafted.plan.get("redundant") is not None and not (knowledge.schema and
-                                                                         knowledge.schema.standardized):
+            if epoch_table(update.crafted) and not (knowledge.schema and knowledge.schema.standardized):
                 return ("reads an imprinted_nodes_epoch table's cells by their standardized features "
                         "(data.features: grain); these features are not standardized")
             return super().not_applicable(update, knowledge)

@@ -34,6 +34,7 @@ import time
 from collections import Counter
 from typing import Callable
 
+import networkx as nx
 import torch
 from torch import Tensor
 
@@ -41,7 +42,7 @@ from attacks.base import AttackContext, AttackFailed
 from attacks.grain.blocks import OneHopBlocks, two_hop_blocks
 from attacks.grain.build import PartialGraph, SearchBudget, SearchResult, search
 from attacks.grain.embed import StarLayer, check_input
-from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, group_graphs, read_imprints
+from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, epoch_table, group_graphs, read_imprints
 from fedgraph_sim.crafting.imprinted_nodes import aggregation_inverse
 from fedgraph_sim.data.schema import FeatureSchema
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
@@ -275,29 +276,22 @@ def _connected(model, types: Tensor, of_row: Tensor, rows: Tensor, copies: list[
 
 
 def split_union(graph: PartialGraph, m: int) -> list[PartialGraph] | None:
-    """``graph`` as ``m`` connected graphs of equal size, or None when it is not that. A union
-    with more components is not split: a graph of half the size has twice the per-node weight, so
-    two copies of its rows look like one graph of the size asked for (and a salt would need its
-    ions assigned), and which reading holds cannot be told from the rows.
+    """``graph`` as ``m`` connected graphs of equal size, or None when it is not that; with ``m = 1``
+    the graph itself, a salt's components together. A union with more components is not split: a
+    graph of half the size has twice the per-node weight, so two copies of its rows look like one
+    graph of the size asked for (and a salt would need its ions assigned), and which reading holds
+    cannot be told from the rows.
 
     Args:
         graph (PartialGraph): the union the search rebuilt.
         m (int): the graphs it holds.
     """
-    seen, components = set(), []
-    for start in range(graph.num_nodes):
-        if start in seen:
-            continue
-        todo, component = [start], []
-        seen.add(start)
-        while todo:
-            v = todo.pop()
-            component.append(v)
-            for u in graph.adj[v]:
-                if u not in seen:
-                    seen.add(u)
-                    todo.append(u)
-        components.append(sorted(component))
+    if m == 1:
+        return [graph]
+    g = nx.Graph()
+    g.add_nodes_from(range(graph.num_nodes))
+    g.add_edges_from(graph.edges())
+    components = [sorted(c) for c in nx.connected_components(g)]
     if len(components) != m or len({len(c) for c in components}) != 1:
         return None
     pieces = []
@@ -326,7 +320,7 @@ def read_imprinted_batch(update: ObservedUpdate, knowledge: AttackerKnowledge, p
     net = knowledge.build_model(update.global_weights, dtype=torch.float64)
     imprints = read_imprints(update, knowledge.schema, tol=1e-2)
     sizes = knowledge.node_counts  # the threat's node-count hint, when granted: what sizes a graph may have
-    epoch = update.crafted.plan.get("redundant") is not None
+    epoch = epoch_table(update.crafted)
     # an epoch's reply is read as one gradient of all its graphs (its pseudo-gradient's mean over the steps)
     # an epoch table tells graphs apart by label and size only: those sharing both come as one union
     graphs, left = group_graphs(imprints, net, knowledge.loss, update.num_graphs, range(knowledge.num_classes),
@@ -343,7 +337,7 @@ def read_imprinted_batch(update: ObservedUpdate, knowledge: AttackerKnowledge, p
                                expired=lambda: time.monotonic() > deadline, graphs=graph.graphs)
         if result is None or result.graph is None:
             continue
-        pieces = [result.graph] if graph.graphs == 1 else split_union(result.graph, graph.graphs)
+        pieces = split_union(result.graph, graph.graphs)
         if pieces is None:  # not the union of that many graphs of one size: not read
             continue
         types, _, _, _ = node_types(rows, graph.copies, knowledge.schema)

@@ -29,6 +29,16 @@ from fedgraph_sim.threat import CraftedRound, ObservedUpdate
 EPOCH_CHECK_TOL = 3e-3
 
 
+def epoch_table(crafted: CraftedRound) -> bool:
+    """Whether ``crafted`` is an ``epoch`` table (``ImprintedNodes(epoch=True)``): its plan names
+    the redundant state columns its statistics are read on.
+
+    Args:
+        crafted (CraftedRound): an ``imprinted_nodes`` round.
+    """
+    return crafted.plan.get("redundant") is not None
+
+
 @dataclass
 class NodeImprints:
     """What :func:`read_imprints` decodes: distinct readout ``rows [M, D]``, each with its loss
