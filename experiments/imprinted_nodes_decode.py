@@ -43,7 +43,7 @@ from attacks.grain.attack import GRAIN  # noqa: E402
 from attacks.grain.imprinted import MERGED, rebuild, split_union  # noqa: E402
 from clients.training import fedavg_weights, mean_gradient  # noqa: E402
 from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, group_graphs, read_imprints  # noqa: E402
-from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, _model, readout_rows  # noqa: E402
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, crafted_model, readout_rows  # noqa: E402
 from fedgraph_sim.data.loaders import load_dataset  # noqa: E402
 from fedgraph_sim.models import build_model  # noqa: E402
 from fedgraph_sim.models.presets.grain_gcn import OPTIONS as MODEL  # noqa: E402
@@ -80,7 +80,7 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
                        / np.linalg.norm(crafted.base[k][rows]))
                  for k, rows in (("classifier.0.weight", slice(None)), ("classifier.0.bias", slice(None)),
                                  ("classifier.2.weight", 0), ("classifier.4.weight", slice(None)))]
-        after = _model(MODEL, {k: v.numpy() for k, v in weights.items()})
+        after = crafted_model(MODEL, {k: v.numpy() for k, v in weights.items()})
         with torch.no_grad():
             rows = torch.from_numpy(readout_rows(after, graphs))
             live = float((after.classifier[:3](rows)[:, 0] > 0).to(torch.float64).mean())
@@ -89,7 +89,7 @@ def batch_row(dataset, victims, aux, index: int, size: int, tol: float, hint: bo
                                 num_examples=size * steps, metrics={}, lr=lr, local_steps=steps, batch_size=size,
                                 crafted=crafted.for_clients({0: 0}))
     imprints = read_imprints(update, dataset.schema, tol=tol)
-    net = _model(MODEL, parts[0])
+    net = crafted_model(MODEL, parts[0])
     truth = readout_rows(net, graphs)
     owner = np.concatenate([[k] * g.num_nodes for k, g in enumerate(graphs)])
     nearest = []

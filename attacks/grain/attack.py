@@ -98,6 +98,10 @@ every node receives the same output gradient at a ReLU layer (a sum-pooled GIN's
 GRAIN's per-node readout), one graph's gradient gives per unit the number of nodes that switch it
 on and the sum of their inputs; partial graphs whose final nodes exceed them are skipped
 (``pooled_sums.py``).
+A malicious server's round (``threat.server: malicious``) is read with what its crafting gives:
+``imprinted_nodes`` every node's readout row (``imprinted.py``), ``imprinted_aggregates`` every
+node's star in a pooled GCN (``imprinted_stars.py``), and the other craftings each member's part
+as an honest update.
 A user's own model (``model.module``) is read as the classifier that computes it
 (``fedgraph_sim.models.reading``: GIN, GCN or GraphSAGE layers and a linear or MLP head), or refused
 with the module that stops it (batch norm, dropout, other layers).
@@ -128,6 +132,7 @@ from attacks.grain.coefficients import block_z_scores
 from attacks.grain.degrees import degree_types, one_hop_blocks_of_unknown_degree
 from attacks.grain.embed import DEGREE_FREE, OTHER_CONVS, SUPPORTED, StarLayer, check_weight, checked_weights
 from attacks.grain.imprinted import read_imprinted_batch
+from attacks.grain.imprinted_stars import read_imprinted_aggregates
 from attacks.grain.local_training import LocalTraining, gradient_rounding
 from attacks.grain.node_labels import NodeLabelReader
 from attacks.grain.noise import NoiseEstimate
@@ -136,7 +141,7 @@ from attacks.grain.nodes import NodeSearchAborted, propose_nodes
 from attacks.grain.ranking import nearest_one_hop, nearest_witnessed, unexplained_centres
 from attacks.grain.scorer import GradientScorer
 from attacks.grain.spancheck import RowSpace
-from fedgraph_sim.crafting import CRAFTINGS, ImprintedNodes, crafting
+from fedgraph_sim.crafting import CRAFTINGS, ImprintedAggregates, ImprintedNodes, crafting
 from fedgraph_sim.crafting.imprint_reading import epoch_table
 from fedgraph_sim.errors import ConfigError
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
@@ -287,6 +292,14 @@ class GRAIN(Attack):
         return update.exact or (_node_table(update) and epoch_table(update.crafted))
 
     def not_applicable(self, update: ObservedUpdate, knowledge: AttackerKnowledge) -> str | None:
+        if _aggregate_table(update):
+            if not update.exact:
+                return ("reads an imprinted_aggregates round from one FedSGD gradient: a local SGD step moves "
+                        "its summing unit as it moves imprinted_nodes' and leaves the table unread")
+            if knowledge.schema.degree_block is None:
+                return ("reads an imprinted_aggregates row as a star through the degree block (data.features: "
+                        "grain for molecules, data.degree_feature: true otherwise); these features have none")
+            return super().not_applicable(update, knowledge)
         if _node_table(update):
             if not self.reads_as_gradient(update):
                 return ("reads an imprinted_nodes round from one FedSGD gradient: a local SGD step moves the "
@@ -368,6 +381,8 @@ class GRAIN(Attack):
                     ctx: AttackContext) -> list[Reconstruction]:
         if _node_table(update):
             return read_imprinted_batch(update, knowledge, self.params, ctx)  # every node's row, known
+        if _aggregate_table(update):
+            return read_imprinted_aggregates(update, knowledge, self.params, ctx)  # every node's star, known
         if update.crafted is not None:
             return self.members(update, knowledge, ctx)
         if knowledge.model.get("module") is not None:  # a user's model, read as the classifier it computes
@@ -397,6 +412,11 @@ class GRAIN(Attack):
         if not recs and stops:
             raise stops[0][1]
         return recs
+
+
+def _aggregate_table(update: ObservedUpdate) -> bool:
+    """Whether ``update`` answers an ``imprinted_aggregates`` round (every node's star, pooled models)."""
+    return update.crafted is not None and issubclass(CRAFTINGS[update.crafted.crafting], ImprintedAggregates)
 
 
 def _node_table(update: ObservedUpdate) -> bool:

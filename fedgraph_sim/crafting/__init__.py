@@ -89,10 +89,11 @@ def crafting(name: str, aux_graphs: Sequence = (), loss: str = "cross_entropy") 
 
 
 # E402: the craftings subclass Crafting, defined above
+from fedgraph_sim.crafting.imprinted_aggregates import ImprintedAggregates  # noqa: E402
 from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, ImprintedNodesEpoch  # noqa: E402
 from fedgraph_sim.crafting.rescaled_layers import RescaledLayers  # noqa: E402
 from fedgraph_sim.crafting.separated_clients import SeparatedClients  # noqa: E402
 
 #: ``threat.crafting`` -> its class.
 CRAFTINGS: dict[str, type[Crafting]] = {
-    c.name: c for c in (SeparatedClients, RescaledLayers, ImprintedNodes, ImprintedNodesEpoch)}
+    c.name: c for c in (SeparatedClients, RescaledLayers, ImprintedNodes, ImprintedNodesEpoch, ImprintedAggregates)}

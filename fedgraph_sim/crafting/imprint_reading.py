@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -52,7 +52,7 @@ class NodeImprints:
 
 
 def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *, tol: float = 1e-3,
-                  confirm: int = 1) -> NodeImprints:
+                  confirm: int = 1, valid: Callable[[Tensor], bool] | None = None) -> NodeImprints:
     """Peel the table of an ``imprinted_nodes`` round's reply: every cell that holds one distinct
     row gives it, and it leaves its cells in the other groups.
 
@@ -63,7 +63,8 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
     float32 reply rounds away): ``std * S = B (onehot - mean)`` on a pure cell.
 
     Args:
-        update (ObservedUpdate): one reply (or a secure aggregate) of an ``imprinted_nodes`` round.
+        update (ObservedUpdate): one reply (or a secure aggregate) of an ``imprinted_nodes`` or
+            ``imprinted_aggregates`` round.
         schema (FeatureSchema, optional): the node features, to check a row's first columns; an
             ``epoch`` table needs them standardized. (default: :obj:`None`)
         tol (float, optional): the relative tolerance of those checks and of an empty cell.
@@ -71,6 +72,9 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
         confirm (int, optional): the fewest groups whose cells must agree on a row for it to be
             taken; the reader tries every level from all groups down to this one, surest first.
             (default: ``1``)
+        valid (Callable[[Tensor], bool], optional): whether a row is one the table can hold, in
+            place of the ``schema`` check of its first columns (an aggregated row is no one-hot
+            row: ``aggregate_reading.read_star``). (default: :obj:`None`)
 
     Raises:
         ValueError: an ``epoch`` table without a standardized ``schema``.
@@ -78,11 +82,12 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
     crafted = update.crafted
     groups, bins = int(crafted.plan["groups"]), int(crafted.plan["bins"])
     used = groups * bins
-    weight = torch.as_tensor(np.asarray(crafted.base["classifier.0.weight"], np.float64))[:used]
-    cut = -torch.as_tensor(np.asarray(crafted.base["classifier.0.bias"], np.float64))[:used].view(groups, bins)
+    w_name, b_name = _table_names(crafted)
+    weight = torch.as_tensor(np.asarray(crafted.base[w_name], np.float64))[:used]
+    cut = -torch.as_tensor(np.asarray(crafted.base[b_name], np.float64))[:used].view(groups, bins)
     directions = weight.view(groups, bins, -1)[:, 0]
-    grad_w = update.gradient["classifier.0.weight"][:used].view(groups, bins, -1)
-    grad_b = update.gradient["classifier.0.bias"][:used].view(groups, bins)
+    grad_w = update.gradient[w_name][:used].view(groups, bins, -1)
+    grad_b = update.gradient[b_name][:used].view(groups, bins)
     # a cell: the difference of consecutive units (the last unit alone is the top cell)
     cell_s = grad_w - torch.cat([grad_w[:, 1:], torch.zeros_like(grad_w[:, :1])], 1)
     cell_b = grad_b - torch.cat([grad_b[:, 1:], torch.zeros_like(grad_b[:, :1])], 1)
@@ -139,7 +144,9 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
                         <= tol * float(z.abs().max()) for g2, b2 in enumerate(found))
             if agree < level:
                 continue
-            if schema is not None and not _valid_features(z[:schema.width], schema, tol):
+            if valid is not None and not valid(z):
+                continue
+            if valid is None and schema is not None and not _valid_features(z[:schema.width], schema, tol):
                 continue
             if view is not None:  # no cell may be left with a negative count or state
                 rest = view(cell_s[torch.arange(groups), where] - b * z, cell_b[torch.arange(groups), where] - b)
@@ -159,6 +166,13 @@ def read_imprints(update: ObservedUpdate, schema: FeatureSchema | None = None, *
         return NodeImprints(torch.zeros(0, weight.size(1), dtype=torch.float64), torch.zeros(0, dtype=torch.float64),
                             occupied, undecoded)
     return NodeImprints(torch.stack(rows), torch.stack(weights), occupied, undecoded)
+
+
+def _table_names(crafted: CraftedRound) -> tuple[str, str]:
+    """The table layer's weight and bias names: the per-node readout's first layer, or the GCN
+    layer ``plan["table"]`` names (``imprinted_aggregates``)."""
+    table = crafted.plan.get("table")
+    return ("classifier.0.weight", "classifier.0.bias") if table is None else (f"{table}.lin.weight", f"{table}.bias")
 
 
 def _feature_weight(S: Tensor, schema: FeatureSchema) -> tuple[float, float]:

@@ -90,7 +90,7 @@ from fedgraph_sim.threat import CraftedRound
 
 #: How far below the auxiliary statistics the first threshold of a group lies, in their ranges:
 #: the group's first unit is active on every node, so no node falls outside the table.
-_FLOOR = 10.0
+FLOOR = 10.0
 
 #: ``epoch``: the table's scale, the summing unit's (its weights' total and its bias) and the pooled
 #: logits' spread (in thirds of a logit per std), against 1, 1, 1 for one gradient. Each relative
@@ -163,14 +163,14 @@ class ImprintedNodes(Crafting):
         """
         if not self.aux_graphs:
             raise ValueError("imprinted_nodes places its thresholds on the server's auxiliary graphs; it has none")
-        net = _model(model, weights)
+        net = crafted_model(model, weights)
         z = readout_rows(net, self.aux_graphs)
         units = weights["classifier.0.weight"].shape[0]
         bins = units // self.groups
         redundant = None
         if self.epoch:
             weights, redundant = _redundant_columns(weights, model, z.shape[1], self.groups, z)
-            z = readout_rows(_model(model, weights), self.aux_graphs)
+            z = readout_rows(crafted_model(model, weights), self.aux_graphs)
             directions = np.zeros((self.groups, z.shape[1]))
             directions[np.arange(self.groups), redundant["keep"] + np.arange(self.groups)] = 1.0
         else:
@@ -180,8 +180,8 @@ class ImprintedNodes(Crafting):
         first_w, first_b = np.zeros((units, z.shape[1])), np.zeros(units)
         for g in range(self.groups):
             s = stats[:, g]
-            floor = s.min() - _FLOOR * (s.max() - s.min()) - 1.0
-            cut = np.concatenate([[floor], _thresholds(s, bins - 1)])
+            floor = s.min() - FLOOR * (s.max() - s.min()) - 1.0
+            cut = np.concatenate([[floor], thresholds(s, bins - 1)])
             first_w[g * bins:(g + 1) * bins] = table * directions[g]
             first_b[g * bins:(g + 1) * bins] = -table * cut
         total = np.maximum(z @ first_w.T + first_b, 0).sum(axis=1)
@@ -261,10 +261,15 @@ def _redundant_columns(weights: dict[str, np.ndarray], model: dict, width: int, 
     return out, {"start": start, "keep": keep, "coef": coef.tolist()}
 
 
-def _thresholds(stats: np.ndarray, count: int) -> np.ndarray:
+def thresholds(stats: np.ndarray, count: int) -> np.ndarray:
     """``count`` increasing thresholds near the quantiles of ``stats``, each halfway between two
     distinct values: molecules repeat their rows, and a threshold on a repeated value would leave
-    those nodes on the edge of a unit, where the client's float32 rounding decides the cell."""
+    those nodes on the edge of a unit, where the client's float32 rounding decides the cell.
+
+    Args:
+        stats (np.ndarray): the statistic of every auxiliary node ``[n]``.
+        count (int): the thresholds to place.
+    """
     values, counts = np.unique(stats, return_counts=True)
     if len(values) < 2:
         return np.full(count, values[0] + 1.0)  # one value: every cell but the first stays empty
@@ -301,13 +306,20 @@ def aggregation_inverse(weight) -> np.ndarray:
     return np.linalg.pinv(np.asarray(weight, np.float64)).T
 
 
-def _model(model: dict, weights: dict[str, np.ndarray]):
+def crafted_model(model: dict, weights: dict[str, np.ndarray]):
+    """The classifier of architecture ``model`` holding ``weights``, in float64 and eval mode: what
+    a crafting computes its thresholds and scales on.
+
+    Args:
+        model (dict): the ``model`` section.
+        weights (dict[str, np.ndarray]): its state by name.
+    """
     num_features = weights["convs.0.lin.weight"].shape[1] if "convs.0.lin.weight" in weights else None
     if num_features is None:  # other convs name their first linear map otherwise
         first = next(k for k in weights if k.startswith("convs.0.") and k.endswith("weight"))
         num_features = weights[first].shape[1]
     num_classes = weights[max((k for k in weights if k.startswith("classifier.") and k.endswith("weight")),
-                              key=lambda k: int(k.split(".")[1]))].shape[0]
+                              key=lambda k: int(k.split(".")[1]) if k.count(".") > 1 else 0)].shape[0]
     net = build_model(model, num_features, num_classes)
     net.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in weights.items()})
     return net.double().eval()

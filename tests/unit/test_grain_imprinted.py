@@ -16,7 +16,7 @@ from clients.training import mean_gradient
 from torch_geometric.data import Data
 from fedgraph_sim.crafting import crafting
 from fedgraph_sim.crafting.imprint_reading import EPOCH_CHECK_TOL, NodeImprints, group_graphs, read_imprints
-from fedgraph_sim.crafting.imprinted_nodes import _model, readout_rows
+from fedgraph_sim.crafting.imprinted_nodes import crafted_model, readout_rows
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate
 from tests.unit.grain_cases import dense_adj, molecule
@@ -146,11 +146,11 @@ def test_two_graphs_of_one_size_and_label_are_grouped_and_rebuilt_as_their_union
                             returned={k: v.numpy() for k, v in grads.items()}, kind="gradient", num_examples=2,
                             metrics={}, lr=0.01, local_steps=1, batch_size=2, crafted=crafted.for_clients({0: 0}))
     c = float(read_imprints(update, schema, tol=1e-2).weights.min())  # a row one node holds
-    truth = torch.from_numpy(readout_rows(_model(GRAIN_GCN, parts[0]), graphs))
+    truth = torch.from_numpy(readout_rows(crafted_model(GRAIN_GCN, parts[0]), graphs))
     rows, copies = torch.unique(torch.round(truth, decimals=9), dim=0, return_counts=True)
     rows = torch.stack([truth[(torch.round(truth, decimals=9) == r).all(1)][0] for r in rows])
     imprints = NodeImprints(rows, c * copies.double(), cells=0, undecoded=0)
-    net = _model(GRAIN_GCN, crafted.base)
+    net = crafted_model(GRAIN_GCN, crafted.base)
     alone, _ = group_graphs(imprints, net, "bce", 2, range(2), check_tol=EPOCH_CHECK_TOL)
     assert alone == []
     (union,), left = group_graphs(imprints, net, "bce", 2, range(2), check_tol=EPOCH_CHECK_TOL, merged=3)

@@ -4,7 +4,7 @@ weights group the rows into the batch's graphs."""
 import numpy as np
 
 from fedgraph_sim.crafting.imprint_reading import group_graphs, read_imprints
-from fedgraph_sim.crafting.imprinted_nodes import _model
+from fedgraph_sim.crafting.imprinted_nodes import crafted_model
 from tests.unit.test_imprinted_nodes import GRAIN_GCN, _nearest, _round
 
 
@@ -22,7 +22,7 @@ def test_peeling_gives_every_distinct_row_exactly():
 def test_the_weights_group_rows_into_the_true_graphs():
     update, schema, truth, owner, sent = _round()
     imprints = read_imprints(update, schema, tol=1e-2)
-    graphs, _ = group_graphs(imprints, _model(GRAIN_GCN, sent), "bce", 3, [0, 1])
+    graphs, _ = group_graphs(imprints, crafted_model(GRAIN_GCN, sent), "bce", 3, [0, 1])
     assert graphs
     taken = np.zeros(len(imprints.rows))
     for graph in graphs:  # the graphs' shares of a row, over every pass, add up to at most its weight

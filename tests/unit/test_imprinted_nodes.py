@@ -9,7 +9,7 @@ import torch
 from clients.training import fedavg_weights, mean_gradient
 from fedgraph_sim.crafting import crafting
 from fedgraph_sim.crafting.imprint_reading import read_imprints
-from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, _model, readout_rows
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, crafted_model, readout_rows
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import ObservedUpdate
 from tests.unit.grain_cases import molecule
@@ -35,7 +35,7 @@ def _round(loss: str = "bce"):
                             returned={k: v.double().numpy() for k, v in grads.items()}, kind="gradient",
                             num_examples=3, metrics={}, lr=0.01, local_steps=1, batch_size=3,
                             crafted=crafted.for_clients({0: 0}))
-    truth = readout_rows(_model(GRAIN_GCN, parts[0]), graphs)
+    truth = readout_rows(crafted_model(GRAIN_GCN, parts[0]), graphs)
     owner = np.concatenate([[k] * g.num_nodes for k, g in enumerate(graphs)])
     return update, schema, truth, owner, parts[0]
 
@@ -123,7 +123,7 @@ def float32_epoch_update(epoch: bool, victims: tuple[str, ...] = VICTIMS):
                             returned={k: v.numpy() for k, v in weights.items()}, kind="weights",
                             num_examples=len(graphs),
                             metrics={}, lr=0.01, local_steps=2, batch_size=2, crafted=crafted.for_clients({0: 0}))
-    return update, schema, readout_rows(_model(GRAIN_GCN, parts[0]), graphs)
+    return update, schema, readout_rows(crafted_model(GRAIN_GCN, parts[0]), graphs)
 
 
 def test_an_epoch_table_outlasts_a_float32_epoch_that_erases_the_default_one():

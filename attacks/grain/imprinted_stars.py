@@ -1,0 +1,414 @@
+r"""GRAIN's building blocks from a batch's stars: the rows an ``imprinted_aggregates`` round reads
+off a pooled GCN's first layer (``fedgraph_sim/crafting/imprinted_aggregates.py``).
+
+Beyond GRAIN (Drencheva et al., ICLR 2025), which knows a graph only through the span of its
+gradient. Here the crafting gives every distinct aggregated input :math:`(\hat A X)_v` of the
+batch's nodes, with its weight: the sum over the nodes that share it of
+:math:`c_v \propto (\partial\mathcal L/\partial\mathrm{logit}_0)\,((\hat A^\top)^{L-1}\mathbf 1)_v`
+(over the node count under mean pooling), whose sign is the graph's label. So:
+
+- **node types**: a row names its centre's degree and, per block, the values a centre may take
+  (``aggregate_reading.read_star``); every node of the batch is the centre of its own row;
+- **1-hop blocks** (stars): a centre type and a multiset of neighbour types whose aggregate *is*
+  a decoded row (a check of equality, not of span);
+- **2-hop blocks** (GRAIN's Alg. 3 gluing): a star whose every neighbour gets a star of its own
+  that has the centre among its neighbours;
+- **the search** (GRAIN's Alg. 4) builds one connected graph whose every complete node's row is a
+  decoded row with weight left; the graph's weights, computed through the crafted model for the
+  label the rows' sign gives, must fit within the rows' weights, and are then taken off them.
+  Searches repeat while rows keep weight: the batch's graphs one by one, in any order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+
+import torch
+from torch import Tensor
+
+from attacks.base import AttackContext, AttackFailed
+from attacks.grain.blocks import Block
+from attacks.grain.build import PartialGraph, SearchBudget, search
+from fedgraph_sim.crafting.aggregate_reading import StarCounts, read_star
+from fedgraph_sim.crafting.imprint_reading import read_imprints
+from fedgraph_sim.crafting.imprinted_aggregates import aggregated_rows
+from fedgraph_sim.data.schema import FeatureSchema
+from fedgraph_sim.models import classification_loss
+from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstruction
+
+#: The most stars enumerated for one row, and 2-hop blocks glued from one star.
+MAX_STARS, MAX_BLOCKS = 2_000, 2_000
+
+#: The relative tolerance of a graph's weights against a row's: the weights come from a float32
+#: gradient's cells (about 1e-6 off), and a graph the crafted model sees differently is 1e-3 off.
+WEIGHT_TOL = 1e-4
+
+
+@dataclass
+class Stars:
+    """The batch's node types (categorical value indices per block, and their encoding ``x``
+    and degrees), and its 1-hop blocks: ``stars[i] = (centre, neighbour types)`` with the row
+    ``row_of[i]`` they aggregate to."""
+
+    types: list[tuple[int, ...]]
+    x: Tensor
+    deg: list[int]
+    stars: list[tuple[int, tuple[int, ...]]]
+    row_of: list[int]
+
+
+def node_types(counts: list[StarCounts], schema: FeatureSchema, most: int = 64) -> list[tuple[int, ...]]:
+    """Every centre type the rows allow: per row, the product of the values each block's centre
+    may take (a neighbour of the centre's own degree can swap with it), at most ``most`` per row.
+
+    Args:
+        counts (list[StarCounts]): the rows' readings.
+        schema (FeatureSchema): the node features.
+        most (int, optional): the most types one row may propose. (default: ``64``)
+    """
+    found: dict[tuple[int, ...], None] = {}
+    slices = list(schema.slices().values())
+    degree = [b.name for b in schema.blocks].index(schema.degree_block)
+    for c in counts:
+        per_block = []
+        for j, part in enumerate(slices):
+            if j == degree:
+                per_block.append([list(schema.blocks[j].values).index(c.d)])
+                continue
+            per_block.append([e - part.start for e in range(part.start, part.stop)
+                              if any(centre for centre, _ in c.options[e])])
+        sizes = [len(v) for v in per_block]
+        if 0 < _product(sizes) <= most:
+            for t in itertools.product(*per_block):
+                found[tuple(t)] = None
+    return list(found)
+
+
+def _product(sizes: list[int]) -> int:
+    out = 1
+    for s in sizes:
+        out *= s
+    return out
+
+
+def one_hop_stars(rows: Tensor, counts: list[StarCounts], schema: FeatureSchema, tol: float = 1e-3) -> Stars:
+    """Every star over the rows' node types whose aggregate is one of ``rows`` (relative ``tol``
+    in the largest entry), at most :data:`MAX_STARS` per row.
+
+    Args:
+        rows (Tensor): the decoded rows ``[M, F]`` (model encoding).
+        counts (list[StarCounts]): their readings (``read_star``).
+        schema (FeatureSchema): the node features.
+        tol (float, optional): the relative tolerance of equality. (default: ``1e-3``)
+    """
+    types = node_types(counts, schema)
+    x = schema.encode(torch.tensor(types, dtype=torch.long)).to(torch.float64) if types else \
+        torch.zeros(0, schema.width, dtype=torch.float64)
+    deg = schema.degrees(x).tolist() if types else []
+    slices = list(schema.slices().values())
+    degrees = [int(k) for k in schema.block(schema.degree_block).values]
+    stars, row_of = [], []
+    scale = float(rows.abs().max()) if len(rows) else 1.0
+    for r, c in enumerate(counts):
+        centres = [t for t, ty in enumerate(types) if deg[t] == c.d and all(
+            any(centre for centre, _ in c.options[part.start + ty[j]]) for j, part in enumerate(slices))]
+        by_degree = []
+        for k, n_k in c.n.items():
+            i = degrees.index(k)
+            fits = [t for t, ty in enumerate(types) if deg[t] == k and all(
+                any(cnt[i] for _, cnt in c.options[part.start + ty[j]]) for j, part in enumerate(slices))]
+            by_degree.append(list(itertools.combinations_with_replacement(fits, n_k)))
+        found = 0
+        for centre in centres:
+            for parts in itertools.product(*by_degree):
+                nbrs = tuple(sorted(u for part in parts for u in part))
+                agg = x[centre] / (c.d + 1) + sum(
+                    (x[u] / ((deg[u] + 1) * (c.d + 1)) ** 0.5 for u in nbrs), torch.zeros_like(x[centre]))
+                if float((agg - rows[r]).abs().max()) <= tol * scale:
+                    stars.append((centre, nbrs))
+                    row_of.append(r)
+                    found += 1
+                if found >= MAX_STARS:
+                    break
+    return Stars(types, x, deg, stars, row_of)
+
+
+def consistent_stars(stars: Stars) -> Stars:
+    """The stars that can sit in one graph with others: each neighbour type ``u`` of a kept star
+    has a kept star of its own with the centre's type among its neighbours, to a fixed point. A
+    centre with neighbours of its own degree can swap values with them in a row's reading
+    (:func:`node_types`); such swapped stars mostly have no partner and drop out here.
+
+    Args:
+        stars (Stars): the stars of :func:`one_hop_stars`.
+    """
+    kept = list(range(len(stars.stars)))
+    while True:
+        around: dict[int, set[int]] = {}
+        for i in kept:
+            centre, nbrs = stars.stars[i]
+            around.setdefault(centre, set()).update(nbrs)
+        now = [i for i in kept if all(stars.stars[i][0] in around.get(u, ()) for u in stars.stars[i][1])]
+        if len(now) == len(kept):
+            break
+        kept = now
+    return Stars(stars.types, stars.x, stars.deg, [stars.stars[i] for i in kept], [stars.row_of[i] for i in kept])
+
+
+def two_hop_blocks(stars: Stars, max_blocks: int = MAX_BLOCKS) -> list[Block]:
+    """Each star glued with a star for every neighbour that has the centre among its neighbours
+    (their other neighbours are the slot's children), at most ``max_blocks`` per star.
+
+    Args:
+        stars (Stars): the batch's 1-hop blocks.
+        max_blocks (int, optional): the most blocks per star. (default: :data:`MAX_BLOCKS`)
+    """
+    by_centre: dict[int, list[tuple[int, ...]]] = {}
+    for centre, nbrs in set(stars.stars):
+        by_centre.setdefault(centre, []).append(nbrs)
+    blocks: dict[tuple, None] = {}
+    for centre, nbrs in dict.fromkeys(stars.stars):
+        options = []
+        for u in nbrs:
+            children = set()
+            for theirs in by_centre.get(u, []):
+                if centre in theirs:
+                    rest = list(theirs)
+                    rest.remove(centre)
+                    children.add(tuple(rest))
+            options.append(sorted(children))
+        for k, choice in enumerate(itertools.product(*options)):
+            if k >= max_blocks:
+                break
+            blocks[(centre, tuple(sorted(zip(nbrs, choice))))] = None
+    return [Block(c, slots) for c, slots in blocks]
+
+
+class _Rows:
+    """The decoded rows with their weights left; a graph's complete nodes are scored against them."""
+
+    def __init__(self, rows: Tensor, weights: Tensor, stars: Stars, tol: float, net,
+                 knowledge: AttackerKnowledge, batch_size: int, plan: dict) -> None:
+        self.rows, self.left, self.stars, self.tol = rows, weights.clone(), stars, tol
+        self.net, self.knowledge, self.batch_size = net, knowledge, batch_size
+        self.sizes = None if knowledge.node_counts is None else Counter(knowledge.node_counts)
+        self.layers = int(knowledge.model.get("layers", 2))
+        self.mean_pool = knowledge.model.get("pool", "mean") == "mean"
+        self.unit = _weight_unit(net, plan, knowledge, batch_size)
+        self.scale = float(rows.abs().max())
+
+    def live(self) -> Tensor:
+        return self.left.abs() > self.tol * 10 * self.left.abs().max().clamp_min(1e-300)
+
+    def gaps(self, graph: PartialGraph) -> tuple[list[int], Tensor, Tensor]:
+        """The complete nodes, each one's nearest live row and its relative gap to it."""
+        deg = self.stars.deg
+        done = [v for v, t in enumerate(graph.types) if len(graph.adj[v]) == deg[t]]
+        if not done:
+            return done, torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.float64)
+        x = self.stars.x
+        agg = torch.stack([x[graph.types[v]] / (deg[graph.types[v]] + 1) + sum(
+            (x[graph.types[u]] / ((deg[graph.types[u]] + 1) * (deg[graph.types[v]] + 1)) ** 0.5 for u in graph.adj[v]),
+            torch.zeros_like(x[0])) for v in done])
+        live = torch.nonzero(self.live()).flatten()
+        if not len(live):
+            return done, torch.zeros(len(done), dtype=torch.long), torch.full((len(done),), float("inf"))
+        gap, nearest = ((agg.unsqueeze(1) - self.rows[live].unsqueeze(0)).abs().amax(2) / self.scale).min(1)
+        return done, live[nearest], gap
+
+    def admissible(self, graph: PartialGraph) -> bool:
+        """A partial graph within the largest size the threat's node-count hint allows, whose
+        complete nodes' rows are live rows."""
+        if self.sizes and graph.num_nodes > max(self.sizes):
+            return False
+        done, nearest, gap = self.gaps(graph)
+        if not bool((gap <= self.tol).all()):
+            return False
+        return self.within_weights(graph, done, nearest)
+
+    def within_weights(self, graph: PartialGraph, done: list[int], nearest: Tensor) -> bool:
+        r"""The settled nodes (every node within ``L - 2`` hops complete, so their
+        :math:`t_v = ((\hat A^{\top})^{L-1} \mathbf 1)_v` is final) add at least ``unit * t_v``
+        over the largest size left to their rows' weights: no more than each row has left."""
+        if not done:
+            return True
+        deg = torch.tensor([self.stars.deg[t] for t in graph.types], dtype=torch.float64)
+        a = torch.eye(graph.num_nodes, dtype=torch.float64)
+        for u, w in graph.edges():
+            a[u, w] = a[w, u] = 1.0
+        a = a / ((deg + 1).sqrt().unsqueeze(0) * (deg + 1).sqrt().unsqueeze(1))
+        t = torch.ones(graph.num_nodes, dtype=torch.float64)
+        for _ in range(self.layers - 1):
+            t = a @ t
+        complete = torch.zeros(graph.num_nodes, dtype=torch.bool)
+        complete[done] = True
+        settled = complete.clone()
+        for _ in range(self.layers - 2):  # complete within one more hop
+            settled = settled & torch.tensor([all(bool(complete[u]) for u in graph.adj[v])
+                                              for v in range(graph.num_nodes)])
+        where = torch.tensor([bool(settled[v]) for v in done])
+        if not bool(where.any()):
+            return True
+        most = max(self.sizes) if self.sizes else 60
+        share = self.unit / (most if self.mean_pool else 1)
+        added = torch.zeros(len(self.rows), dtype=torch.float64).index_add_(
+            0, nearest[where], t[torch.tensor(done)[where]] * share)
+        return bool((added <= self.left.abs() * (1 + WEIGHT_TOL)).all())
+
+    def score(self, graph: PartialGraph) -> float:
+        """0 for a complete graph whose rows are live rows and whose weights fit (:meth:`fitting`)."""
+        dangling = graph.dangling(self.stars.deg)
+        _, _, gap = self.gaps(graph)
+        worst = float(gap.max()) if len(gap) else 1.0
+        if dangling:
+            return 1.0 + len(dangling) / graph.num_nodes + worst
+        if self.sizes and graph.num_nodes not in self.sizes:
+            return 1.0 + worst
+        return worst if worst > self.tol or self.fitting(graph) is not None else 1.0 + worst
+
+    def fitting(self, graph: PartialGraph) -> tuple[int, Tensor] | None:
+        """The label under which a complete ``graph``'s weights fit within the weights left (each
+        of its rows keeps its sign and at most its weight), with those weights; None if none fits."""
+        for label in range(max(self.knowledge.num_classes, 2)):
+            w = graph_weights(self.net, graph, self.stars, label, self.knowledge.loss, self.batch_size, self.rows)
+            used = w != 0
+            ratio = w[used] / self.left[used]
+            # within every row's weight left, and all of one row's: a graph glued from two graphs'
+            # stars has its own loss derivative, so it takes all of no row
+            if bool((ratio > 0).all()) and float(ratio.max()) <= 1 + WEIGHT_TOL \
+                    and float((ratio - 1).abs().min()) <= WEIGHT_TOL:
+                return label, w
+        return None
+
+    def take(self, w: Tensor) -> None:
+        """Takes a graph's weights ``w`` off the rows (a row left with its rounding is spent)."""
+        used = w != 0
+        self.left[used] -= w[used]
+        self.left[used & (self.left.abs() <= WEIGHT_TOL * w.abs().max())] = 0.0
+
+
+def _weight_unit(net, plan: dict, knowledge: AttackerKnowledge, batch_size: int) -> float:
+    r"""The least weight a node with :math:`t_v = 1` adds to its row in a graph of one node:
+    :math:`\alpha\gamma |g| / B`, with :math:`|g|` the smallest loss derivative of the first logit
+    over the labels and over logits within six standard deviations of the auxiliary graphs' logits
+    (``plan["logit_spread"]`` each) of the head's bias."""
+    bias = [p for name, p in net.named_parameters() if name.startswith("classifier") and name.endswith("bias")][-1]
+    least = float("inf")
+    for label in range(max(knowledge.num_classes, 2)):
+        for shift in (-6 * float(plan["logit_spread"]), 6 * float(plan["logit_spread"])):
+            logits = bias.detach().clone().unsqueeze(0)
+            logits[0, 0] += shift
+            logits.requires_grad_(True)
+            classification_loss(logits, torch.tensor([label]), knowledge.loss).backward()
+            least = min(least, abs(float(logits.grad[0, 0])))
+    return float(plan["alpha"]) * float(plan["gamma"]) * least / batch_size
+
+
+def graph_weights(net, graph: PartialGraph, stars: Stars, label: int, loss: str, batch_size: int,
+                  rows: Tensor) -> Tensor:
+    """What ``graph`` (of ``label``) adds to each decoded row's weight in a batch of ``batch_size``:
+    the first layer's bias gradient that its nodes of each row receive, computed through the
+    crafted model ``net`` (the server's own weights).
+
+    Args:
+        net (GraphClassifier): the crafted model, float64.
+        graph (PartialGraph): a complete graph over ``stars``' types.
+        stars (Stars): the batch's types.
+        label (int): the graph's label.
+        loss (str): the clients' training loss.
+        batch_size (int): the graphs of the batch (the gradient is their mean).
+        rows (Tensor): the decoded rows ``[M, F]``.
+    """
+    edges = graph.edges()
+    index = torch.tensor(edges + [(w, u) for u, w in edges], dtype=torch.long).view(-1, 2).T
+    x = stars.x[list(graph.types)]
+    pre = {}
+
+    def keep(_module, _inputs, output):
+        output.retain_grad()
+        pre["out"] = output
+
+    handle = net.convs[0].register_forward_hook(keep)
+    try:
+        logits = net(x, index, torch.zeros(len(x), dtype=torch.long))
+        target = torch.tensor([label])
+        classification_loss(logits, target, loss).backward()
+    finally:
+        handle.remove()
+        net.zero_grad()
+    # every table unit of a node receives the same derivative where it is active: its first unit's
+    # (active on every node) is the node's c_v
+    c = pre["out"].grad[:, 0] / batch_size
+    agg = aggregated_rows(x, index)
+    nearest = ((agg.unsqueeze(1) - rows.unsqueeze(0)).abs().amax(2)).argmin(1)
+    return torch.zeros(len(rows), dtype=torch.float64).index_add_(0, nearest, c.detach())
+
+
+def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowledge, params,
+                              ctx: AttackContext, tol: float = 1e-3) -> list[Reconstruction]:
+    """An ``imprinted_aggregates`` round's reply: its rows peeled, read as stars, and the batch's
+    graphs built one by one from them (the time left shared by the graphs still to find). A graph
+    is kept when its weights fit within the rows' weights left."""
+    schema = knowledge.schema
+    net = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    imprints = read_imprints(update, None, tol=1e-2, valid=lambda z: read_star(z.numpy(), schema, tol) is not None)
+    counts = [read_star(z.numpy(), schema, tol) for z in imprints.rows]
+    stars = one_hop_stars(imprints.rows, counts, schema, tol)
+    one_hop = len(stars.stars)
+    stars = consistent_stars(stars)
+    blocks = two_hop_blocks(stars)
+    rows = _Rows(imprints.rows, imprints.weights, stars, tol, net, knowledge, update.num_graphs,
+                 update.crafted.plan)
+    info = dict(crafted=update.crafted.crafting, imprint_cells=imprints.cells, imprint_undecoded=imprints.undecoded,
+                imprint_rows=len(imprints.rows), types=len(stars.types), one_hop_candidates=one_hop,
+                one_hop_kept=len(stars.stars),
+                two_hop_kept=len(blocks))
+    recs: list[Reconstruction] = []
+    tried: set[int] = set()
+    while len(recs) < update.num_graphs and not ctx.budget.expired():
+        left = update.num_graphs - len(recs)
+        deadline = time.monotonic() + max(0.0, ctx.budget.deadline - time.monotonic()) / left
+        live = set(torch.nonzero(rows.live()).flatten().tolist())
+        starts = [b for b in blocks if id(b) not in tried and _centre_row(b, rows) in live]
+        if not starts:
+            break
+        # every complete graph is scored: the check is one of equality, cheap beside GRAIN's span
+        budget = replace(SearchBudget.of(params, max_depth=60, max_nodes=60), score_complete=True)
+        window = {id(b) for b in starts[: params.start_blocks]}
+        tried |= window
+        found = search([blocks], stars.deg, rows.score, budget=budget, exact_tol=tol, min_ring=params.min_ring,
+                       expired=lambda: time.monotonic() > deadline, skip_start=lambda b: id(b) not in window,
+                       admissible=rows.admissible)
+        if not found.exact:
+            continue
+        label, w = rows.fitting(found.graph)  # exact: its weights fit
+        rows.take(w)
+        if rows.sizes:
+            rows.sizes[found.graph.num_nodes] -= 1
+            rows.sizes = +rows.sizes  # the sizes still to find
+        recs.append(_reconstruction(found.graph, stars, label, {**info, "exact": 1, "state_distance": found.distance}))
+        tried.clear()  # the rows' weights changed: every start may build another graph now
+    if not recs:
+        raise AttackFailed(f"no graph rebuilt from the imprinted stars ({len(imprints.rows)} rows, "
+                           f"{len(stars.stars)} stars, {len(blocks)} 2-hop blocks)", info=info)
+    for rec in recs:
+        rec.info["imprint_rows_left"] = int(rows.live().sum())
+    return recs
+
+
+def _centre_row(block: Block, rows: _Rows) -> int:
+    """The live row a block's centre (complete in its block) aggregates to, or -1."""
+    done, nearest, gap = rows.gaps(PartialGraph.from_block(block))
+    return int(nearest[done.index(0)]) if 0 in done and float(gap[done.index(0)]) <= rows.tol else -1
+
+
+def _reconstruction(graph: PartialGraph, stars: Stars, label: int, info: dict) -> Reconstruction:
+    adj = torch.zeros(graph.num_nodes, graph.num_nodes)
+    for u, w in graph.edges():
+        adj[u, w] = adj[w, u] = 1.0
+    return Reconstruction(x=stars.x[list(graph.types)].float(), adj=adj, num_nodes=graph.num_nodes, label=label,
+                          info=dict(info))
+
