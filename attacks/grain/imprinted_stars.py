@@ -22,6 +22,7 @@ batch's nodes, with its weight: the sum over the nodes that share it of
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -60,16 +61,19 @@ class Stars:
     row_of: list[int]
 
 
-def node_types(counts: list[StarCounts], schema: FeatureSchema, most: int = 64) -> list[tuple[int, ...]]:
-    """Every centre type the rows allow: per row, the product of the values each block's centre
-    may take (a neighbour of the centre's own degree can swap with it), at most ``most`` per row.
+def node_types(counts: list[StarCounts], schema: FeatureSchema,
+               most: int = 64) -> tuple[list[tuple[int, ...]], list[bool]]:
+    """Every centre type the rows allow, and whether it is sure: per row, the product of the values
+    each block's centre may take, at most ``most`` per row. A neighbour of the centre's own degree
+    can swap values with it in the reading, so a row with such a neighbour may propose types no
+    node has; a row whose product is one type proposes it surely.
 
     Args:
         counts (list[StarCounts]): the rows' readings.
         schema (FeatureSchema): the node features.
         most (int, optional): the most types one row may propose. (default: ``64``)
     """
-    found: dict[tuple[int, ...], None] = {}
+    found: dict[tuple[int, ...], bool] = {}
     slices = list(schema.slices().values())
     degree = [b.name for b in schema.blocks].index(schema.degree_block)
     for c in counts:
@@ -80,23 +84,17 @@ def node_types(counts: list[StarCounts], schema: FeatureSchema, most: int = 64) 
                 continue
             per_block.append([e - part.start for e in range(part.start, part.stop)
                               if any(centre for centre, _ in c.options[e])])
-        sizes = [len(v) for v in per_block]
-        if 0 < _product(sizes) <= most:
+        size = math.prod(len(v) for v in per_block)
+        if 0 < size <= most:
             for t in itertools.product(*per_block):
-                found[tuple(t)] = None
-    return list(found)
-
-
-def _product(sizes: list[int]) -> int:
-    out = 1
-    for s in sizes:
-        out *= s
-    return out
+                found[tuple(t)] = found.get(tuple(t), False) or size == 1
+    return list(found), list(found.values())
 
 
 def one_hop_stars(rows: Tensor, counts: list[StarCounts], schema: FeatureSchema, tol: float = 1e-3) -> Stars:
     """Every star over the rows' node types whose aggregate is one of ``rows`` (relative ``tol``
-    in the largest entry), at most :data:`MAX_STARS` per row.
+    in the largest entry), at most :data:`MAX_STARS` per row: over the sure types first
+    (:func:`node_types`), and over all of them for a row that no star of sure types explains.
 
     Args:
         rows (Tensor): the decoded rows ``[M, F]`` (model encoding).
@@ -104,35 +102,42 @@ def one_hop_stars(rows: Tensor, counts: list[StarCounts], schema: FeatureSchema,
         schema (FeatureSchema): the node features.
         tol (float, optional): the relative tolerance of equality. (default: ``1e-3``)
     """
-    types = node_types(counts, schema)
+    types, sure = node_types(counts, schema)
     x = schema.encode(torch.tensor(types, dtype=torch.long)).to(torch.float64) if types else \
         torch.zeros(0, schema.width, dtype=torch.float64)
     deg = schema.degrees(x).tolist() if types else []
     slices = list(schema.slices().values())
     degrees = [int(k) for k in schema.block(schema.degree_block).values]
-    stars, row_of = [], []
     scale = float(rows.abs().max()) if len(rows) else 1.0
-    for r, c in enumerate(counts):
-        centres = [t for t, ty in enumerate(types) if deg[t] == c.d and all(
-            any(centre for centre, _ in c.options[part.start + ty[j]]) for j, part in enumerate(slices))]
+
+    def of_row(r: int, allowed: list[int]) -> list[tuple[int, tuple[int, ...]]]:
+        c = counts[r]
+        centres = [t for t in allowed if deg[t] == c.d and all(
+            any(centre for centre, _ in c.options[part.start + types[t][j]]) for j, part in enumerate(slices))]
         by_degree = []
         for k, n_k in c.n.items():
             i = degrees.index(k)
-            fits = [t for t, ty in enumerate(types) if deg[t] == k and all(
-                any(cnt[i] for _, cnt in c.options[part.start + ty[j]]) for j, part in enumerate(slices))]
+            fits = [t for t in allowed if deg[t] == k and all(
+                any(cnt[i] for _, cnt in c.options[part.start + types[t][j]]) for j, part in enumerate(slices))]
             by_degree.append(list(itertools.combinations_with_replacement(fits, n_k)))
-        found = 0
+        found = []
         for centre in centres:
             for parts in itertools.product(*by_degree):
                 nbrs = tuple(sorted(u for part in parts for u in part))
                 agg = x[centre] / (c.d + 1) + sum(
                     (x[u] / ((deg[u] + 1) * (c.d + 1)) ** 0.5 for u in nbrs), torch.zeros_like(x[centre]))
                 if float((agg - rows[r]).abs().max()) <= tol * scale:
-                    stars.append((centre, nbrs))
-                    row_of.append(r)
-                    found += 1
-                if found >= MAX_STARS:
-                    break
+                    found.append((centre, nbrs))
+                if len(found) >= MAX_STARS:
+                    return found
+        return found
+
+    surely = [t for t, ok in enumerate(sure) if ok]
+    stars, row_of = [], []
+    for r in range(len(counts)):
+        found = of_row(r, surely) or of_row(r, list(range(len(types))))
+        stars += found
+        row_of += [r] * len(found)
     return Stars(types, x, deg, stars, row_of)
 
 
@@ -198,6 +203,8 @@ class _Rows:
         self.layers = int(knowledge.model.get("layers", 2))
         self.mean_pool = knowledge.model.get("pool", "mean") == "mean"
         self.unit = _weight_unit(net, plan, knowledge, batch_size)
+        #: the per-node weight ``c`` of the graph being searched (:func:`weight_clusters`), or None
+        self.target: float | None = None
         self.scale = float(rows.abs().max())
 
     def live(self) -> Tensor:
@@ -252,8 +259,10 @@ class _Rows:
         where = torch.tensor([bool(settled[v]) for v in done])
         if not bool(where.any()):
             return True
-        most = max(self.sizes) if self.sizes else 60
-        share = self.unit / (most if self.mean_pool else 1)
+        if self.target is not None:  # the graph's own per-node weight, from a block's row
+            share = abs(self.target)
+        else:
+            share = self.unit / ((max(self.sizes) if self.sizes else 60) if self.mean_pool else 1)
         added = torch.zeros(len(self.rows), dtype=torch.float64).index_add_(
             0, nearest[where], t[torch.tensor(done)[where]] * share)
         return bool((added <= self.left.abs() * (1 + WEIGHT_TOL)).all())
@@ -367,21 +376,27 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
                 one_hop_kept=len(stars.stars),
                 two_hop_kept=len(blocks))
     recs: list[Reconstruction] = []
-    tried: set[int] = set()
+    tried: set[float | int] = set()  # weights of groups searched, ids of start blocks searched
+    # every complete graph is scored: the check is one of equality, cheap beside GRAIN's span
+    budget = replace(SearchBudget.of(params, max_depth=60, max_nodes=60), score_complete=True)
     while len(recs) < update.num_graphs and not ctx.budget.expired():
-        left = update.num_graphs - len(recs)
-        deadline = time.monotonic() + max(0.0, ctx.budget.deadline - time.monotonic()) / left
-        live = set(torch.nonzero(rows.live()).flatten().tolist())
-        starts = [b for b in blocks if id(b) not in tried and _centre_row(b, rows) in live]
-        if not starts:
-            break
-        # every complete graph is scored: the check is one of equality, cheap beside GRAIN's span
-        budget = replace(SearchBudget.of(params, max_depth=60, max_nodes=60), score_complete=True)
-        window = {id(b) for b in starts[: params.start_blocks]}
-        tried |= window
-        found = search([blocks], stars.deg, rows.score, budget=budget, exact_tol=tol, min_ring=params.min_ring,
-                       expired=lambda: time.monotonic() > deadline, skip_start=lambda b: id(b) not in window,
-                       admissible=rows.admissible)
+        deadline = time.monotonic() + max(0.0, ctx.budget.deadline - time.monotonic()) / (update.num_graphs - len(recs))
+        groups = [(c, group) for c, group in weight_clusters(blocks, rows, rows.layers) if round(c, 12) not in tried]
+        if groups:  # the largest group of blocks that imply one per-node weight, searched under it
+            c, group = groups[0]
+            tried.add(round(c, 12))
+        else:  # then without a weight: windows of start blocks whose centre row has weight left
+            live = set(torch.nonzero(rows.live()).flatten().tolist())
+            group = [b for b in blocks if id(b) not in tried and _centre_row(b, rows) in live][: params.start_blocks]
+            if not group:
+                break
+            c = None
+            tried.update(id(b) for b in group)
+        rows.target, starts = c, {id(b) for b in group}
+        found = search([blocks], stars.deg, rows.score, budget=replace(budget, start_blocks=len(group)),
+                       exact_tol=tol, min_ring=params.min_ring, expired=lambda: time.monotonic() > deadline,
+                       skip_start=lambda b: id(b) not in starts, admissible=rows.admissible)
+        rows.target = None
         if not found.exact:
             continue
         label, w = rows.fitting(found.graph)  # exact: its weights fit
@@ -390,13 +405,64 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
             rows.sizes[found.graph.num_nodes] -= 1
             rows.sizes = +rows.sizes  # the sizes still to find
         recs.append(_reconstruction(found.graph, stars, label, {**info, "exact": 1, "state_distance": found.distance}))
-        tried.clear()  # the rows' weights changed: every start may build another graph now
+        tried.clear()  # the rows' weights changed: every group is new
     if not recs:
         raise AttackFailed(f"no graph rebuilt from the imprinted stars ({len(imprints.rows)} rows, "
                            f"{len(stars.stars)} stars, {len(blocks)} 2-hop blocks)", info=info)
     for rec in recs:
         rec.info["imprint_rows_left"] = int(rows.live().sum())
     return recs
+
+
+def block_t(block: Block, deg: list[int], layers: int) -> float | None:
+    r"""The centre's :math:`t = ((\hat A^\top)^{L-1}\mathbf 1)_c` from its 2-hop block, or None for
+    more than 3 layers (it would need more hops): :math:`L = 2` gives the centre's row sum
+    :math:`s_c`, :math:`L = 3` the sum of :math:`\hat A_{cw} s_w` over the centre and its neighbours.
+
+    Args:
+        block (Block): a 2-hop block.
+        deg (list[int]): each type's degree.
+        layers (int): the model's GCN layers.
+    """
+    if layers > 3:
+        return None
+    dc = deg[block.centre] + 1
+    s_c = 1 / dc + sum(1 / math.sqrt(dc * (deg[w] + 1)) for w, _ in block.slots)
+    if layers == 2:
+        return s_c
+    t = s_c / dc
+    for w, children in block.slots:
+        dw = deg[w] + 1
+        s_w = 1 / dw + 1 / math.sqrt(dw * dc) + sum(1 / math.sqrt(dw * (deg[x] + 1)) for x in children)
+        t += s_w / math.sqrt(dc * dw)
+    return t
+
+
+def weight_clusters(blocks: list[Block], rows: _Rows, layers: int) -> list[tuple[float, list[Block]]]:
+    """The blocks grouped by the per-node weight :math:`c = w_r / t` their centre's live row ``r``
+    implies (one copy of the row in one graph): a graph's true blocks share its ``c``, a block
+    glued from the wrong stars mostly has a ``c`` of its own. Largest group first; none for more
+    than 3 layers.
+
+    Args:
+        blocks (list[Block]): the 2-hop blocks.
+        rows (_Rows): the rows and their weights left.
+        layers (int): the model's GCN layers.
+    """
+    live = rows.live()
+    scored = []
+    for b in blocks:
+        r, t = _centre_row(b, rows), block_t(b, rows.stars.deg, layers)
+        if r >= 0 and t and bool(live[r]):
+            scored.append((float(rows.left[r]) / t, b))
+    scored.sort(key=lambda cb: cb[0])
+    groups: list[tuple[float, list[Block]]] = []
+    for c, b in scored:
+        if groups and abs(c - groups[-1][0]) <= WEIGHT_TOL * abs(c):
+            groups[-1][1].append(b)
+        else:
+            groups.append((c, [b]))
+    return sorted((g for g in groups if len(g[1]) >= 2), key=lambda g: -len(g[1]))
 
 
 def _centre_row(block: Block, rows: _Rows) -> int:
