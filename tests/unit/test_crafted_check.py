@@ -153,3 +153,19 @@ def test_an_imprinted_nodes_round_is_flagged_with_or_without_the_epoch_table(epo
     crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
     _, report = _turn(CraftedCheck(action="flag"), crafted, graph)
     assert report["crafted-flag"] == 1.0
+
+
+def test_an_imprinted_aggregates_round_is_flagged():
+    from fedgraph_sim.crafting.imprinted_aggregates import ImprintedAggregates
+    from tests.unit.test_imprinted_aggregates import POOLED_GCN
+
+    graph, _ = molecule("CC(=O)Oc1ccccc1C(=O)O")
+    torch.manual_seed(0)
+    model = type(victim("gcn"))(140, 2, **POOLED_GCN)
+    aux = [molecule(s)[0] for s in ("CCO", "c1ccccc1", "CCN(CC)CC", "O=C(O)CCC(=O)O", "Cc1ccccc1")]
+    _, parts = ImprintedAggregates(aux, loss="bce").craft(
+        {k: v.numpy() for k, v in model.state_dict().items()}, POOLED_GCN, 1, seed=0)
+    crafted = type(model)(140, 2, **POOLED_GCN)
+    crafted.load_state_dict({k: torch.from_numpy(v) for k, v in parts[0].items()})
+    _, report = _turn(CraftedCheck(action="flag"), crafted, graph)
+    assert report["crafted-flag"] == 1.0 and report["zero-fraction"] > 0.9
