@@ -364,6 +364,9 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
     schema = knowledge.schema
     net = knowledge.build_model(update.global_weights, dtype=torch.float64)
     imprints = read_imprints(update, None, tol=1e-2, valid=lambda z: read_star(z.numpy(), schema, tol) is not None)
+    if not len(imprints.rows):
+        raise AttackFailed(f"no row of the imprinted table decoded ({imprints.cells} cells with nodes)",
+                           info=dict(crafted=update.crafted.crafting, imprint_cells=imprints.cells))
     counts = [read_star(z.numpy(), schema, tol) for z in imprints.rows]
     stars = one_hop_stars(imprints.rows, counts, schema, tol)
     one_hop = len(stars.stars)
@@ -379,8 +382,10 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
     tried: set[float | int] = set()  # weights of groups searched, ids of start blocks searched
     # every complete graph is scored: the check is one of equality, cheap beside GRAIN's span
     budget = replace(SearchBudget.of(params, max_depth=60, max_nodes=60), score_complete=True)
-    while len(recs) < update.num_graphs and not ctx.budget.expired():
-        deadline = time.monotonic() + max(0.0, ctx.budget.deadline - time.monotonic()) / (update.num_graphs - len(recs))
+    # the graphs found are returned before the budget ends (and streamed as found: a stop scores them)
+    stop = ctx.budget.deadline - max(1.0, 0.02 * ctx.budget.seconds)
+    while len(recs) < update.num_graphs and time.monotonic() < stop:
+        deadline = time.monotonic() + (stop - time.monotonic()) / (update.num_graphs - len(recs))
         groups = [(c, group) for c, group in weight_clusters(blocks, rows, rows.layers) if round(c, 12) not in tried]
         if groups:  # the largest group of blocks that imply one per-node weight, searched under it
             c, group = groups[0]
@@ -405,6 +410,7 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
             rows.sizes[found.graph.num_nodes] -= 1
             rows.sizes = +rows.sizes  # the sizes still to find
         recs.append(_reconstruction(found.graph, stars, label, {**info, "exact": 1, "state_distance": found.distance}))
+        ctx.checkpoint(recs)
         tried.clear()  # the rows' weights changed: every group is new
     if not recs:
         raise AttackFailed(f"no graph rebuilt from the imprinted stars ({len(imprints.rows)} rows, "
