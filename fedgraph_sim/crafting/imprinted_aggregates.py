@@ -55,7 +55,7 @@ import numpy as np
 import torch
 
 from fedgraph_sim.crafting import Crafting
-from fedgraph_sim.crafting.imprinted_nodes import FLOOR, crafted_model, thresholds
+from fedgraph_sim.crafting.imprinted_nodes import crafted_model, imprint_table
 from fedgraph_sim.models.convs import gcn_normalised
 from fedgraph_sim.threat import CraftedRound
 
@@ -137,12 +137,7 @@ class ImprintedAggregates(Crafting):
         # one star in several molecules sums its terms in other orders: values 1e-17 apart would
         # put a threshold on that star's own value, where the client's float32 decides its cell
         stats = np.round(z @ directions.T, _DECIMALS)
-        first_w, first_b = np.zeros((units, width)), np.zeros(units)
-        for g in range(self.groups):
-            s = stats[:, g]
-            cut = np.concatenate([[s.min() - FLOOR * (s.max() - s.min()) - 1.0], thresholds(s, bins - 1)])
-            first_w[g * bins:(g + 1) * bins] = directions[g]
-            first_b[g * bins:(g + 1) * bins] = -cut
+        first_w, first_b = imprint_table(stats, directions, units, bins)
         alpha = 1.0 / np.maximum(z @ first_w.T + first_b, 0).sum(axis=1).mean()
         crafted = {k: np.zeros_like(np.asarray(v, np.float64)) for k, v in weights.items()}
         crafted["convs.0.lin.weight"], crafted["convs.0.bias"] = first_w, first_b

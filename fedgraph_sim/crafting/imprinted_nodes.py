@@ -90,7 +90,7 @@ from fedgraph_sim.threat import CraftedRound
 
 #: How far below the auxiliary statistics the first threshold of a group lies, in their ranges:
 #: the group's first unit is active on every node, so no node falls outside the table.
-FLOOR = 10.0
+_FLOOR = 10.0
 
 #: ``epoch``: the table's scale, the summing unit's (its weights' total and its bias) and the pooled
 #: logits' spread (in thirds of a logit per std), against 1, 1, 1 for one gradient. Each relative
@@ -176,14 +176,7 @@ class ImprintedNodes(Crafting):
         else:
             directions = np.random.default_rng(seed).standard_normal((self.groups, z.shape[1])) / np.sqrt(z.shape[1])
         table, summing, spread = _EPOCH_SCALES if self.epoch else (1.0, 1.0, 1.0)
-        stats = z @ directions.T  # [aux nodes, groups]
-        first_w, first_b = np.zeros((units, z.shape[1])), np.zeros(units)
-        for g in range(self.groups):
-            s = stats[:, g]
-            floor = s.min() - FLOOR * (s.max() - s.min()) - 1.0
-            cut = np.concatenate([[floor], thresholds(s, bins - 1)])
-            first_w[g * bins:(g + 1) * bins] = table * directions[g]
-            first_b[g * bins:(g + 1) * bins] = -table * cut
+        first_w, first_b = imprint_table(z @ directions.T, directions, units, bins, table)
         total = np.maximum(z @ first_w.T + first_b, 0).sum(axis=1)
         alpha = summing / total.mean()
         summed = alpha * total + summing  # the next layer's one live unit, always active
@@ -261,7 +254,30 @@ def _redundant_columns(weights: dict[str, np.ndarray], model: dict, width: int, 
     return out, {"start": start, "keep": keep, "coef": coef.tolist()}
 
 
-def thresholds(stats: np.ndarray, count: int) -> np.ndarray:
+def imprint_table(stats: np.ndarray, directions: np.ndarray, units: int, bins: int,
+                  scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The imprint layer's weight ``[units, D]`` and bias ``[units]``: group ``g``'s ``bins``
+    units all measure ``directions[g]``, with a first threshold below every auxiliary statistic
+    (so no node falls outside the table) and the rest between their distinct values; the units
+    past ``groups * bins`` stay zero.
+
+    Args:
+        stats (np.ndarray): each auxiliary node's statistic per group ``[n, groups]``.
+        directions (np.ndarray): each group's direction ``[groups, D]``.
+        units (int): the layer's units.
+        bins (int): the units of one group.
+        scale (float, optional): the table's scale, weights and biases alike. (default: ``1.0``)
+    """
+    weight, bias = np.zeros((units, directions.shape[1])), np.zeros(units)
+    for g in range(len(directions)):
+        s = stats[:, g]
+        cut = np.concatenate([[s.min() - _FLOOR * (s.max() - s.min()) - 1.0], _thresholds(s, bins - 1)])
+        weight[g * bins:(g + 1) * bins] = scale * directions[g]
+        bias[g * bins:(g + 1) * bins] = -scale * cut
+    return weight, bias
+
+
+def _thresholds(stats: np.ndarray, count: int) -> np.ndarray:
     """``count`` increasing thresholds near the quantiles of ``stats``, each halfway between two
     distinct values: molecules repeat their rows, and a threshold on a repeated value would leave
     those nodes on the edge of a unit, where the client's float32 rounding decides the cell.
