@@ -378,6 +378,10 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
                 imprint_rows=len(imprints.rows), types=len(stars.types), one_hop_candidates=one_hop,
                 one_hop_kept=len(stars.stars),
                 two_hop_kept=len(blocks))
+    # each block's centre row (its star's) and the centre's t, fixed for the whole reading
+    row_of = dict(zip(stars.stars, stars.row_of))
+    centred = [(b, row_of[(b.centre, tuple(sorted(b.neighbour_types)))], block_t(b, stars.deg, rows.layers))
+               for b in blocks]
     recs: list[Reconstruction] = []
     tried: set[float | int] = set()  # weights of groups searched, ids of start blocks searched
     # every complete graph is scored: the check is one of equality, cheap beside GRAIN's span
@@ -386,13 +390,13 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
     stop = ctx.budget.deadline - max(1.0, 0.02 * ctx.budget.seconds)
     while len(recs) < update.num_graphs and time.monotonic() < stop:
         deadline = time.monotonic() + (stop - time.monotonic()) / (update.num_graphs - len(recs))
-        groups = [(c, group) for c, group in weight_clusters(blocks, rows, rows.layers) if round(c, 12) not in tried]
+        groups = [(c, group) for c, group in weight_clusters(centred, rows) if round(c, 12) not in tried]
         if groups:  # the largest group of blocks that imply one per-node weight, searched under it
             c, group = groups[0]
             tried.add(round(c, 12))
         else:  # then without a weight: windows of start blocks whose centre row has weight left
-            live = set(torch.nonzero(rows.live()).flatten().tolist())
-            group = [b for b in blocks if id(b) not in tried and _centre_row(b, rows) in live][: params.start_blocks]
+            live = rows.live()
+            group = [b for b, r, _ in centred if id(b) not in tried and bool(live[r])][: params.start_blocks]
             if not group:
                 break
             c = None
@@ -444,24 +448,21 @@ def block_t(block: Block, deg: list[int], layers: int) -> float | None:
     return t
 
 
-def weight_clusters(blocks: list[Block], rows: _Rows, layers: int) -> list[tuple[float, list[Block]]]:
+def weight_clusters(centred: list[tuple[Block, int, float | None]],
+                    rows: _Rows) -> list[tuple[float, list[Block]]]:
     """The blocks grouped by the per-node weight :math:`c = w_r / t` their centre's live row ``r``
     implies (one copy of the row in one graph): a graph's true blocks share its ``c``, a block
     glued from the wrong stars mostly has a ``c`` of its own. Largest group first; none for more
     than 3 layers.
 
     Args:
-        blocks (list[Block]): the 2-hop blocks.
+        centred (list[tuple[Block, int, float | None]]): each 2-hop block with its centre's row and
+            :func:`block_t` (None past 3 layers).
         rows (_Rows): the rows and their weights left.
-        layers (int): the model's GCN layers.
     """
     live = rows.live()
-    scored = []
-    for b in blocks:
-        r, t = _centre_row(b, rows), block_t(b, rows.stars.deg, layers)
-        if r >= 0 and t and bool(live[r]):
-            scored.append((float(rows.left[r]) / t, b))
-    scored.sort(key=lambda cb: cb[0])
+    scored = sorted(((float(rows.left[r]) / t, b) for b, r, t in centred if t and bool(live[r])),
+                    key=lambda cb: cb[0])
     groups: list[tuple[float, list[Block]]] = []
     for c, b in scored:
         if groups and abs(c - groups[-1][0]) <= WEIGHT_TOL * abs(c):
@@ -469,12 +470,6 @@ def weight_clusters(blocks: list[Block], rows: _Rows, layers: int) -> list[tuple
         else:
             groups.append((c, [b]))
     return sorted((g for g in groups if len(g[1]) >= 2), key=lambda g: -len(g[1]))
-
-
-def _centre_row(block: Block, rows: _Rows) -> int:
-    """The live row a block's centre (complete in its block) aggregates to, or -1."""
-    done, nearest, gap = rows.gaps(PartialGraph.from_block(block))
-    return int(nearest[done.index(0)]) if 0 in done and float(gap[done.index(0)]) <= rows.tol else -1
 
 
 def _reconstruction(graph: PartialGraph, stars: Stars, label: int, info: dict) -> Reconstruction:
