@@ -46,6 +46,9 @@ MAX_STARS, MAX_BLOCKS = 2_000, 2_000
 #: The relative tolerance of a graph's weights against a row's: the weights come from a float32
 #: gradient's cells (about 1e-6 off), and a graph the crafted model sees differently is 1e-3 off.
 WEIGHT_TOL = 1e-4
+#: The relative slack of the sizes a group's weight allows (:meth:`_Rows.sizes_for`): the derivative's
+#: range is already that of logits six standard deviations out, so this only absorbs rounding.
+SIZE_TOL = 1e-2
 
 
 @dataclass
@@ -202,10 +205,24 @@ class _Rows:
         self.sizes = None if knowledge.node_counts is None else Counter(knowledge.node_counts)
         self.layers = int(knowledge.model.get("layers", 2))
         self.mean_pool = knowledge.model.get("pool", "mean") == "mean"
-        self.unit = _weight_unit(net, plan, knowledge, batch_size)
+        self.unit, self.most = _weight_range(net, plan, knowledge, batch_size)
         #: the per-node weight ``c`` of the graph being searched (:func:`weight_clusters`), or None
         self.target: float | None = None
+        #: the largest size that ``target`` allows (:meth:`sizes_for`), or None
+        self.target_size: int | None = None
         self.scale = float(rows.abs().max())
+
+    def sizes_for(self, c: float) -> list[int]:
+        r"""The sizes a graph of per-node weight ``c`` can have: under mean pooling
+        :math:`|c| = \alpha\gamma |g| / (B |V_G|)` with :math:`|g|` between the least and the most
+        loss derivative the crafted logits allow, so :math:`|V_G|` lies in
+        ``[unit / |c|, most / |c|]`` (the sizes still to find, with the node-count hint); under sum
+        pooling :math:`c` says nothing of the size."""
+        sizes = sorted(+self.sizes) if self.sizes else range(1, 61)
+        if not self.mean_pool:
+            return list(sizes)
+        c = abs(c)
+        return [n for n in sizes if self.unit * (1 - SIZE_TOL) <= c * n <= self.most * (1 + SIZE_TOL)]
 
     def live(self) -> Tensor:
         return self.left.abs() > self.tol * 10 * self.left.abs().max().clamp_min(1e-300)
@@ -229,6 +246,8 @@ class _Rows:
     def admissible(self, graph: PartialGraph) -> bool:
         """A partial graph within the largest size the threat's node-count hint allows, whose
         complete nodes' rows are live rows."""
+        if self.target_size is not None and graph.num_nodes > self.target_size:
+            return False
         if self.sizes and graph.num_nodes > max(self.sizes):
             return False
         done, nearest, gap = self.gaps(graph)
@@ -299,13 +318,13 @@ class _Rows:
         self.left[used & (self.left.abs() <= WEIGHT_TOL * w.abs().max())] = 0.0
 
 
-def _weight_unit(net, plan: dict, knowledge: AttackerKnowledge, batch_size: int) -> float:
-    r"""The least weight a node with :math:`t_v = 1` adds to its row in a graph of one node:
-    :math:`\alpha\gamma |g| / B`, with :math:`|g|` the smallest loss derivative of the first logit
-    over the labels and over logits within six standard deviations of the auxiliary graphs' logits
-    (``plan["logit_spread"]`` each) of the head's bias."""
+def _weight_range(net, plan: dict, knowledge: AttackerKnowledge, batch_size: int) -> tuple[float, float]:
+    r"""The least and the most weight a node with :math:`t_v = 1` adds to its row in a graph of one
+    node: :math:`\alpha\gamma |g| / B`, with :math:`|g|` the smallest (largest) loss derivative of
+    the first logit over the labels and over logits within six standard deviations of the auxiliary
+    graphs' logits (``plan["logit_spread"]`` each) of the head's bias."""
     bias = [p for name, p in net.named_parameters() if name.startswith("classifier") and name.endswith("bias")][-1]
-    least = float("inf")
+    least, most = float("inf"), 0.0
     for label in range(max(knowledge.num_classes, 2)):
         for shift in (-6 * float(plan["logit_spread"]), 6 * float(plan["logit_spread"])):
             logits = bias.detach().clone().unsqueeze(0)
@@ -313,7 +332,9 @@ def _weight_unit(net, plan: dict, knowledge: AttackerKnowledge, batch_size: int)
             logits.requires_grad_(True)
             classification_loss(logits, torch.tensor([label]), knowledge.loss).backward()
             least = min(least, abs(float(logits.grad[0, 0])))
-    return float(plan["alpha"]) * float(plan["gamma"]) * least / batch_size
+            most = max(most, abs(float(logits.grad[0, 0])))
+    scale = float(plan["alpha"]) * float(plan["gamma"]) / batch_size
+    return scale * least, scale * most
 
 
 def graph_weights(net, graph: PartialGraph, stars: Stars, label: int, loss: str, batch_size: int,
@@ -391,6 +412,8 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
     while len(recs) < update.num_graphs and time.monotonic() < stop:
         deadline = time.monotonic() + (stop - time.monotonic()) / (update.num_graphs - len(recs))
         groups = [(c, group) for c, group in weight_clusters(centred, rows) if round(c, 12) not in tried]
+        # a group whose weight fits a size still to find first (the largest first), the others after
+        groups.sort(key=lambda cg: not rows.sizes_for(cg[0]))
         if groups:  # the largest group of blocks that imply one per-node weight, searched under it
             c, group = groups[0]
             tried.add(round(c, 12))
@@ -401,11 +424,12 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
                 break
             c = None
             tried.update(id(b) for b in group)
-        rows.target, starts = c, {id(b) for b in group}
+        sizes = rows.sizes_for(c) if c is not None else []
+        rows.target, rows.target_size, starts = c, max(sizes, default=None), {id(b) for b in group}
         found = search([blocks], stars.deg, rows.score, budget=replace(budget, start_blocks=len(group)),
                        exact_tol=tol, min_ring=params.min_ring, expired=lambda: time.monotonic() > deadline,
                        skip_start=lambda b: id(b) not in starts, admissible=rows.admissible)
-        rows.target = None
+        rows.target = rows.target_size = None
         if not found.exact:
             continue
         label, w = rows.fitting(found.graph)  # exact: its weights fit
