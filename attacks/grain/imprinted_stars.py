@@ -321,14 +321,15 @@ class _Rows:
 def _weight_range(net, plan: dict, knowledge: AttackerKnowledge, batch_size: int) -> tuple[float, float]:
     r"""The least and the most weight a node with :math:`t_v = 1` adds to its row in a graph of one
     node: :math:`\alpha\gamma |g| / B`, with :math:`|g|` the smallest (largest) loss derivative of
-    the first logit over the labels and over logits within six standard deviations of the auxiliary
-    graphs' logits (``plan["logit_spread"]`` each) of the head's bias."""
+    the first logit over the labels and over first logits within six standard deviations
+    (``plan["logit_spread"]`` each) of 0, where the crafted head centres the auxiliary graphs' (the
+    other logits are 0: their weights and biases are)."""
     bias = [p for name, p in net.named_parameters() if name.startswith("classifier") and name.endswith("bias")][-1]
     least, most = float("inf"), 0.0
     for label in range(max(knowledge.num_classes, 2)):
         for shift in (-6 * float(plan["logit_spread"]), 6 * float(plan["logit_spread"])):
-            logits = bias.detach().clone().unsqueeze(0)
-            logits[0, 0] += shift
+            logits = torch.zeros_like(bias.detach()).unsqueeze(0)
+            logits[0, 0] = shift
             logits.requires_grad_(True)
             classification_loss(logits, torch.tensor([label]), knowledge.loss).backward()
             least = min(least, abs(float(logits.grad[0, 0])))

@@ -68,3 +68,43 @@ def test_grain_says_why_it_cannot_read_an_epoch_or_rows_without_a_degree_block()
     assert "one FedSGD gradient" in GRAIN().not_applicable(epoch, _knowledge(schema, graphs))
     bare = replace(schema, degree_block=None)
     assert "degree block" in GRAIN().not_applicable(update, _knowledge(bare, graphs))
+
+
+def _per_node_weight(net, graph, batch_size: int) -> float:
+    """A graph's per-node weight ``c``: the loss derivative its first layer's first unit receives,
+    over the node's ``t`` (a 3-layer GCN: the row sums of the normalised adjacency, twice)."""
+    from fedgraph_sim.models import classification_loss
+
+    out = {}
+    handle = net.convs[0].register_forward_hook(lambda _m, _i, o: out.update(o=o) or o.retain_grad())
+    logits = net(graph.x.double(), graph.edge_index, torch.zeros(graph.num_nodes, dtype=torch.long))
+    classification_loss(logits, graph.y.view(-1), "bce").backward()
+    handle.remove()
+    a = dense_adj(graph).double() + torch.eye(graph.num_nodes, dtype=torch.float64)
+    a = a / (a.sum(1).sqrt().unsqueeze(0) * a.sum(1).sqrt().unsqueeze(1))
+    c = out["o"].grad[:, 0] / batch_size / (a @ (a @ torch.ones(graph.num_nodes, dtype=torch.float64)))
+    assert float(c.max() - c.min()) <= 1e-9 * float(c.abs().max())  # one weight for all its nodes
+    return float(c[0])
+
+
+def test_a_graphs_per_node_weight_allows_its_own_size_and_none_far_from_it():
+    from attacks.grain.imprinted_stars import _Rows
+    from fedgraph_sim.crafting.imprint_reading import read_imprints
+
+    update, schema, graphs, _ = pooled_round(("CC(=O)Oc1ccccc1C(=O)O", "OCC(O)CO"))  # 13 and 6 atoms
+    imprints = read_imprints(update, None, tol=1e-2)
+    for counts in (True, False):
+        knowledge = _knowledge(schema, graphs, counts=counts)
+        net = knowledge.build_model(update.global_weights, dtype=torch.float64)
+        rows = _Rows(imprints.rows, imprints.weights, None, 1e-3, net, knowledge, 2, update.crafted.plan)
+        for graph in graphs:
+            sizes = rows.sizes_for(_per_node_weight(net, graph, 2))
+            assert graph.num_nodes in sizes
+            assert all(abs(n - graph.num_nodes) <= 0.25 * graph.num_nodes for n in sizes), sizes
+            if counts:
+                assert sizes == [graph.num_nodes]
+    sum_pooled = AttackerKnowledge(model=dict(POOLED_GCN, pool="sum"), num_features=140, num_classes=2,
+                                   schema=schema, loss="bce")
+    net = sum_pooled.build_model(update.global_weights, dtype=torch.float64)
+    rows = _Rows(imprints.rows, imprints.weights, None, 1e-3, net, sum_pooled, 2, update.crafted.plan)
+    assert rows.sizes_for(1e-3) == list(range(1, 61))  # a sum says nothing of the size
