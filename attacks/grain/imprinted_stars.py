@@ -224,6 +224,15 @@ class _Rows:
         c = abs(c)
         return [n for n in sizes if self.unit * (1 - SIZE_TOL) <= c * n <= self.most * (1 + SIZE_TOL)]
 
+    def able(self, centred: list[tuple[Block, int, float | None]], c: float | None) -> list[Block]:
+        """The blocks a graph of per-node weight ``c`` can hold: those whose centre row has at least
+        ``c`` times the centre's ``t`` left, of ``c``'s sign (every block when ``c`` is None). A row
+        shared with graphs of the other label holds less, and their common blocks are lost."""
+        if c is None:
+            return [b for b, _, _ in centred]
+        least = abs(c) * (1 - 10 * WEIGHT_TOL)
+        return [b for b, r, t in centred if t and float(self.left[r]) * c > 0 and abs(float(self.left[r])) / t >= least]
+
     def live(self) -> Tensor:
         return self.left.abs() > self.tol * 10 * self.left.abs().max().clamp_min(1e-300)
 
@@ -413,9 +422,11 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
     while len(recs) < update.num_graphs and time.monotonic() < stop:
         deadline = time.monotonic() + (stop - time.monotonic()) / (update.num_graphs - len(recs))
         groups = [(c, group) for c, group in weight_clusters(centred, rows) if round(c, 12) not in tried]
-        # a group whose weight fits a size still to find first (the largest first), the others after
-        groups.sort(key=lambda cg: not rows.sizes_for(cg[0]))
-        if groups:  # the largest group of blocks that imply one per-node weight, searched under it
+        # groups whose weight fits a size still to find first, the smallest size first (its search
+        # is the shortest, and a graph found takes its weights off the rows it shares), then the
+        # largest group; the groups that fit no size after
+        groups.sort(key=lambda cg: (max(rows.sizes_for(cg[0]), default=1000), -len(cg[1])))
+        if groups:  # a group of blocks that imply one per-node weight, searched under it
             c, group = groups[0]
             tried.add(round(c, 12))
         else:  # then without a weight: windows of start blocks whose centre row has weight left
@@ -427,7 +438,7 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
             tried.update(id(b) for b in group)
         sizes = rows.sizes_for(c) if c is not None else []
         rows.target, rows.target_size, starts = c, max(sizes, default=None), {id(b) for b in group}
-        found = search([blocks], stars.deg, rows.score, budget=replace(budget, start_blocks=len(group)),
+        found = search([rows.able(centred, c)], stars.deg, rows.score, budget=replace(budget, start_blocks=len(group)),
                        exact_tol=tol, min_ring=params.min_ring, expired=lambda: time.monotonic() > deadline,
                        skip_start=lambda b: id(b) not in starts, admissible=rows.admissible)
         rows.target = rows.target_size = None
