@@ -42,6 +42,8 @@ from fedgraph_sim.threat import AttackerKnowledge, ObservedUpdate, Reconstructio
 
 #: The most stars enumerated for one row, and 2-hop blocks glued from one star.
 MAX_STARS, MAX_BLOCKS = 2_000, 2_000
+#: The most copies of one row in one graph that the grouping by weight tries (:func:`weight_clusters`).
+MAX_COPIES = 4
 
 #: The relative tolerance of a graph's weights against a row's: the weights come from a float32
 #: gradient's cells (about 1e-6 off), and a graph the crafted model sees differently is 1e-3 off.
@@ -486,10 +488,11 @@ def block_t(block: Block, deg: list[int], layers: int) -> float | None:
 
 def weight_clusters(centred: list[tuple[Block, int, float | None]],
                     rows: _Rows) -> list[tuple[float, list[Block]]]:
-    """The blocks grouped by the per-node weight :math:`c = w_r / t` their centre's live row ``r``
-    implies (one copy of the row in one graph): a graph's true blocks share its ``c``, a block
-    glued from the wrong stars mostly has a ``c`` of its own. Largest group first; none for more
-    than 3 layers.
+    """The blocks grouped by the per-node weight :math:`c = w_r / (k t)` their centre's live row
+    ``r`` implies with ``k`` copies of the row in one graph (``k`` up to :data:`MAX_COPIES`: a
+    methyl's or a ring's symmetric atoms repeat their row): a graph's true blocks share its ``c``,
+    a block glued from the wrong stars mostly has a ``c`` of its own. Largest group first; none for
+    more than 3 layers.
 
     Args:
         centred (list[tuple[Block, int, float | None]]): each 2-hop block with its centre's row and
@@ -497,12 +500,13 @@ def weight_clusters(centred: list[tuple[Block, int, float | None]],
         rows (_Rows): the rows and their weights left.
     """
     live = rows.live()
-    scored = sorted(((float(rows.left[r]) / t, b) for b, r, t in centred if t and bool(live[r])),
-                    key=lambda cb: cb[0])
+    scored = sorted(((float(rows.left[r]) / (k * t), b) for b, r, t in centred if t and bool(live[r])
+                     for k in range(1, MAX_COPIES + 1)), key=lambda cb: cb[0])
     groups: list[tuple[float, list[Block]]] = []
     for c, b in scored:
         if groups and abs(c - groups[-1][0]) <= WEIGHT_TOL * abs(c):
-            groups[-1][1].append(b)
+            if all(b is not other for other in groups[-1][1]):
+                groups[-1][1].append(b)
         else:
             groups.append((c, [b]))
     return sorted((g for g in groups if len(g[1]) >= 2), key=lambda g: -len(g[1]))

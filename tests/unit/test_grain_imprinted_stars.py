@@ -108,3 +108,25 @@ def test_a_graphs_per_node_weight_allows_its_own_size_and_none_far_from_it():
     net = sum_pooled.build_model(update.global_weights, dtype=torch.float64)
     rows = _Rows(imprints.rows, imprints.weights, None, 1e-3, net, sum_pooled, 2, update.crafted.plan)
     assert rows.sizes_for(1e-3) == list(range(1, 61))  # a sum says nothing of the size
+
+
+def test_a_symmetric_molecules_blocks_share_its_weight_counting_the_copies_of_a_row():
+    """Triethylamine's three CH2 share one row, and its three CH3 another, each carrying three times
+    one atom's weight: read as three copies, their blocks imply the nitrogen's per-node weight, and
+    the three group (read as one copy, the two would imply three times it, and group apart)."""
+    from attacks.grain.imprinted_stars import _Rows, block_t, two_hop_blocks, weight_clusters
+    from fedgraph_sim.crafting.imprint_reading import read_imprints
+
+    update, schema, graphs, _ = pooled_round(("CCN(CC)CC",))
+    knowledge = _knowledge(schema, graphs)
+    net = knowledge.build_model(update.global_weights, dtype=torch.float64)
+    imprints = read_imprints(update, None, tol=1e-2)
+    stars = consistent_stars(one_hop_stars(imprints.rows, [read_star(r.numpy(), schema) for r in imprints.rows],
+                                           schema))
+    rows = _Rows(imprints.rows, imprints.weights, stars, 1e-3, net, knowledge, 1, update.crafted.plan)
+    row_of = dict(zip(stars.stars, stars.row_of))
+    centred = [(b, row_of[(b.centre, tuple(sorted(b.neighbour_types)))], block_t(b, stars.deg, 3))
+               for b in two_hop_blocks(stars)]
+    c = _per_node_weight(net, graphs[0], 1)
+    (group,) = [g for w, g in weight_clusters(centred, rows) if abs(w - c) <= 1e-4 * abs(c)]
+    assert len(imprints.rows) == 3 and len(group) == 3  # the nitrogen's block, a CH2's and a CH3's
