@@ -16,7 +16,14 @@ batch's nodes, with its weight: the sum over the nodes that share it of
 - **the search** (GRAIN's Alg. 4) builds one connected graph whose every complete node's row is a
   decoded row with weight left; the graph's weights, computed through the crafted model for the
   label the rows' sign gives, must fit within the rows' weights, and are then taken off them.
-  Searches repeat while rows keep weight: the batch's graphs one by one, in any order.
+  Searches repeat while rows keep weight: the batch's graphs one by one, in any order;
+- **the order**: a graph's blocks imply one per-node weight :math:`c_G` (its centre row's weight
+  over the centre's :math:`t` and the row's copies in the graph), so the blocks are grouped by it
+  (:func:`weight_clusters`); under mean pooling :math:`|c_G|\,|V_G|` lies between the least and the
+  most loss derivative the crafted logits allow, so a group names the sizes its graph can have
+  (:meth:`_Rows.sizes_for`). Groups are searched smallest size first (the shortest searches; a
+  graph found takes its weights off the rows it shares), each bounded by its largest size and
+  over the blocks whose centre row has that weight left.
 """
 
 from __future__ import annotations
