@@ -419,9 +419,7 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
                 one_hop_kept=len(stars.stars),
                 two_hop_kept=len(blocks))
     # each block's centre row (its star's) and the centre's t, fixed for the whole reading
-    row_of = dict(zip(stars.stars, stars.row_of))
-    centred = [(b, row_of[(b.centre, tuple(sorted(b.neighbour_types)))], block_t(b, stars.deg, rows.layers))
-               for b in blocks]
+    centred = centred_blocks(blocks, stars, rows.layers)
     recs: list[Reconstruction] = []
     tried: set[float | int] = set()  # weights of groups searched, ids of start blocks searched
     # every complete graph is scored: the check is one of equality, cheap beside GRAIN's span
@@ -434,19 +432,19 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
         # groups whose weight fits a size still to find first, the smallest size first (its search
         # is the shortest, and a graph found takes its weights off the rows it shares), then the
         # largest group; the groups that fit no size after
-        groups.sort(key=lambda cg: (max(rows.sizes_for(cg[0]), default=1000), -len(cg[1])))
-        if groups:  # a group of blocks that imply one per-node weight, searched under it
-            c, group = groups[0]
+        sized = sorted(((c, group, max(rows.sizes_for(c), default=None)) for c, group in groups),
+                       key=lambda cgn: (cgn[2] or 1000, -len(cgn[1])))
+        if sized:  # a group of blocks that imply one per-node weight, searched under it
+            c, group, largest = sized[0]
             tried.add(round(c, 12))
         else:  # then without a weight: windows of start blocks whose centre row has weight left
             live = rows.live()
             group = [b for b, r, _ in centred if id(b) not in tried and bool(live[r])][: params.start_blocks]
             if not group:
                 break
-            c = None
+            c = largest = None
             tried.update(id(b) for b in group)
-        sizes = rows.sizes_for(c) if c is not None else []
-        rows.target, rows.target_size, starts = c, max(sizes, default=None), {id(b) for b in group}
+        rows.target, rows.target_size, starts = c, largest, {id(b) for b in group}
         found = search([rows.able(centred, c)], stars.deg, rows.score, budget=replace(budget, start_blocks=len(group)),
                        exact_tol=tol, min_ring=params.min_ring, expired=lambda: time.monotonic() > deadline,
                        skip_start=lambda b: id(b) not in starts, admissible=rows.admissible)
@@ -467,6 +465,18 @@ def read_imprinted_aggregates(update: ObservedUpdate, knowledge: AttackerKnowled
     for rec in recs:
         rec.info["imprint_rows_left"] = int(rows.live().sum())
     return recs
+
+
+def centred_blocks(blocks: list[Block], stars: Stars, layers: int) -> list[tuple[Block, int, float | None]]:
+    """Each 2-hop block with its centre's row (its star's) and :func:`block_t`, fixed for a reading.
+
+    Args:
+        blocks (list[Block]): the 2-hop blocks.
+        stars (Stars): the stars they were glued from.
+        layers (int): the model's GCN layers.
+    """
+    row_of = dict(zip(stars.stars, stars.row_of))
+    return [(b, row_of[(b.centre, tuple(sorted(b.neighbour_types)))], block_t(b, stars.deg, layers)) for b in blocks]
 
 
 def block_t(block: Block, deg: list[int], layers: int) -> float | None:
@@ -510,12 +520,14 @@ def weight_clusters(centred: list[tuple[Block, int, float | None]],
     scored = sorted(((float(rows.left[r]) / (k * t), b) for b, r, t in centred if t and bool(live[r])
                      for k in range(1, MAX_COPIES + 1)), key=lambda cb: cb[0])
     groups: list[tuple[float, list[Block]]] = []
+    members: set[int] = set()  # the last group's blocks: one block counts once, whatever its copies
     for c, b in scored:
-        if groups and abs(c - groups[-1][0]) <= WEIGHT_TOL * abs(c):
-            if all(b is not other for other in groups[-1][1]):
-                groups[-1][1].append(b)
-        else:
-            groups.append((c, [b]))
+        if not groups or abs(c - groups[-1][0]) > WEIGHT_TOL * abs(c):
+            groups.append((c, []))
+            members = set()
+        if id(b) not in members:
+            members.add(id(b))
+            groups[-1][1].append(b)
     return sorted((g for g in groups if len(g[1]) >= 2), key=lambda g: -len(g[1]))
 
 

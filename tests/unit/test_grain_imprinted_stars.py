@@ -114,7 +114,7 @@ def test_a_symmetric_molecules_blocks_share_its_weight_counting_the_copies_of_a_
     """Triethylamine's three CH2 share one row, and its three CH3 another, each carrying three times
     one atom's weight: read as three copies, their blocks imply the nitrogen's per-node weight, and
     the three group (read as one copy, the two would imply three times it, and group apart)."""
-    from attacks.grain.imprinted_stars import _Rows, block_t, two_hop_blocks, weight_clusters
+    from attacks.grain.imprinted_stars import _Rows, centred_blocks, two_hop_blocks, weight_clusters
     from fedgraph_sim.crafting.imprint_reading import read_imprints
 
     update, schema, graphs, _ = pooled_round(("CCN(CC)CC",))
@@ -124,9 +124,7 @@ def test_a_symmetric_molecules_blocks_share_its_weight_counting_the_copies_of_a_
     stars = consistent_stars(one_hop_stars(imprints.rows, [read_star(r.numpy(), schema) for r in imprints.rows],
                                            schema))
     rows = _Rows(imprints.rows, imprints.weights, stars, 1e-3, net, knowledge, 1, update.crafted.plan)
-    row_of = dict(zip(stars.stars, stars.row_of))
-    centred = [(b, row_of[(b.centre, tuple(sorted(b.neighbour_types)))], block_t(b, stars.deg, 3))
-               for b in two_hop_blocks(stars)]
+    centred = centred_blocks(two_hop_blocks(stars), stars, 3)
     c = _per_node_weight(net, graphs[0], 1)
     (group,) = [g for w, g in weight_clusters(centred, rows) if abs(w - c) <= 1e-4 * abs(c)]
     assert len(imprints.rows) == 3 and len(group) == 3  # the nitrogen's block, a CH2's and a CH3's
