@@ -66,11 +66,6 @@ from fedgraph_sim.threat import CraftedRound
 _SLOPE = 1 / 30
 
 
-#: The decimals the auxiliary statistics are rounded to before the thresholds are placed between
-#: their distinct values (float32 resolves about 3e-8 at their scale of 0.1 to 1).
-_DECIMALS = 5
-
-
 class ImprintedAggregates(Crafting):
     """Every slot receives the same crafted model (see the module's docstring).
 
@@ -134,10 +129,7 @@ class ImprintedAggregates(Crafting):
         units, width = weights["convs.0.lin.weight"].shape
         bins = units // self.groups
         directions = np.random.default_rng(seed).standard_normal((self.groups, width)) / np.sqrt(width)
-        # one star in several molecules sums its terms in other orders: values 1e-17 apart would
-        # put a threshold on that star's own value, where the client's float32 decides its cell
-        stats = np.round(z @ directions.T, _DECIMALS)
-        first_w, first_b = imprint_table(stats, directions, units, bins)
+        first_w, first_b = imprint_table(z @ directions.T, directions, units, bins)
         alpha = 1.0 / np.maximum(z @ first_w.T + first_b, 0).sum(axis=1).mean()
         crafted = {k: np.zeros_like(np.asarray(v, np.float64)) for k, v in weights.items()}
         crafted["convs.0.lin.weight"], crafted["convs.0.bias"] = first_w, first_b

@@ -92,6 +92,12 @@ from fedgraph_sim.threat import CraftedRound
 #: the group's first unit is active on every node, so no node falls outside the table.
 _FLOOR = 10.0
 
+#: The decimals the auxiliary statistics are rounded to before the thresholds are placed between
+#: their distinct values: one row in several graphs sums its terms in other orders, and values
+#: 1e-15 apart would put a threshold on that row's own value, where the client's float32 decides
+#: its cell (float32 resolves about 1e-7 of the statistics, which lie within about 0.01 to 50).
+_DECIMALS = 5
+
 #: ``epoch``: the table's scale, the summing unit's (its weights' total and its bias) and the pooled
 #: logits' spread (in thirds of a logit per std), against 1, 1, 1 for one gradient. Each relative
 #: step of one SGD step scales as table ~ spread / table^2, summing unit ~ spread * table^2 / sum^2,
@@ -258,8 +264,8 @@ def imprint_table(stats: np.ndarray, directions: np.ndarray, units: int, bins: i
                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The imprint layer's weight ``[units, D]`` and bias ``[units]``: group ``g``'s ``bins``
     units all measure ``directions[g]``, with a first threshold below every auxiliary statistic
-    (so no node falls outside the table) and the rest between their distinct values; the units
-    past ``groups * bins`` stay zero.
+    (so no node falls outside the table) and the rest between their distinct values (to
+    :data:`_DECIMALS` decimals); the units past ``groups * bins`` stay zero.
 
     Args:
         stats (np.ndarray): each auxiliary node's statistic per group ``[n, groups]``.
@@ -270,7 +276,7 @@ def imprint_table(stats: np.ndarray, directions: np.ndarray, units: int, bins: i
     """
     weight, bias = np.zeros((units, directions.shape[1])), np.zeros(units)
     for g in range(len(directions)):
-        s = stats[:, g]
+        s = np.round(stats[:, g], _DECIMALS)
         cut = np.concatenate([[s.min() - _FLOOR * (s.max() - s.min()) - 1.0], _thresholds(s, bins - 1)])
         weight[g * bins:(g + 1) * bins] = scale * directions[g]
         bias[g * bins:(g + 1) * bins] = -scale * cut

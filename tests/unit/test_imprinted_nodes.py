@@ -9,7 +9,7 @@ import torch
 from clients.training import fedavg_weights, mean_gradient
 from fedgraph_sim.crafting import crafting
 from fedgraph_sim.crafting.imprint_reading import read_imprints
-from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, crafted_model, readout_rows
+from fedgraph_sim.crafting.imprinted_nodes import ImprintedNodes, crafted_model, imprint_table, readout_rows
 from fedgraph_sim.models import build_model
 from fedgraph_sim.threat import ObservedUpdate
 from tests.unit.grain_cases import molecule
@@ -43,6 +43,18 @@ def _round(loss: str = "bce"):
 def _nearest(truth: np.ndarray, row: np.ndarray) -> tuple[int, float]:
     gap = np.abs(truth - row).max(1) / np.abs(truth).max(1)
     return int(gap.argmin()), float(gap.min())
+
+
+def test_no_threshold_falls_between_one_row_computed_twice():
+    # four rows, each seen in two graphs whose float64 sums differ in the last bits: a threshold
+    # placed in such a gap would sit on the row, and a float32 client's node would fall either side
+    rows = np.array([0.25, 1.0, 2.0, 3.0])
+    stats = np.concatenate([np.repeat(rows, 5), np.repeat(rows + 1e-13, 5)])[:, None]
+    weight, bias = imprint_table(stats, np.ones((1, 1)), units=8, bins=8)
+    cut = -bias[1:] / weight[1:, 0]  # each unit's threshold past the first (below every value)
+    assert np.abs(cut[:, None] - rows[None, :]).min() > 0.3
+    assert np.allclose(cut[:3], [0.625, 1.5, 2.5])  # the three gaps, then the rest above every value
+    assert (cut[3:] > 3.0).all()
 
 
 def test_one_local_sgd_step_leaves_the_summing_unit_dead():
